@@ -1,0 +1,13 @@
+"""stormshift: run streamparse topologies unchanged on PySpark micro-batches, exactly once.
+
+The layers follow DESIGN.md: ``topology`` (the frozen graph), ``adapters``
+(hosting user components in-process, routing), ``engines.local`` (Storm
+semantics, tuple at a time), ``engines.spark`` (micro-batches), ``state``
+(Redis, exactly-once), ``windows`` and ``shadow``.
+"""
+
+from stormshift.topology.graph import TopologyGraph
+from stormshift.topology.loader import load_topology
+
+__all__ = ["TopologyGraph", "load_topology", "__version__"]
+__version__ = "0.1.0"

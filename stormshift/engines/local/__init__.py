@@ -1,0 +1,1 @@
+"""engines/local layer (see DESIGN.md)."""

@@ -1,0 +1,1 @@
+"""engines/spark layer (see DESIGN.md)."""

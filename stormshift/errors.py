@@ -1,0 +1,82 @@
+"""Every error stormshift raises on purpose.
+
+Messages name the component, what was expected, what came, and the fix, so a
+user porting a topology never has to read a traceback from inside Spark.
+"""
+
+from __future__ import annotations
+
+
+class StormshiftError(Exception):
+    """Base of all stormshift errors."""
+
+
+class TopologyError(StormshiftError):
+    """A topology that cannot run as declared (raised at load time).
+
+    ``component`` names the offending component (None for topology-wide
+    problems); ``fix`` says what to change.
+    """
+
+    def __init__(self, message: str, *, component: str | None = None, fix: str | None = None):
+        self.component = component
+        self.fix = fix
+        text = f"component {component!r}: {message}" if component else message
+        if fix:
+            text = f"{text}\n  fix: {fix}"
+        super().__init__(text)
+
+
+class TupleError(StormshiftError):
+    """A tuple that cannot be delivered: wrong arity, unencodable value, ...
+
+    Carries enough to dead-letter it: component, stream, values, reason.
+    """
+
+    def __init__(self, message: str, *, component: str, stream: str = "default", values: object = None):
+        self.component = component
+        self.stream = stream
+        self.values = values
+        super().__init__(f"component {component!r}, stream {stream!r}: {message}")
+
+
+class ComponentFailure(StormshiftError):
+    """A user component raised while handling one call (``process``, ``next_tuple``...).
+
+    ``where`` is the user's callable as ``module:line``; ``traceback_text`` is
+    the formatted traceback of the original exception (kept for dead letters).
+    """
+
+    def __init__(
+        self,
+        *,
+        component: str,
+        task: int,
+        call: str,
+        cause: BaseException,
+        where: str,
+        traceback_text: str,
+        tup: object = None,
+    ):
+        self.component = component
+        self.task = task
+        self.call = call
+        self.cause = cause
+        self.where = where
+        self.traceback_text = traceback_text
+        self.tup = tup
+        super().__init__(
+            f"component {component!r} task {task}: {call}() raised "
+            f"{type(cause).__name__}: {cause} (at {where})"
+        )
+
+
+class FencedError(StormshiftError):
+    """A write from a stale task attempt (zombie) or for an already-committed txid.
+
+    Never retried: the attempt that gets it must stop; its successor owns the task.
+    """
+
+
+class StateError(StormshiftError):
+    """State in Redis that cannot be used as asked (unknown checkpoint, bad snapshot, ...)."""

@@ -1,0 +1,1 @@
+"""shadow layer (see DESIGN.md)."""

@@ -1,0 +1,1 @@
+"""windows layer (see DESIGN.md)."""
