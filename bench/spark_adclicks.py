@@ -1,0 +1,508 @@
+"""adclicks on Spark: a hand-written PySpark job vs stormshift, on the same data.
+
+One command, three measurements on the lines of ``examples/adclicks/src/adgen.py``
+(seed 7, ``--events`` lines, written once as JSON-lines files of
+``--batch / --files-per-batch`` lines each, so both jobs see ``--batch`` events
+per micro-batch):
+
+1. baseline  — a hand-written Structured Streaming job: text file source,
+   ``mapInArrow`` calling Python once per record (parse, validate, per-ad and
+   per-advertiser totals in dicts), ``foreachBatch`` adding the totals to Redis
+   idempotently (one Lua script per batch, guarded by a per-batch marker).
+2. stormshift — ``examples/adclicks`` unchanged on ``SparkEngine``, its
+   ``AdLogSpout`` swapped for ``JsonLinesSpout`` over the same files.
+3. hosting   — in-process, no Spark: the adclicks bolts' ``process()`` per
+   tuple, called bare vs through stormshift's hosts (the framework's cost).
+
+Each Spark job runs in its own process, so peak RSS of the driver (Python and
+JVM) and of a Python worker are its own. Prints events/s, the ratio, batch
+duration p50/p99 and peak memory. Usage::
+
+    python bench/spark_adclicks.py --events 2000000 --batch 500000 --master 'local[2]'
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLE = REPO / "examples" / "adclicks"
+SEED = 7
+HASH_TAG = "{bench-adclicks}"
+
+# ---------------------------------------------------------------- data -------
+
+
+def ensure_data(events: int, batch: int, files_per_batch: int, root: Path) -> Path:
+    """Write the day once (same seed, same bytes); reuse it while the config matches."""
+    lines_per_file = max(1, batch // files_per_batch)
+    out = root / f"adclicks-seed{SEED}-{events}-{lines_per_file}"
+    marker = out / "_COMPLETE"
+    if marker.exists():
+        return out
+    sys.path.insert(0, str(EXAMPLE / "src"))
+    import adgen  # noqa: E402  (the example's own generator)
+
+    out.mkdir(parents=True, exist_ok=True)
+    lines = adgen.generate_lines(adgen.GenConfig(seed=SEED, events=events))
+    part, written = 0, 0
+    while written < events:
+        count = min(lines_per_file, events - written)
+        tmp = out / f".part-{part:05d}.jsonl"
+        with open(tmp, "w", encoding="utf-8", newline="\n") as fh:
+            for _ in range(count):
+                fh.write(next(lines))
+                fh.write("\n")
+        os.replace(tmp, out / f"part-{part:05d}.jsonl")
+        part, written = part + 1, written + count
+    marker.write_text(json.dumps({"seed": SEED, "events": events, "files": part}))
+    return out
+
+
+# --------------------------------------------------------- measurements ------
+
+
+class RssSampler:
+    """Peak RSS of this process, its JVM child and Python workers (psutil, every 50 ms)."""
+
+    def __init__(self) -> None:
+        import psutil
+
+        self._psutil = psutil
+        self.peaks = {"driver_python": 0, "driver_jvm": 0, "python_worker": 0}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> RssSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        me = self._psutil.Process()
+        while not self._stop.is_set():
+            self._sample(me)
+            self._stop.wait(0.05)
+
+    def _sample(self, me: Any) -> None:
+        try:
+            self._peak("driver_python", me.memory_info().rss)
+            for child in me.children(recursive=True):
+                try:
+                    cmd = " ".join(child.cmdline())
+                    rss = child.memory_info().rss
+                except self._psutil.Error:
+                    continue
+                if "java" in cmd:
+                    self._peak("driver_jvm", rss)
+                elif "pyspark" in cmd or "python" in cmd:
+                    self._peak("python_worker", rss)
+        except self._psutil.Error:
+            pass
+
+    def _peak(self, kind: str, rss: int) -> None:
+        self.peaks[kind] = max(self.peaks[kind], rss)
+
+
+def percentile(values: list[float], q: float) -> float:
+    """Nearest-rank percentile (0 for no values)."""
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(q / 100 * len(ordered) + 0.5) - 1))]
+
+
+def steady_rate(rows: list[int], durations_ms: list[float]) -> float:
+    """Events/s over the batches after the first (JVM and Python worker warm-up)."""
+    if len(rows) < 2 or sum(durations_ms[1:]) <= 0:
+        return 0.0
+    return sum(rows[1:]) / (sum(durations_ms[1:]) / 1000)
+
+
+def spark_session(master: str, app: str) -> Any:
+    from pyspark.sql import SparkSession
+
+    return (
+        SparkSession.builder.master(master).appName(app)
+        .config("spark.ui.enabled", "false")
+        .config("spark.sql.shuffle.partitions", "2")
+        .config("spark.python.worker.reuse", "true")
+        .config("spark.sql.execution.arrow.maxRecordsPerBatch", "10000")
+        .getOrCreate()
+    )
+
+
+# -------------------------------------------------------------- baseline -----
+
+_BASELINE_LUA = """
+if not redis.call('SET', KEYS[1], '1', 'NX') then return 0 end
+for i = 1, #ARGV, 3 do
+  redis.call('HINCRBY', KEYS[tonumber(ARGV[i])], ARGV[i + 1], ARGV[i + 2])
+end
+return 1
+"""
+
+
+def baseline_partition(batches: Any) -> Any:
+    """mapInArrow body: Python once per record, totals per key in dicts."""
+    import json as _json
+
+    import pyarrow as pa
+
+    fields = ("slot_id", "advertiser_id", "ad_id", "event_type", "user_id", "event_id", "ts", "cost")
+    ids = ("slot_id", "advertiser_id", "ad_id", "user_id", "event_id")
+    impressions: dict[str, int] = {}
+    clicks: dict[str, int] = {}
+    ad_spend: dict[str, int] = {}
+    adv_spend: dict[str, int] = {}
+    for batch in batches:
+        for line in batch.column(0).to_pylist():
+            try:
+                rec = _json.loads(line)
+            except ValueError:
+                continue
+            if not isinstance(rec, dict) or any(f not in rec for f in fields):
+                continue
+            if any(not isinstance(rec[f], str) or not rec[f] for f in ids):
+                continue
+            kind, cost, ts = rec["event_type"], rec["cost"], rec["ts"]
+            if kind not in ("impression", "click") or type(cost) is not int or type(ts) is not int:
+                continue
+            if cost < 0 or ts < 0:
+                continue
+            ad, adv = rec["ad_id"], rec["advertiser_id"]
+            if kind == "click":
+                clicks[ad] = clicks.get(ad, 0) + 1
+            else:
+                impressions[ad] = impressions.get(ad, 0) + 1
+            ad_spend[ad] = ad_spend.get(ad, 0) + cost
+            adv_spend[adv] = adv_spend.get(adv, 0) + cost
+    rows: dict[str, list[Any]] = {"table": [], "key": [], "value": []}
+    for table, totals in ((1, impressions), (2, clicks), (3, ad_spend), (4, adv_spend)):
+        for key in sorted(totals):
+            rows["table"].append(table)
+            rows["key"].append(key)
+            rows["value"].append(totals[key])
+    yield pa.RecordBatch.from_pydict(rows, schema=pa.schema(
+        [("table", pa.int32()), ("key", pa.string()), ("value", pa.int64())]))
+
+
+def baseline_keys(run_id: str) -> list[str]:
+    tag = f"{{bench-adclicks-{run_id}}}"
+    return [f"{tag}:impressions", f"{tag}:clicks", f"{tag}:ad_spend", f"{tag}:adv_spend"]
+
+
+def run_baseline(args: argparse.Namespace, data: Path) -> dict[str, Any]:
+    import redis
+
+    r = redis.Redis.from_url(args.redis)
+    run_id = uuid.uuid4().hex[:12]
+    keys = baseline_keys(run_id)
+    script = r.register_script(_BASELINE_LUA)
+    batch_ms: list[float] = []
+
+    def write_batch(df: Any, batch_id: int) -> None:
+        started = time.perf_counter()
+        argv: list[Any] = []
+        for row in df.collect():  # partial totals of every partition (a few hundred rows)
+            argv += [row["table"] + 1, row["key"], row["value"]]
+        marker = f"{{bench-adclicks-{run_id}}}:batch:{batch_id}"
+        script(keys=[marker, *keys], args=argv)
+        batch_ms.append((time.perf_counter() - started) * 1000)
+
+    with RssSampler() as rss:
+        spark = spark_session(args.master, "adclicks-baseline")
+        source = (spark.readStream.format("text")
+                  .option("maxFilesPerTrigger", args.files_per_batch).load(str(data)))
+        totals = source.mapInArrow(baseline_partition, "table int, key string, value long")
+        with tempfile.TemporaryDirectory(prefix="bench-baseline-") as checkpoint:
+            started = time.perf_counter()
+            query = (totals.writeStream.foreachBatch(write_batch)
+                     .option("checkpointLocation", checkpoint)
+                     .trigger(availableNow=True).start())
+            query.awaitTermination()
+            elapsed = time.perf_counter() - started
+            progress = [p for p in query.recentProgress if p.get("numInputRows")]
+        spark.stop()
+    rows = sum(p["numInputRows"] for p in progress)
+    durations = [p["durationMs"]["triggerExecution"] for p in progress]
+    result = {
+        "events": rows, "elapsed_s": elapsed, "events_per_s": rows / elapsed, "batches": len(durations),
+        "steady_events_per_s": steady_rate([p["numInputRows"] for p in progress], durations),
+        "batch_ms_p50": percentile(durations, 50), "batch_ms_p99": percentile(durations, 99),
+        "peak_rss": rss.peaks, "totals": read_baseline_totals(r, keys),
+    }
+    r.delete(*keys, *r.keys(f"{{bench-adclicks-{run_id}}}:batch:*"))
+    return result
+
+
+def read_baseline_totals(r: Any, keys: list[str]) -> dict[str, dict[str, int]]:
+    names = ("impressions", "clicks", "ad_spend", "adv_spend")
+    return {n: {k.decode(): int(v) for k, v in r.hgetall(key).items()} for n, key in zip(names, keys)}
+
+
+def check_totals(totals: dict[str, dict[str, int]], data: Path) -> str:
+    """Compare with examples/adclicks/expected.py over the same files."""
+    sys.path.insert(0, str(EXAMPLE))
+    import expected  # noqa: E402
+
+    def lines() -> Any:
+        for path in sorted(data.glob("part-*.jsonl")):
+            with open(path, encoding="utf-8") as fh:
+                yield from (line.rstrip("\n") for line in fh)
+
+    want = expected.compute(lines(), dedup=False)
+    ok = (
+        totals["impressions"] == {a: t.impressions for a, t in want.ctr_by_ad.items() if t.impressions}
+        and totals["clicks"] == {a: t.clicks for a, t in want.ctr_by_ad.items() if t.clicks}
+        and totals["ad_spend"] == {a: t.spend for a, t in want.ctr_by_ad.items()}
+        and totals["adv_spend"] == want.spend_by_advertiser
+    )
+    return "equal to expected.py" if ok else "DIFFERENT from expected.py"
+
+
+# ------------------------------------------------------------ stormshift -----
+
+
+def adclicks_on_files(data: Path, spout_par: int) -> Any:
+    """examples/adclicks with its AdLogSpout read from ``data`` by JsonLinesSpout.
+
+    AdLogSpout is a Python spout (``stormshift.replacements`` swaps only
+    JavaSpouts), so the bench swaps it in the graph: same component name,
+    same ``line`` output, ``par`` = files per batch; task ids renumbered as
+    the loader does (component-name order from 1).
+    """
+    import dataclasses
+
+    from stormshift.topology.graph import freeze
+    from stormshift.topology.loader import load_topology
+
+    graph = load_topology(EXAMPLE, name="adclicks")
+    spout = graph.component("ad_log_spout")
+    config = {**spout.config, "jsonlines.path": str(data), "jsonlines.bounded": True}
+    swapped = dataclasses.replace(
+        spout, class_path="stormshift.spouts.jsonlines.JsonLinesSpout", par=spout_par,
+        config=freeze(config), replaces=spout.class_path,
+    )
+    components = {**graph.components, spout.name: swapped}
+    first, next_id = {}, 1
+    for name in sorted(components):
+        first[name], next_id = next_id, next_id + components[name].par
+    renumbered = {n: dataclasses.replace(c, first_task_id=first[n]) for n, c in components.items()}
+    return dataclasses.replace(graph, components=freeze(renumbered))
+
+
+def run_stormshift(args: argparse.Namespace, data: Path) -> dict[str, Any]:
+    try:
+        from stormshift.engines.spark import SparkEngine
+    except ImportError as exc:
+        raise SystemExit(f"stormshift path not runnable: stormshift.engines.spark.SparkEngine is "
+                         f"missing ({exc}); the Spark engine has not landed yet") from None
+    graph = adclicks_on_files(data, args.files_per_batch)
+    batch_ms: list[float] = []
+    with RssSampler() as rss, tempfile.TemporaryDirectory(prefix="bench-stormshift-") as checkpoint:
+        spark = spark_session(args.master, "adclicks-stormshift")
+        engine = SparkEngine(
+            graph, master=args.master, checkpoint_dir=checkpoint, redis_url=args.redis,
+            trigger_secs=0, until_done=True, batch_max_tuples=args.batch // args.files_per_batch,
+            sink="drop", spark=spark,
+        )
+        started = time.perf_counter()
+        summary = engine.run(on_progress=lambda line: batch_ms.extend(_batch_ms(line)))
+        elapsed = time.perf_counter() - started
+        spark.stop()
+    durations = list(getattr(summary, "batch_durations_ms", None) or batch_ms)
+    events = summary.spout_tuples or summary["ad_log_spout"].tuples_out
+    sizes = [min(args.batch, events - i * args.batch) for i in range(len(durations))]
+    return {
+        "events": events, "elapsed_s": elapsed, "events_per_s": events / elapsed,
+        "steady_events_per_s": steady_rate(sizes, durations),
+        "batches": len(durations), "batch_ms_p50": percentile(durations, 50),
+        "batch_ms_p99": percentile(durations, 99), "peak_rss": rss.peaks,
+        "stop_reason": summary.stop_reason, "dead_lettered": summary.total("dead_lettered"),
+    }
+
+
+def _batch_ms(line: str) -> list[float]:
+    """The batch duration in a progress line (``... 1234 ms`` / ``1.2s``), if any."""
+    import re
+
+    found = re.search(r"(\d+(?:\.\d+)?)\s*(ms|s)\b", line)
+    if not found:
+        return []
+    value = float(found.group(1))
+    return [value if found.group(2) == "ms" else value * 1000]
+
+
+# --------------------------------------------------------------- hosting -----
+
+
+def run_hosting(args: argparse.Namespace, data: Path) -> dict[str, Any]:
+    """Per-tuple cost of the adclicks bolts: bare ``process()`` vs hosted."""
+    try:
+        from stormshift.adapters.host import BoltHost
+    except ImportError as exc:
+        raise SystemExit(f"hosting measurement not runnable: stormshift.adapters.host.BoltHost is "
+                         f"missing ({exc}); the adapters layer has not landed yet") from None
+    from stormshift.adapters.tuples import TupleFactory
+
+    graph = adclicks_on_files(data, 1)
+    with open(sorted(data.glob("part-*.jsonl"))[0], encoding="utf-8") as fh:
+        lines = [next(fh).rstrip("\n") for _ in range(min(args.hosting_tuples, args.batch))]
+    sys.path.insert(0, str(EXAMPLE / "src"))
+    from bolts.parse import parse_line  # noqa: E402
+
+    parsed = [v for v in (_try(parse_line, line) for line in lines) if v is not None]
+    cases = (("parse_bolt", "ad_log_spout", [[line] for line in lines]),
+             ("ads_ctr_bolt", "parse_bolt", parsed),
+             ("client_spent_bolt", "parse_bolt", parsed))
+    result: dict[str, Any] = {"tuples": len(lines)}
+    for component, source, rows in cases:
+        tuples = [TupleFactory(graph, component).make(source, "default", 1, values, str(i))
+                  for i, values in enumerate(rows)]
+        bare_ns = _per_tuple_ns(_bare_bolt(graph, component), tuples)
+        host = BoltHost(graph, component, 0)
+        host.open()
+        hosted_ns = _per_tuple_ns(lambda tup: (host.execute(tup), host.outbox.drain()), tuples)
+        result[component] = {"bare_ns": bare_ns, "hosted_ns": hosted_ns, "overhead_ns": hosted_ns - bare_ns}
+    return result
+
+
+def _try(fn: Any, value: Any) -> Any:
+    try:
+        return fn(value)
+    except ValueError:
+        return None
+
+
+def _bare_bolt(graph: Any, component: str) -> Any:
+    """The user's bolt with emit/ack/fail as no-ops: only its own logic runs."""
+    import io
+
+    from stormshift.topology.loader import import_component_class
+
+    cls = import_component_class(graph.component(component).class_path, graph.source_dirs)
+    bolt = cls(input_stream=io.BytesIO(), output_stream=io.BytesIO(), rdb_signal=None)
+    bolt.initialize(dict(graph.component(component).config), {})
+    bolt.emit = bolt.ack = bolt.fail = lambda *a, **k: None
+    return bolt.process
+
+
+def _per_tuple_ns(call: Any, tuples: list[Any], rounds: int = 3) -> float:
+    """Best of ``rounds`` passes, in ns per tuple."""
+    best = float("inf")
+    for _ in range(rounds):
+        started = time.perf_counter_ns()
+        for tup in tuples:
+            call(tup)
+        best = min(best, (time.perf_counter_ns() - started) / len(tuples))
+    return best
+
+
+# ------------------------------------------------------------------ main -----
+
+PHASES = {"baseline": run_baseline, "stormshift": run_stormshift, "hosting": run_hosting}
+
+
+def run_phase_in_subprocess(phase: str, argv: list[str]) -> dict[str, Any]:
+    """One phase in a fresh process (its own JVM, clean peak-RSS figures)."""
+    cmd = [sys.executable, __file__, "--phase", phase, *argv]
+    done = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    for line in reversed(done.stdout.splitlines()):
+        if line.startswith("RESULT "):
+            return json.loads(line[len("RESULT "):])
+    tail = (done.stderr or done.stdout).strip().splitlines()[-12:]
+    return {"error": f"{phase} failed (exit {done.returncode}):\n    " + "\n    ".join(tail)}
+
+
+def mib(n: int) -> str:
+    return f"{n / 2**20:,.0f} MiB"
+
+
+def report(args: argparse.Namespace, data: Path, results: dict[str, dict[str, Any]]) -> None:
+    print(f"\nadclicks, {args.events:,} events, {args.batch:,} per batch, {args.master}, "
+          f"Redis {args.redis}\ndata: {data}\n")
+    for name in ("baseline", "stormshift"):
+        res = results.get(name)
+        if res is None:
+            continue
+        if "error" in res:
+            print(f"{name:>10}: NOT MEASURED — {res['error']}")
+            continue
+        peaks = res["peak_rss"]
+        print(f"{name:>10}: {res['events_per_s']:>9,.0f} events/s overall, "
+              f"{res['steady_events_per_s']:>9,.0f} after the first batch  ({res['events']:,} events in "
+              f"{res['elapsed_s']:.1f}s, {res['batches']} batches)")
+        print(f"{'':>10}  batch duration p50 {res['batch_ms_p50']:,.0f} ms, p99 {res['batch_ms_p99']:,.0f} ms")
+        print(f"{'':>10}  peak RSS: driver python {mib(peaks['driver_python'])}, driver JVM "
+              f"{mib(peaks['driver_jvm'])}, python worker {mib(peaks['python_worker'])}")
+        if "check" in res:
+            print(f"{'':>10}  totals {res['check']}")
+    base, ours = results.get("baseline", {}), results.get("stormshift", {})
+    if "events_per_s" in base and "events_per_s" in ours:
+        ratio = ours["events_per_s"] / base["events_per_s"]
+        steady = ours["steady_events_per_s"] / max(base["steady_events_per_s"], 1e-9)
+        print(f"\n     ratio stormshift / baseline: {ratio:.2f} overall, {steady:.2f} after the first batch")
+    hosting = results.get("hosting")
+    if hosting:
+        print()
+        if "error" in hosting:
+            print(f"   hosting: NOT MEASURED — {hosting['error']}")
+        else:
+            print(f"   hosting: per tuple, bare process() vs hosted ({hosting['tuples']:,} tuples)")
+            for component in ("parse_bolt", "ads_ctr_bolt", "client_spent_bolt"):
+                h = hosting[component]
+                print(f"{component:>20}: bare {h['bare_ns'] / 1000:.2f} µs, hosted "
+                      f"{h['hosted_ns'] / 1000:.2f} µs, framework +{h['overhead_ns'] / 1000:.2f} µs")
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--events", type=int, default=2_000_000)
+    p.add_argument("--batch", type=int, default=500_000, help="events per micro-batch")
+    p.add_argument("--files-per-batch", type=int, default=2, help="= spout tasks = input partitions")
+    p.add_argument("--master", default="local[2]")
+    p.add_argument("--redis", default="redis://127.0.0.1:6379")
+    p.add_argument("--data-root", default=os.path.join(tempfile.gettempdir(), "stormshift-bench"))
+    p.add_argument("--only", default="baseline,stormshift,hosting",
+                   help="comma list of: baseline, stormshift, hosting")
+    p.add_argument("--hosting-tuples", type=int, default=200_000)
+    p.add_argument("--no-check", action="store_true", help="skip comparing totals with expected.py")
+    p.add_argument("--phase", choices=sorted(PHASES), help=argparse.SUPPRESS)
+    return p.parse_args(argv)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    data = ensure_data(args.events, args.batch, args.files_per_batch, Path(args.data_root))
+    if args.phase:
+        print("RESULT " + json.dumps(PHASES[args.phase](args, data)))
+        return 0
+    forwarded = [a for a in (argv if argv is not None else sys.argv[1:])]
+    results: dict[str, dict[str, Any]] = {}
+    for phase in [p.strip() for p in args.only.split(",") if p.strip()]:
+        print(f"running {phase} ...", file=sys.stderr, flush=True)
+        results[phase] = run_phase_in_subprocess(phase, forwarded)
+    base = results.get("baseline", {})
+    if "totals" in base and not args.no_check:
+        base["check"] = check_totals(base.pop("totals"), data)
+    report(args, data, results)
+    return 1 if any("error" in r for r in results.values()) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,378 @@
+"""Hosting one task of a user's streamparse Spout or Bolt in-process.
+
+A host owns the user's instance, its ``Outbox`` and its ``Router``. Call
+order: construct the host, ``open()`` (runs ``initialize(conf, context)``),
+then drive it (spouts: ``next_tuple``/``ack``/``fail``; bolts: ``execute``,
+``tick``, ``flush_tickless``) and ``outbox.drain()`` after each call or
+batch. Each driving call reproduces pystorm's run loop for one command
+(``_current_tups``, auto ack/anchor/fail, BatchingBolt ticks) without a pipe.
+
+A user exception is reported as pystorm would (its ``_handle_run_exception``:
+an error in the outbox, auto-fail of the current tuple(s)) and re-raised as
+``ComponentFailure``. Hosts never ``chdir``: run their calls inside
+``working_dir(graph)`` (``open()`` does so itself).
+"""
+
+from __future__ import annotations
+
+import os
+import traceback
+from collections import defaultdict
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from contextlib import contextmanager
+from types import TracebackType
+from typing import Any
+
+import pystorm.bolt
+
+from stormshift.adapters.construct import construct, import_class, setup_instance
+from stormshift.adapters.context import storm_conf, storm_context, tick_interval_secs
+from stormshift.adapters.fastpath import (
+    AnchorCache,
+    Completion,
+    Emitter,
+    bolt_ack_fail,
+    bolt_emit,
+    capture_send_message,
+    plan,
+    spout_emit,
+)
+from stormshift.adapters.outbox import Outbox
+from stormshift.adapters.routing import Router
+from stormshift.adapters.tuples import IdGenerator, Tuple, TupleFactory, counter_ids, tick_tuple
+from stormshift.errors import ComponentFailure, StormshiftError
+from stormshift.topology.graph import TopologyGraph
+
+_EMPTY: list[Any] = []
+_FRAMEWORK_DIRS = tuple(
+    os.path.dirname(m.__file__) + os.sep  # type: ignore[type-var, operator]
+    for m in (__import__("pystorm"), __import__("streamparse"), __import__("stormshift"))
+)
+
+
+class EndOfInput(StormshiftError):
+    """Raised by a spout's ``next_tuple`` when its bounded input is used up.
+
+    ``StopIteration`` means the same. The host sets ``exhausted`` and the
+    engine stops calling ``next_tuple`` once in-flight tuples are done.
+    """
+
+
+@contextmanager
+def working_dir(graph: TopologyGraph) -> Iterator[None]:
+    """Run the block in ``graph.working_dir`` (as Storm runs components), then go back."""
+    target = graph.working_dir
+    if not target:
+        yield
+        return
+    previous = os.getcwd()
+    os.chdir(target)
+    try:
+        yield
+    finally:
+        os.chdir(previous)
+
+
+def _where(tb: TracebackType | None) -> str:
+    """``module:line in function`` of the innermost frame in the user's code."""
+    found = "unknown"
+    for frame, lineno in traceback.walk_tb(tb):
+        name = frame.f_globals.get("__name__", "?")
+        here = f"{name}:{lineno} in {frame.f_code.co_name}"
+        if found == "unknown" or not frame.f_code.co_filename.startswith(_FRAMEWORK_DIRS):
+            found = here
+    return found
+
+
+class _Host:
+    kind = "component"
+
+    def __init__(
+        self,
+        graph: TopologyGraph,
+        component: str,
+        task_index: int,
+        *,
+        conf_overrides: Mapping[str, Any] | None = None,
+        tuple_ids: IdGenerator | None = None,
+        check_wire: bool = True,
+        component_class: type | None = None,
+    ):
+        comp = graph.component(component)
+        self.graph = graph
+        self.component = comp
+        self.name = comp.name
+        self.task_index = task_index
+        self.task_id = comp.task_id(task_index)
+        self.outbox = Outbox()
+        self.router = Router(graph, comp.name, task_index)
+        self.conf = storm_conf(graph, comp, conf_overrides)
+        self.context = storm_context(graph, comp.name, task_index)
+        self.tuple_ids: IdGenerator = tuple_ids or counter_ids(prefix=f"{comp.name}:{task_index}:")
+        self.completion = Completion()
+        self.emitter = Emitter(self.router, self.outbox, comp.name, check_wire)
+        cls = component_class or import_class(comp.class_path, graph.source_dirs, comp.name)
+        with working_dir(graph):
+            self.instance = construct(cls, comp.name)
+        self.plan = plan(cls)
+        self.opened = False
+
+    def _capture(self, source_tuple_types: Any = None) -> None:
+        inst = self.instance
+        setup_instance(inst, self.name, self.conf, self.context, self.outbox.logs, source_tuple_types)
+        inst.send_message = capture_send_message(inst, self.emitter, self.completion)
+
+    @property
+    def fast_path(self) -> bool:
+        """True when emit (and for bolts ack/fail) bypass pystorm's message dicts."""
+        return self.plan["emit"] is not None and (self.kind == "spout" or (self.plan["ack"] and self.plan["fail"]))
+
+    def open(self) -> None:
+        """Call the user's ``initialize(conf, context)`` in the working dir."""
+        try:
+            with working_dir(self.graph):
+                self.instance.initialize(self.conf, self.context)
+        except Exception as exc:
+            raise self._failure(exc, "initialize", None, report=False) from exc
+        self.opened = True
+
+    def _failure(self, exc: BaseException, call: str, tup: Any, report: bool = True) -> ComponentFailure:
+        """Report ``exc`` as pystorm would (error + auto-fail), then wrap it."""
+        inst = self.instance
+        if report:
+            try:
+                inst._handle_run_exception(exc)
+            except Exception as inner:  # the user's override of it failed too
+                self.outbox.errors.append(f"{type(inner).__name__} while reporting {exc!r}: {inner}")
+        else:
+            self.outbox.errors.append("".join(traceback.format_exception(exc)))
+        inst._current_tups = _EMPTY
+        return ComponentFailure(
+            component=self.name,
+            task=self.task_index,
+            call=call,
+            cause=exc,
+            where=_where(exc.__traceback__),
+            traceback_text="".join(traceback.format_exception(exc)),
+            tup=tup,
+        )
+
+
+class SpoutHost(_Host):
+    """One spout task: ``next_tuple`` / ``ack`` / ``fail`` / ``activate`` / ``deactivate``."""
+
+    kind = "spout"
+
+    def __init__(self, graph: TopologyGraph, component: str, task_index: int, **kwargs: Any):
+        super().__init__(graph, component, task_index, **kwargs)
+        self._capture()
+        kind = self.plan["emit"]
+        if kind in ("spout", "reliable"):
+            self.instance.emit = spout_emit(self.instance, self.emitter, kind == "reliable")
+        self.exhausted = False
+
+    def next_tuple(self) -> None:
+        if self.exhausted:
+            return
+        done = self.completion.done
+        if done:
+            done.clear()
+        try:
+            self.instance.next_tuple()
+        except (StopIteration, EndOfInput):
+            self.exhausted = True
+        except Exception as exc:
+            raise self._failure(exc, "next_tuple", None) from exc
+
+    def _call(self, name: str, *args: Any) -> None:
+        try:
+            getattr(self.instance, name)(*args)
+        except Exception as exc:
+            raise self._failure(exc, name, None) from exc
+
+    def ack(self, msg_id: Any) -> None:
+        self._call("ack", msg_id)
+
+    def fail(self, msg_id: Any) -> None:
+        self._call("fail", msg_id)
+
+    def activate(self) -> None:
+        self._call("activate")
+
+    def deactivate(self) -> None:
+        self._call("deactivate")
+
+
+class BoltHost(_Host):
+    """One bolt task: ``execute`` (one tuple), ``execute_many``, ``tick``, ``flush_tickless``."""
+
+    kind = "bolt"
+
+    def __init__(self, graph: TopologyGraph, component: str, task_index: int, **kwargs: Any):
+        super().__init__(graph, component, task_index, **kwargs)
+        self.tuple_factory = TupleFactory(graph, self.name)
+        self._capture(self.tuple_factory.types)
+        inst = self.instance
+        self.batching = isinstance(inst, pystorm.bolt.BatchingBolt)
+        self.is_tickless = isinstance(inst, pystorm.bolt.TicklessBatchingBolt)
+        self.tick_interval_secs = tick_interval_secs(self.conf)
+        self.tickless_interval_secs = float(inst.secs_between_batches) if self.is_tickless else None
+        self.anchor_cache = AnchorCache()
+        if self.plan["emit"] in ("bolt", "batching"):
+            inst.emit = bolt_emit(inst, self.emitter, self.anchor_cache, self.plan["emit"] == "batching")
+        ack, fail = bolt_ack_fail(self.outbox, self.completion)
+        if self.plan["ack"]:
+            inst.ack = ack
+        if self.plan["fail"]:
+            inst.fail = fail
+        self.execute: Callable[[Tuple], None] = self._not_open  # type: ignore[method-assign]
+
+    def _not_open(self, tup: Tuple) -> None:
+        raise StormshiftError(f"component {self.name!r}: call open() before execute()")
+
+    def open(self) -> None:
+        super().open()
+        self.execute = self._compile_execute()  # type: ignore[method-assign]
+
+    def new_tuple(self, source: str, stream: str, source_task_id: int, values: Any) -> Tuple:
+        """A tuple for this bolt with a fresh id from ``tuple_ids``."""
+        return self.tuple_factory.make(source, stream, source_task_id, values, self.tuple_ids())
+
+    def _compile_execute(self) -> Callable[[Tuple], None]:
+        """``execute`` specialised once: library vs user ack, batching vs plain."""
+        inst = self.instance
+        process = inst.process
+        done = self.completion.done
+        cache = self.anchor_cache
+        acks_append = self.outbox.acks.append
+        fast_ack = self.plan["ack"]
+        failure = self._failure
+        empty = _EMPTY
+
+        if self.batching:
+
+            def execute_batching(tup: Tuple) -> None:
+                if done:
+                    done.clear()
+                cur = [tup]
+                inst._current_tups = cur
+                try:
+                    process(tup)
+                except Exception as exc:
+                    raise failure(exc, "process", tup) from exc
+                inst._current_tups = empty
+
+            return execute_batching
+
+        def execute(tup: Tuple) -> None:
+            if done:
+                done.clear()
+            cur = [tup]
+            inst._current_tups = cur
+            cache.tups = cur
+            cache.ids = (tup.id,)
+            try:
+                process(tup)
+            except Exception as exc:
+                raise failure(exc, "process", tup) from exc
+            if inst.auto_ack:
+                if fast_ack:
+                    if not done or tup.id not in done:
+                        acks_append(tup.id)
+                else:
+                    inst.ack(tup)
+            inst._current_tups = empty
+
+        return execute
+
+    def execute_many(
+        self, tuples: Iterable[Tuple], on_failure: Callable[[ComponentFailure], None] | None = None
+    ) -> int:
+        """Execute tuples in order; returns how many were executed.
+
+        Without ``on_failure`` the first ``ComponentFailure`` propagates (later
+        tuples are not executed); with it, each failure is handed over and the
+        loop goes on (the Spark engine dead-letters and continues).
+        """
+        execute = self.execute
+        n = 0
+        if on_failure is None:
+            for tup in tuples:
+                execute(tup)
+                n += 1
+            return n
+        for tup in tuples:
+            n += 1
+            try:
+                execute(tup)
+            except ComponentFailure as failure:
+                on_failure(failure)
+        return n
+
+    def tick(self) -> None:
+        """Deliver one tick tuple (``process_tick``), as pystorm's run loop does."""
+        inst = self.instance
+        tick = tick_tuple(self.tuple_ids())
+        box = self.outbox
+        marks = (len(box.emits), len(box.acks), len(box.fails))
+        self.completion.done.clear()
+        inst._current_tups = [tick]
+        failure: ComponentFailure | None = None
+        try:
+            inst.process_tick(tick)
+            if not self.batching and inst.auto_ack:
+                inst.ack(tick)
+        except Exception as exc:
+            failure = self._failure(exc, "process_tick", tick)
+        finally:
+            inst._current_tups = _EMPTY
+            self._scrub_tick(tick.id, *marks)
+        if failure is not None:
+            raise failure from failure.cause
+
+    def flush_tickless(self) -> None:
+        """Run a TicklessBatchingBolt's pending batches (its timer thread's job)."""
+        if not self.is_tickless:
+            raise StormshiftError(f"component {self.name!r} is not a TicklessBatchingBolt")
+        inst = self.instance
+        self.completion.done.clear()
+        failure: ComponentFailure | None = None
+        try:
+            with inst._batch_lock:
+                inst.process_batches()
+        except Exception as exc:
+            failure = self._failure(exc, "process_batch", list(inst._current_tups))
+        finally:
+            inst._current_tups = _EMPTY
+        if failure is not None:
+            raise failure from failure.cause
+
+    def _failure(self, exc: BaseException, call: str, tup: Any, report: bool = True) -> ComponentFailure:
+        failure = super()._failure(exc, call, tup, report)
+        self._reset_batches_after_crash()
+        return failure
+
+    def _reset_batches_after_crash(self) -> None:
+        """pystorm failed every batched tuple and its process would now exit:
+        start from a fresh batching state so failed tuples are never acked later."""
+        inst = self.instance
+        if getattr(self, "batching", False) and inst.exit_on_exception:
+            inst._batches = defaultdict(list)
+            inst._tick_counter = 0
+            inst._current_key = None
+
+    def _scrub_tick(self, tick_id: str, n_emits: int, n_acks: int, n_fails: int) -> None:
+        """Storm never tracks tick tuples: drop their acks/fails and anchors."""
+        box = self.outbox
+        box.acks[n_acks:] = [t for t in box.acks[n_acks:] if t != tick_id]
+        box.fails[n_fails:] = [t for t in box.fails[n_fails:] if t != tick_id]
+        for emit in box.emits[n_emits:]:
+            if tick_id in emit.anchors:
+                emit.anchors = tuple(a for a in emit.anchors if a != tick_id)
+
+
+def host_component(graph: TopologyGraph, component: str, task_index: int, **kwargs: Any) -> SpoutHost | BoltHost:
+    """A ``SpoutHost`` or ``BoltHost`` for ``component``'s task ``task_index``."""
+    if graph.component(component).is_spout:
+        return SpoutHost(graph, component, task_index, **kwargs)
+    return BoltHost(graph, component, task_index, **kwargs)

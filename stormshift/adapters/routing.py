@@ -1,0 +1,379 @@
+"""Which task of each consumer gets an emitted tuple (Storm's groupings).
+
+Routing is a pure function of (grouping, consumer parallelism, values,
+emitter task index, per-stream emit counter), so every engine, process and
+run sends a tuple to the same task:
+
+- ``fields``: ``stable_hash(grouping values) % par``. The hash is CRC-32
+  (``zlib.crc32``) over a canonical, type-tagged encoding of the values
+  (see ``stable_hash``), never Python's salted ``hash()``. It is *not*
+  Java's ``hashCode``: which key lands on which task differs from a real
+  Storm cluster, but equal keys always meet on one task, which is what the
+  fields grouping promises.
+- ``shuffle``, ``none``, ``local_or_shuffle``: deterministic round robin
+  ``(emitter_task_index + seq) % par`` where ``seq`` counts the emitter's
+  emits on that stream (``Router.reset_seq`` restarts it, e.g. per batch).
+- ``all``: every task. ``global``: the lowest task (index 0).
+- ``direct``: the task the emitter names (``emit(..., direct_task=id)``).
+
+``Router`` compiles one closure per output stream at construction (field
+positions, consumer list, constant targets when every consumer has
+``par == 1``) so the per-emit cost is a dict lookup and a call.
+"""
+
+from __future__ import annotations
+
+import json
+import zlib
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from stormshift.errors import TupleError
+from stormshift.topology.graph import (
+    ComponentDef,
+    Grouping,
+    GroupingKind,
+    StreamDef,
+    Subscription,
+    TopologyGraph,
+)
+
+Targets = tuple[tuple[str, int], ...]
+RouteFn = Callable[[Sequence[Any], "int | None"], Targets]
+
+_ROUND_ROBIN = (GroupingKind.SHUFFLE, GroupingKind.NONE, GroupingKind.LOCAL_OR_SHUFFLE)
+_CONSTANT = (GroupingKind.GLOBAL, GroupingKind.ALL)
+_SEP = b"\x1f"
+_STR_SEED = zlib.crc32(b"s")
+_INT_SEED = zlib.crc32(b"i")
+
+
+# -- stable hash -------------------------------------------------------
+def _encode(value: Any) -> bytes:
+    """Canonical bytes of one grouping value: a type tag, then the payload.
+
+    str ``s<utf-8>``, int ``i<decimal>``, bool ``b0``/``b1``, None ``n``,
+    float ``f<repr>``, bytes ``y<raw>``, list/tuple/dict ``j<canonical JSON>``
+    (sorted keys, so a dict's insertion order does not matter; tuples encode
+    like lists, as they arrive as lists after the wire).
+    """
+    t = type(value)
+    if t is str:
+        return b"s" + value.encode("utf-8", "surrogatepass")
+    if t is bool:
+        return b"b1" if value else b"b0"
+    if t is int:
+        return b"i" + str(value).encode()
+    if value is None:
+        return b"n"
+    if t is float:
+        return b"f" + repr(value).encode()
+    if isinstance(value, str):
+        return b"s" + str(value).encode("utf-8", "surrogatepass")
+    if isinstance(value, bool):
+        return b"b1" if value else b"b0"
+    if isinstance(value, int):
+        return b"i" + str(int(value)).encode()
+    if isinstance(value, (bytes, bytearray)):
+        return b"y" + bytes(value)
+    if isinstance(value, (list, tuple, dict)):
+        text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        return b"j" + text.encode("utf-8", "surrogatepass")
+    raise TypeError(
+        f"cannot hash a {type(value).__name__} for a fields grouping "
+        "(use str, int, float, bool, None, or lists/dicts of them)"
+    )
+
+
+def stable_hash(values: Sequence[Any]) -> int:
+    """CRC-32 of the values' canonical encodings joined by 0x1F.
+
+    Identical across processes, runs and ``PYTHONHASHSEED``; equal values
+    (a tuple and the list it becomes on the wire, dicts in any key order)
+    hash equally.
+    """
+    if len(values) == 1:
+        return hash_one(values[0])
+    return zlib.crc32(_SEP.join([_encode(v) for v in values]))
+
+
+def hash_one(value: Any) -> int:
+    """``stable_hash([value])`` with a fast path for a single str or int."""
+    t = type(value)
+    if t is str:
+        return zlib.crc32(value.encode("utf-8", "surrogatepass"), _STR_SEED)
+    if t is int:
+        return zlib.crc32(str(value).encode(), _INT_SEED)
+    return zlib.crc32(_encode(value))
+
+
+# -- the pure choice ---------------------------------------------------
+def choose_tasks(
+    grouping: Grouping,
+    par: int,
+    values: Sequence[Any],
+    *,
+    field_positions: Sequence[int],
+    emitter_task_index: int,
+    seq: int,
+    direct_index: int | None = None,
+) -> tuple[int, ...]:
+    """Task indices (0..par-1) of one consumer that receive ``values``."""
+    kind = grouping.kind
+    if kind is GroupingKind.FIELDS:
+        if len(field_positions) == 1:
+            return (hash_one(values[field_positions[0]]) % par,)
+        return (stable_hash([values[p] for p in field_positions]) % par,)
+    if kind in _ROUND_ROBIN:
+        return ((emitter_task_index + seq) % par,)
+    if kind is GroupingKind.GLOBAL:
+        return (0,)
+    if kind is GroupingKind.ALL:
+        return tuple(range(par))
+    if kind is GroupingKind.DIRECT:
+        if direct_index is None:
+            raise ValueError("direct grouping needs the task named by the emitter")
+        return (direct_index,)
+    raise ValueError(f"unknown grouping {grouping}")
+
+
+# -- per-stream compiled routes ----------------------------------------
+class Router:
+    """Routes one emitting task's tuples to (consumer, task index) targets.
+
+    ``route(stream, values, direct_task_id)`` checks the stream is declared
+    and the arity matches, then returns a target for every subscribed
+    consumer (in the graph's topological order). ``seq`` counts emits per
+    stream for the round-robin groupings.
+    """
+
+    def __init__(self, graph: TopologyGraph, component: str, task_index: int):
+        self.graph = graph
+        self.component = graph.component(component)
+        self.task_index = task_index
+        self._seq: dict[str, list[int]] = {}
+        self._first_task: dict[str, int] = {
+            c.name: c.first_task_id for c in graph.components.values()
+        }
+        self.routes: dict[str, RouteFn] = {
+            name: self._compile(stream) for name, stream in self.component.outputs.items()
+        }
+
+    # public API ---------------------------------------------------------
+    def route(self, stream: str, values: Sequence[Any], direct_task_id: int | None = None) -> Targets:
+        fn = self.routes.get(stream)
+        if fn is None:
+            raise self.undeclared(stream, values)
+        return fn(values, direct_task_id)
+
+    def task_ids(self, targets: Targets) -> list[int]:
+        """Storm's global task ids of ``targets`` (what ``need_task_ids`` returns)."""
+        first = self._first_task
+        return [first[name] + index for name, index in targets]
+
+    def reset_seq(self) -> None:
+        for cell in self._seq.values():
+            cell[0] = 0
+
+    def seq(self, stream: str) -> int:
+        return self._seq[stream][0] if stream in self._seq else 0
+
+    def undeclared(self, stream: str, values: Any = None) -> TupleError:
+        declared = sorted(self.component.outputs)
+        return TupleError(
+            f"emit to undeclared stream {stream!r}; declared streams are {declared}. "
+            "fix: add the stream to the component's `outputs` "
+            "(e.g. Stream(fields=[...], name='...'))",
+            component=self.component.name,
+            stream=stream,
+            values=values,
+        )
+
+    # compilation ----------------------------------------------------------
+    def _compile(self, stream: StreamDef) -> RouteFn:
+        comp = self.component
+        subs = self.graph.subscriptions(comp.name, stream.name)
+        arity = len(stream.fields)
+        check = _arity_checker(comp.name, stream, arity)
+        if stream.direct or any(s.grouping.kind is GroupingKind.DIRECT for s in subs):
+            return self._compile_direct(stream, subs, check)
+
+        def no_direct(direct_task_id: int | None) -> None:
+            if direct_task_id is not None:
+                raise TupleError(
+                    f"emit with direct_task={direct_task_id} to stream {stream.name!r}, "
+                    "which is not declared direct. fix: declare it with "
+                    "Stream(fields=[...], name=..., direct=True) and subscribe with "
+                    "Grouping.DIRECT, or drop direct_task",
+                    component=comp.name,
+                    stream=stream.name,
+                )
+
+        for s in subs:
+            if s.grouping.kind is GroupingKind.FIELDS:
+                _field_positions(comp, stream, s)  # validate even when par == 1
+        if all(s.par == 1 or s.grouping.kind in _CONSTANT for s in subs):
+            constant: Targets = tuple(t for s in subs for t in self._picker(stream, s)((), 0))
+
+            def route_constant(values: Sequence[Any], direct_task_id: int | None = None) -> Targets:
+                if len(values) != arity:
+                    check(values)
+                if direct_task_id is not None:
+                    no_direct(direct_task_id)
+                return constant
+
+            return route_constant
+
+        pickers = [self._picker(stream, s) for s in subs]
+        seq = self._seq.setdefault(stream.name, [0])
+        if len(pickers) == 1:
+            only = pickers[0]
+
+            def route_one(values: Sequence[Any], direct_task_id: int | None = None) -> Targets:
+                if len(values) != arity:
+                    check(values)
+                if direct_task_id is not None:
+                    no_direct(direct_task_id)
+                s = seq[0]
+                seq[0] = s + 1
+                return only(values, s)
+
+            return route_one
+
+        def route_many(values: Sequence[Any], direct_task_id: int | None = None) -> Targets:
+            if len(values) != arity:
+                check(values)
+            if direct_task_id is not None:
+                no_direct(direct_task_id)
+            s = seq[0]
+            seq[0] = s + 1
+            out: Targets = ()
+            for pick in pickers:
+                out += pick(values, s)
+            return out
+
+        return route_many
+
+    def _picker(self, stream: StreamDef, sub: Subscription) -> Callable[[Sequence[Any], int], Targets]:
+        """One consumer's choice as a closure over precomputed constants."""
+        name, par, kind = sub.consumer, sub.par, sub.grouping.kind
+        if par == 1 or kind is GroupingKind.GLOBAL:
+            fixed = ((name, 0),)
+            return lambda values, s: fixed
+        if kind is GroupingKind.ALL:
+            every = tuple((name, i) for i in range(par))
+            return lambda values, s: every
+        if kind in _ROUND_ROBIN:
+            slots = tuple(((name, i),) for i in range(par))
+            base = self.task_index
+            return lambda values, s: slots[(base + s) % par]
+        if kind is GroupingKind.FIELDS:
+            positions = _field_positions(self.component, stream, sub)
+            slots = tuple(((name, i),) for i in range(par))
+            comp_name = self.component.name
+            if len(positions) == 1:
+                pos = positions[0]
+
+                def pick_field(values: Sequence[Any], s: int) -> Targets:
+                    try:
+                        return slots[hash_one(values[pos]) % par]
+                    except TypeError as exc:
+                        raise _unhashable(comp_name, stream, sub, exc, values) from None
+
+                return pick_field
+
+            def pick_fields(values: Sequence[Any], s: int) -> Targets:
+                try:
+                    return slots[stable_hash([values[p] for p in positions]) % par]
+                except TypeError as exc:
+                    raise _unhashable(comp_name, stream, sub, exc, values) from None
+
+            return pick_fields
+        raise ValueError(f"unknown grouping {sub.grouping}")
+
+    def _compile_direct(
+        self, stream: StreamDef, subs: tuple[Subscription, ...], check: Callable[[Sequence[Any]], None]
+    ) -> RouteFn:
+        comp = self.component
+        arity = len(stream.fields)
+        owners: dict[int, tuple[Subscription, int]] = {}
+        for s in subs:
+            for i in range(s.par):
+                owners[s.first_task_id + i] = (s, i)
+
+        def route_direct(values: Sequence[Any], direct_task_id: int | None = None) -> Targets:
+            if len(values) != arity:
+                check(values)
+            if direct_task_id is None:
+                raise TupleError(
+                    f"regular emit to direct stream {stream.name!r}. fix: pass "
+                    "direct_task=<task id of a consumer task> to emit()",
+                    component=comp.name,
+                    stream=stream.name,
+                    values=values,
+                )
+            if not subs:
+                return ()
+            owner = owners.get(direct_task_id)
+            if owner is None:
+                tasks = {s.consumer: list(range(s.first_task_id, s.first_task_id + s.par)) for s in subs}
+                raise TupleError(
+                    f"direct_task={direct_task_id} is not a task of any consumer of stream "
+                    f"{stream.name!r}; consumer task ids are {tasks}. fix: emit to one of "
+                    "those ids (e.g. from context['task->component'])",
+                    component=comp.name,
+                    stream=stream.name,
+                    values=values,
+                )
+            sub, index = owner
+            if sub.grouping.kind is not GroupingKind.DIRECT:
+                raise TupleError(
+                    f"direct_task={direct_task_id} belongs to {sub.consumer!r}, which "
+                    f"subscribes to {stream.name!r} with {sub.grouping}, not direct. fix: "
+                    "subscribe it with Grouping.DIRECT",
+                    component=comp.name,
+                    stream=stream.name,
+                    values=values,
+                )
+            return ((sub.consumer, index),)
+
+        return route_direct
+
+
+def _field_positions(comp: ComponentDef, stream: StreamDef, sub: Subscription) -> tuple[int, ...]:
+    try:
+        return tuple(stream.fields.index(f) for f in sub.grouping.fields)
+    except ValueError:
+        raise TupleError(
+            f"{sub.consumer!r} groups stream {stream.name!r} by fields "
+            f"{list(sub.grouping.fields)}, but the stream declares {list(stream.fields)}. "
+            "fix: group by declared fields",
+            component=comp.name,
+            stream=stream.name,
+        ) from None
+
+
+def _arity_checker(component: str, stream: StreamDef, arity: int) -> Callable[[Sequence[Any]], None]:
+    def check(values: Sequence[Any]) -> None:
+        if len(values) != arity:
+            raise TupleError(
+                f"emitted {len(values)} values {list(values)!r} but stream {stream.name!r} "
+                f"declares {arity} fields {list(stream.fields)}. fix: emit one value per "
+                "declared field, or change the component's `outputs`",
+                component=component,
+                stream=stream.name,
+                values=values,
+            )
+
+    return check
+
+
+def _unhashable(
+    component: str, stream: StreamDef, sub: Subscription, exc: Exception, values: Any
+) -> TupleError:
+    return TupleError(
+        f"cannot route to {sub.consumer!r} by {sub.grouping}: {exc}",
+        component=component,
+        stream=stream.name,
+        values=values,
+    )

@@ -1,0 +1,271 @@
+"""LocalEngine: run a topology tuple at a time, the way Storm would.
+
+This is the reference ("legacy") side of every comparison: one hosted
+instance per task, FIFO receive queue per bolt task, Storm's XOR acker,
+``topology.max.spout.pending`` per spout task, message timeouts, tick tuples
+in the receive queue, ``activate``/``deactivate``. Single-threaded and
+deterministic: with a ``SimClock`` and a seed, two runs give identical outputs.
+
+One scheduler *round*: fire due timers (timeouts -> ``spout.fail``, ticks,
+TicklessBatchingBolt flushes); call ``next_tuple`` once on each spout task
+that may emit; let every bolt task, in topological order, drain its queue;
+deliver ``ack``/``fail`` to spouts (a reliable spout's replay happens here).
+
+Bounded runs (the engine is a bounded simulation, Storm is not):
+- ``max_tuples=N``: stop calling ``next_tuple`` once spouts emitted N *new*
+  tuples (replays of a known msg_id do not count; a ``next_tuple`` that emits
+  several tuples may overshoot).
+- ``duration_secs``: stop calling ``next_tuple`` after that much engine time.
+- sources exhausted: a spout whose ``next_tuple`` raised ``StopIteration`` /
+  ``EndOfInput`` is never asked again (it still gets ``ack``/``fail``).
+Whichever comes first ends the *pull* phase; then, like ``storm kill -w``,
+spouts are deactivated and the run *drains*: queues are processed and it ends
+when no tree is pending (complete, failed or timed out, replays included),
+or after ``drain_secs`` (default 3 x message timeout) with trees still pending.
+Nothing special happens at the end, as in Storm; ``final_tick=True``
+delivers one last tick (and tickless flush) to bolts that use them, in
+topological order, so batching bolts flush what they hold.
+
+A bolt that raises kills its (Python) process, as on Storm: the host sends
+the fail for the current tuple (``auto_fail``), the task's queue and
+everything its instance held are lost (those trees time out), and the
+instance is re-created with a fresh ``initialize``. Storm restarts the whole
+worker; here only that task restarts -- the smallest failure Storm can have.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from stormshift.adapters.host import working_dir
+from stormshift.engines.local.acker import Acker
+from stormshift.engines.local.faults import ActiveFaults, Fault, FaultPlan
+from stormshift.engines.local.scheduler import Clock, Periodic, WallClock
+from stormshift.engines.local.tasks import TaskSet
+from stormshift.engines.summary import RunSummary
+from stormshift.topology.graph import TopologyGraph
+
+__all__ = ["LocalEngine"]
+
+log = logging.getLogger(__name__)
+
+Progress = Callable[[RunSummary], None]
+
+
+class LocalEngine:
+    """Storm semantics in one process. ``run()`` once per engine."""
+
+    def __init__(
+        self,
+        graph: TopologyGraph,
+        *,
+        clock: Clock | None = None,
+        seed: int = 0,
+        faults: FaultPlan | Iterable[Fault] | None = None,
+        final_tick: bool = False,
+        drain_secs: float | None = None,
+        conf_overrides: Mapping[str, Any] | None = None,
+        keep_outputs: bool = True,
+        sink: Callable[[str, str, list[Any]], None] | None = None,
+        track_duplicates: bool = True,
+        drop_queue_on_crash: bool = True,
+        progress_interval_secs: float = 0.5,
+    ) -> None:
+        self.graph = graph
+        self.clock: Clock = clock if clock is not None else WallClock()
+        self.plan = FaultPlan.of(faults)
+        self.plan.check(dict(graph.components))
+        self.final_tick = final_tick
+        self.conf = {**graph.config, **(conf_overrides or {})}
+        timeout_secs = float(self.conf.get("topology.message.timeout.secs", 30))
+        timeouts_on = bool(self.conf.get("topology.enable.message.timeouts", True))
+        self.timeout_ms = int(timeout_secs * 1000)
+        self.acker = Acker(self.timeout_ms if timeouts_on else None)
+        self.drain_ms = int((drain_secs if drain_secs is not None else 3 * timeout_secs) * 1000)
+        self.spout_wait_ms = max(1, int(self.conf.get("topology.sleep.spout.wait.strategy.time.ms", 1)))
+        self.progress_ms = max(1, int(progress_interval_secs * 1000))
+        self.summary = RunSummary.for_graph(graph, "local")
+        self.tasks = TaskSet(
+            graph,
+            self.summary,
+            self.acker,
+            self.clock,
+            seed=seed,
+            conf_overrides=dict(conf_overrides or {}),
+            acking=int(self.conf.get("topology.acker.executors", 1) or 0) != 0,
+            keep_outputs=keep_outputs,
+            sink=sink,
+            track_duplicates=track_duplicates,
+            drop_queue_on_crash=drop_queue_on_crash,
+        )
+        self._faults: ActiveFaults = self.plan.start()
+        self._timers = Periodic()
+        self._ran = False
+
+    # -- public -------------------------------------------------------------
+    def instances(self, component: str) -> list[Any]:
+        """The current hosted user objects of ``component``, by task index."""
+        return self.tasks.instances(component)
+
+    def snapshots(self, component: str) -> list[dict[str, Any]]:
+        """Shallow copies of each task instance's ``__dict__`` (for tests)."""
+        return [dict(vars(obj)) for obj in self.instances(component)]
+
+    @property
+    def injected(self) -> list[str]:
+        """Faults that fired, in order (e.g. ``"crash count[0] at its tuple 5"``)."""
+        return list(self._faults.injected)
+
+    def run(
+        self,
+        max_tuples: int | None = None,
+        duration_secs: float | None = None,
+        on_progress: Progress | None = None,
+    ) -> RunSummary:
+        """Run until a bound is reached and the run drained; return the summary."""
+        if self._ran:
+            raise RuntimeError("a LocalEngine runs once; build a new one for another run")
+        if max_tuples is not None and max_tuples < 0:
+            raise ValueError(f"max_tuples must be >= 0, got {max_tuples}")
+        self._ran = True
+        wall_start = time.perf_counter()
+        start_ms = self.clock.now_ms()
+        duration_ms = None if duration_secs is None else int(duration_secs * 1000)
+        with working_dir(self.graph):  # as Storm runs components (hosts never chdir)
+            self.tasks.open_all()
+            self._start_timers(start_ms)
+            try:
+                self._loop(start_ms, max_tuples, duration_ms, on_progress, wall_start)
+            except KeyboardInterrupt:
+                self.summary.stop_reason = "interrupted"
+        self._refresh(wall_start, start_ms)
+        if on_progress is not None:
+            on_progress(self.summary)
+        return self.summary
+
+    # -- the loop -----------------------------------------------------------
+    def _loop(
+        self,
+        start_ms: int,
+        max_tuples: int | None,
+        duration_ms: int | None,
+        on_progress: Progress | None,
+        wall_start: float,
+    ) -> None:
+        pulling, reason, drain_until_ms = True, "", 0
+        next_progress_ms = start_ms + self.progress_ms
+        while True:
+            now_ms = self.clock.now_ms()
+            did = self._fire_timers(now_ms)
+            if pulling:
+                reason = self._bound(now_ms - start_ms, max_tuples, duration_ms)
+                if reason:
+                    pulling, drain_until_ms = False, now_ms + self.drain_ms
+                    self.tasks.deactivate_spouts()
+                    did = self.tasks.run_callbacks() or did
+            pullable = self.tasks.pull_spouts(max_tuples) if pulling else None
+            did = (pullable is not None and pullable[0]) or did
+            did = self.tasks.run_bolts(self._faults) or did
+            did = self.tasks.run_callbacks() or did
+            if on_progress is not None and now_ms >= next_progress_ms:
+                next_progress_ms = now_ms + self.progress_ms
+                self._refresh(wall_start, start_ms)
+                on_progress(self.summary)
+            if not pulling and self._drained():
+                self.summary.stop_reason = reason
+                break
+            if not pulling and now_ms >= drain_until_ms:
+                self.summary.stop_reason = (
+                    f"{reason}; drain stopped after {self.drain_ms / 1000:g}s "
+                    f"with {len(self.acker)} trees pending"
+                )
+                break
+            if did:
+                self.clock.round_done()
+            elif not self._idle(now_ms, pulling, pullable, start_ms, duration_ms, drain_until_ms):
+                self.summary.stop_reason = (
+                    f"{reason or 'stalled'}; stalled with {len(self.acker)} trees pending "
+                    "and nothing scheduled (no timeout, tick or bound can end the wait)"
+                )
+                break
+        if self.final_tick:
+            self._final_tick()
+
+    def _bound(self, elapsed_ms: int, max_tuples: int | None, duration_ms: int | None) -> str:
+        if max_tuples is not None and self.summary.spout_tuples >= max_tuples:
+            return f"max_tuples={max_tuples} reached"
+        if duration_ms is not None and elapsed_ms >= duration_ms:
+            return f"duration {duration_ms / 1000:g}s reached"
+        if self.tasks.all_spouts_exhausted():
+            return "sources exhausted"
+        return ""
+
+    def _drained(self) -> bool:
+        return len(self.acker) == 0 and self.tasks.idle()
+
+    def _idle(
+        self,
+        now_ms: int,
+        pulling: bool,
+        pullable: tuple[bool, bool] | None,
+        start_ms: int,
+        duration_ms: int | None,
+        drain_until_ms: int,
+    ) -> bool:
+        """Wait for the next thing that can happen; False if nothing ever can."""
+        deadlines = [t for t in (self._timers.next_ms(), self.acker.next_expiry_ms()) if t is not None]
+        if pulling and duration_ms is not None:
+            deadlines.append(start_ms + duration_ms)
+        if not pulling:
+            deadlines.append(drain_until_ms)
+        if pulling and pullable is not None and pullable[1]:
+            deadlines.append(now_ms + self.spout_wait_ms)  # Storm's sleep spout wait strategy
+        if not deadlines:
+            return False
+        self.clock.wait_ms(max(0, min(deadlines) - now_ms))
+        return True
+
+    # -- timers -------------------------------------------------------------
+    def _start_timers(self, now_ms: int) -> None:
+        for name, interval_secs in self.tasks.tick_intervals().items():
+            self._timers.add(("tick", name), int(interval_secs * 1000), now_ms)
+        for key, interval_secs in self.tasks.tickless_intervals().items():
+            self._timers.add(("flush", key), int(interval_secs * 1000), now_ms)
+
+    def _fire_timers(self, now_ms: int) -> bool:
+        did = False
+        for tree in self.acker.expire(now_ms):
+            self.tasks.tree_done(tree, ok=False, timed_out=True)
+            did = True
+        for kind, key in self._timers.due(now_ms):  # type: ignore[misc]
+            if kind == "tick":
+                self.tasks.enqueue_tick(key)
+            else:
+                self.tasks.flush_tickless(*key)
+            did = True
+        return did
+
+    def _final_tick(self) -> None:
+        """One last tick / flush per bolt that uses them, upstream first."""
+        ticks = self.tasks.tick_intervals()
+        tickless = self.tasks.tickless_intervals()
+        for comp in self.graph.bolts:
+            if comp.name in ticks:
+                self.tasks.enqueue_tick(comp.name)
+            for task_index in range(comp.par):
+                if (comp.name, task_index) in tickless:
+                    self.tasks.flush_tickless(comp.name, task_index)
+            self._settle()
+
+    def _settle(self) -> None:
+        while self.tasks.run_bolts(self._faults) | self.tasks.run_callbacks():
+            pass
+
+    def _refresh(self, wall_start: float, start_ms: int) -> None:
+        self.summary.elapsed_ms = (time.perf_counter() - wall_start) * 1000
+        self.summary.engine_time_ms = self.clock.now_ms() - start_ms
+        self.summary.pending_trees = len(self.acker)
+

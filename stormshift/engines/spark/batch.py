@@ -1,0 +1,190 @@
+"""One micro-batch in the driver: the per-batch plan and the commit protocol.
+
+``foreachBatch(df, batch_id)`` calls ``BatchRunner``. Words: *txid* =
+``base + batch_id`` (``CommitLog.bind_checkpoint`` gives ``base``, so txids
+only grow across checkpoints). The protocol, one numbered step each:
+
+1. txid of the batch; if ``committed >= txid`` the batch already committed
+   before a crash: SKIPPED (return, Spark writes its commit log);
+2. the batch's ticks (recorded under the txid: a re-run sees the same ones);
+3. build one DataFrame per stage (rows for the head -> ``repartitionById`` ->
+   ``mapInArrow``); an output feeding several stages is persisted, so it is
+   computed once; run every terminal stage in one action: STAGES_DONE;
+4. gather the tasks' counters (Redis) for progress and summary;
+5. record ``committed = txid`` in Redis: COMMITTED; only then return, so Spark
+   writes its own commit log after ours.
+
+A failure in 3-5 leaves the batch FAILED and raises: Spark stops the query,
+and a restart re-runs the batch id with the same input (its offset log).
+"""
+
+from __future__ import annotations
+
+import enum
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import reduce
+from typing import Any
+
+import msgpack
+
+from stormshift.engines.spark.layout import ROW_SCHEMA_DDL, Layout, Stage
+from stormshift.engines.spark.sink import SinkSpec
+from stormshift.engines.spark.stage import StageJob, run_partition, stats_key
+from stormshift.engines.spark.ticks import TickRecorder
+
+__all__ = ["BatchStatus", "BatchResult", "BatchRunner", "COUNTERS"]
+
+COUNTERS = ("tuples_in", "tuples_out", "acks", "fails", "errors", "dead_lettered", "leaf", "reused")
+
+
+class BatchStatus(str, enum.Enum):
+    STARTED = "started"
+    SKIPPED = "skipped"
+    STAGES_DONE = "stages_done"
+    COMMITTED = "committed"
+    FAILED = "failed"
+
+
+@dataclass
+class BatchResult:
+    batch_id: int
+    txid: int
+    status: BatchStatus = BatchStatus.STARTED
+    duration_ms: float = 0.0
+    counters: dict[str, dict[str, int]] = field(default_factory=dict)  # component -> counter -> n
+    spout_tuples: int = 0
+
+    def advance(self, expected: BatchStatus, new: BatchStatus) -> None:
+        """Move forward only from ``expected`` (a protocol step run out of order is a bug)."""
+        if self.status is not expected:
+            raise RuntimeError(f"batch {self.batch_id}: cannot go {self.status.value} -> {new.value}")
+        self.status = new
+
+
+@dataclass(frozen=True)
+class BatchConfig:
+    layout: Layout
+    namespace: str
+    redis_url: str
+    state_key: bytes
+    sink: SinkSpec
+    txid_base: int
+    max_attempts: int = 3
+
+
+class BatchRunner:
+    """The ``foreachBatch`` function (see module doc)."""
+
+    def __init__(self, cfg: BatchConfig, r: Any, commit_log: Any, ticks: TickRecorder,
+                 on_batch: Callable[[BatchResult], None], now_ms: Callable[[], int]):
+        self.cfg, self.r, self.commit_log, self.ticks = cfg, r, commit_log, ticks
+        self.on_batch, self.now_ms = on_batch, now_ms
+
+    def __call__(self, df: Any, batch_id: int) -> None:
+        started = time.perf_counter()
+        # Step 1.
+        result = BatchResult(batch_id, self.cfg.txid_base + batch_id)
+        if self.commit_log.committed() >= result.txid:
+            result.advance(BatchStatus.STARTED, BatchStatus.SKIPPED)
+            self.on_batch(result)
+            return
+        try:
+            ticks = self.ticks.ticks_for(result.txid, self.now_ms())  # Step 2.
+            self._run_stages(df, result.txid, ticks)  # Step 3.
+            result.advance(BatchStatus.STARTED, BatchStatus.STAGES_DONE)
+            self._gather(result)  # Step 4.
+            self.commit_log.record_commit(result.txid)  # Step 5.
+            result.advance(BatchStatus.STAGES_DONE, BatchStatus.COMMITTED)
+        except BaseException:
+            result.status = BatchStatus.FAILED
+            raise
+        finally:
+            result.duration_ms = (time.perf_counter() - started) * 1000
+        self.on_batch(result)
+
+    # -- step 3 ------------------------------------------------------------
+    def _run_stages(self, df: Any, txid: int, ticks: frozenset[str]) -> None:
+        from pyspark.sql import functions as F
+
+        layout = self.cfg.layout
+        producers = _producers(layout)
+        uses: dict[str, int] = {}
+        for stage in layout.stages:
+            for p in producers[stage.head]:
+                uses[p] = uses.get(p, 0) + 1
+        frames: dict[str, Any] = {"__spouts__": df}
+        persisted = []
+        if uses.get("__spouts__", 0) > 1:
+            df.persist()
+            persisted.append(df)
+        consumed = set()
+        for stage in layout.stages:
+            first = layout.first_task(stage.head)
+            parts = [frames[p] for p in producers[stage.head]]
+            consumed.update(producers[stage.head])
+            rows = reduce(lambda a, b: a.unionAll(b), parts)
+            rows = rows.where((F.col("dest") >= first) & (F.col("dest") < first + stage.par))
+            rows = rows.repartitionById(stage.par, (F.col("dest") - F.lit(first)).cast("int"))
+            job = self._job(stage, txid, ticks)
+            out = rows.mapInArrow(_stage_fn(job), ROW_SCHEMA_DDL)
+            if uses.get(stage.head, 0) > 1:
+                out = out.persist()
+                persisted.append(out)
+            frames[stage.head] = out
+        terminals = [frames[s.head] for s in layout.stages if s.head not in consumed]
+        try:
+            if terminals:
+                reduce(lambda a, b: a.unionAll(b), terminals).write.format("noop").mode("overwrite").save()
+        finally:
+            for frame in persisted:
+                frame.unpersist()
+
+    def _job(self, stage: Stage, txid: int, ticks: frozenset[str]) -> StageJob:
+        c = self.cfg
+        return StageJob(c.layout, stage, txid, frozenset(t for t in ticks if t in stage.members),
+                        c.redis_url, c.namespace, c.state_key, c.sink, c.max_attempts)
+
+    # -- step 4 ------------------------------------------------------------
+    def _gather(self, result: BatchResult) -> None:
+        key = stats_key(self.cfg.namespace, result.txid)
+        raw = self.r.hgetall(key)
+        layout = self.cfg.layout
+        spout_seq: dict[int, int] = {}
+        for field_name, packed in sorted(raw.items()):
+            name = (field_name.decode() if isinstance(field_name, bytes) else field_name).rsplit(":", 1)[0]
+            values = msgpack.unpackb(packed, raw=False)
+            counters = result.counters.setdefault(name, dict.fromkeys(COUNTERS, 0))
+            for column, n in zip(COUNTERS, values[: len(COUNTERS)]):
+                counters[column] += n
+            for src, top in values[len(COUNTERS)]:
+                spout_seq[src] = max(spout_seq.get(src, -1), top)
+        for src, top in spout_seq.items():
+            owner = layout.task_owner[src][0]
+            if layout.graph.component(owner).is_spout:
+                counters = result.counters.setdefault(owner, dict.fromkeys(COUNTERS, 0))
+                counters["tuples_out"] += top + 1
+                result.spout_tuples += top + 1
+        self.r.delete(key)
+
+
+def _producers(layout: Layout) -> dict[str, list[str]]:
+    """Stage head -> frames it reads: ``__spouts__`` and/or upstream stage heads, deduplicated."""
+    out: dict[str, list[str]] = {}
+    for stage in layout.stages:
+        names: list[str] = []
+        for source in stage.sources:
+            comp = layout.graph.component(source)
+            name = "__spouts__" if comp.is_spout else layout.stage_of[source].head
+            if name not in names:
+                names.append(name)
+        out[stage.head] = names
+    return out
+
+
+def _stage_fn(job: StageJob) -> Callable[[Any], Any]:
+    def fn(batches: Any) -> Any:
+        return run_partition(job, batches)
+
+    return fn

@@ -1,0 +1,206 @@
+"""SparkEngine: run a topology graph on Spark Structured Streaming, exactly once.
+
+API (also used by ``bench/spark_adclicks.py``)::
+
+    engine = SparkEngine(graph, master="local[2]", checkpoint_dir="/tmp/ck",
+                         redis_url="redis://127.0.0.1:6379/0", trigger_secs=0.0,
+                         until_done=True, batch_max_tuples=500_000, sink="drop",
+                         state_mode="strict", spark=None, namespace=None)
+    summary = engine.run(max_tuples=None, duration_secs=None, on_progress=print)
+
+- ``master``: any Spark master (ignored when ``spark``, an existing session, is given).
+- ``checkpoint_dir``: Spark checkpoint (default ``.stormshift/checkpoints/<topology>``);
+  it is bound to the state namespace (``state_mode``: ``strict`` refuses a new
+  checkpoint on existing state, ``reset`` wipes the state, ``adopt`` continues it).
+- ``redis_url``: state server (default: ``STORMSHIFT_REDIS_URL`` or embedded).
+- ``trigger_secs``: processing-time trigger (0: next batch as soon as one ends).
+- ``until_done``: stop once every spout reached end of input and its last batch committed.
+- ``batch_max_tuples``: tuples per spout task per batch (default 10,000).
+- ``sink``: ``jsonl:DIR`` (default ``<checkpoint>/sink``), ``redis:STREAM`` or ``drop``.
+- ``run(max_tuples=N)`` stops generic spouts after N tuples in all (then like ``until_done``).
+
+``run`` returns a ``RunSummary`` (per component tuples in/out, acks, fails,
+errors, dead-lettered; leaf outputs read back from a jsonl sink).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import time
+import uuid
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from stormshift.engines.spark.batch import BatchConfig, BatchResult, BatchRunner
+from stormshift.engines.spark.layout import Layout
+from stormshift.engines.spark.progress import format_progress, stop_reason_from
+from stormshift.engines.spark.sink import parse_sink, read_jsonl_outputs
+from stormshift.engines.spark.source import SOURCE_NAME, SpoutSource, now_ms, source_options
+from stormshift.engines.spark.ticks import TickRecorder, tick_intervals_ms
+from stormshift.engines.summary import RunSummary
+from stormshift.errors import StormshiftError
+
+__all__ = ["SparkEngine"]
+
+DEFAULT_BATCH_MAX = 10_000
+POLL_SECS = 0.1
+
+
+class SparkEngine:
+    def __init__(self, graph: Any, *, master: str = "local[*]", checkpoint_dir: str | None = None,
+                 redis_url: str | None = None, trigger_secs: float = 0.0, until_done: bool = False,
+                 batch_max_tuples: int | None = None, sink: str | None = None,
+                 state_mode: str = "strict", spark: Any = None, namespace: str | None = None,
+                 budget_ms: int = 500, max_attempts: int = 3):
+        self.graph = graph
+        self.layout = Layout(graph)
+        self.master = master
+        self.checkpoint_dir = os.path.abspath(
+            checkpoint_dir or os.path.join(".stormshift", "checkpoints", _safe(graph.name)))
+        self.redis_url = redis_url
+        self.trigger_secs = trigger_secs
+        self.until_done = until_done
+        self.batch_max = batch_max_tuples or DEFAULT_BATCH_MAX
+        self.sink = parse_sink(sink, os.path.join(self.checkpoint_dir, "sink"))
+        self.state_mode = state_mode
+        self.spark = spark
+        self.namespace = namespace or _safe(graph.name)
+        self.budget_ms = budget_ms
+        self.max_attempts = max_attempts
+
+    # -- setup ---------------------------------------------------------------
+    def _session(self) -> Any:
+        from stormshift.engines.spark.session import build_session, configure_session
+
+        if self.spark is None:
+            self.spark = build_session(self.master, app_name=f"stormshift-{self.graph.name}")
+        else:
+            configure_session(self.spark)
+        self.spark.dataSource.register(SpoutSource)
+        return self.spark
+
+    def _checkpoint_id(self) -> str:
+        """A stable id of this checkpoint dir (a recreated dir is a new checkpoint)."""
+        path = Path(self.checkpoint_dir) / "stormshift-checkpoint-id"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if not path.exists():
+            path.write_text(uuid.uuid4().hex, encoding="utf-8")
+        return path.read_text(encoding="utf-8").strip()
+
+    def _state_key(self) -> bytes:
+        """HMAC key of snapshots: env, config, else a key file beside the checkpoint."""
+        from stormshift.state.snapshots import HMAC_ENV
+
+        key = os.environ.get(HMAC_ENV) or self.graph.config.get("state.hmac_key")
+        if key:
+            return key.encode() if isinstance(key, str) else key
+        path = Path(self.checkpoint_dir) / "stormshift-state.key"
+        if not path.exists():
+            path.write_text(secrets.token_hex(32), encoding="utf-8")
+        return path.read_text(encoding="utf-8").strip().encode()
+
+    # -- run -----------------------------------------------------------------
+    def run(self, max_tuples: int | None = None, duration_secs: float | None = None,
+            on_progress: Callable[[str], None] | None = None) -> RunSummary:
+        from stormshift.state.commit import CommitLog
+        from stormshift.state.connection import connect, url_of
+        from stormshift.state.keys import ns_key
+        from stormshift.state.snapshots import SnapshotStore
+
+        started = time.perf_counter()
+        spark = self._session()
+        r = connect(self.redis_url)
+        url = self.redis_url or url_of(r)
+        if url is None:
+            raise StormshiftError("spark engine: cannot tell executors how to reach Redis; fix: pass --redis URL")
+        state_key = self._state_key()
+        commit_log = CommitLog(r, self.namespace)
+        base = commit_log.bind_checkpoint(self._checkpoint_id(), self.state_mode)  # type: ignore[arg-type]
+        snapshots = SnapshotStore(r, self.namespace, state_key)
+        for bolt in self.graph.bolts:
+            snapshots.check_par(bolt.name, bolt.par)
+        intervals = tick_intervals_ms(self.graph)
+        tick_ms = min(intervals.values()) if intervals else 0
+        summary = RunSummary.for_graph(self.graph, "spark")
+        cfg = BatchConfig(self.layout, self.namespace, url, state_key, self.sink, base, self.max_attempts)
+        ticks = TickRecorder(r, ns_key(self.namespace, "spark:ticks"), intervals)
+
+        def on_batch(result: BatchResult) -> None:
+            _accumulate(summary, result)
+            if on_progress is not None:
+                on_progress(format_progress(result, self.layout))
+
+        runner = BatchRunner(cfg, r, commit_log, ticks, on_batch, now_ms)
+        stream = None
+        for spout in self.graph.spouts:
+            opts = source_options(self.graph, spout.name, redis_url=url, namespace=self.namespace,
+                                  batch_max=self.batch_max, budget_ms=self.budget_ms,
+                                  max_total=max_tuples, tick_ms=tick_ms)
+            df = spark.readStream.format(SOURCE_NAME).options(**opts).load()
+            stream = df if stream is None else stream.unionAll(df)
+        if stream is None:
+            raise StormshiftError(f"topology {self.graph.name!r} has no spout; nothing to run")
+        query = (
+            stream.writeStream.foreachBatch(runner)
+            .option("checkpointLocation", os.path.join(self.checkpoint_dir, "spark"))
+            .trigger(processingTime=f"{max(self.trigger_secs, 0.0)} seconds")
+            .queryName(f"stormshift_{_safe(self.graph.name).replace('-', '_').replace('.', '_')}")
+            .start()
+        )
+        finite = self.until_done or max_tuples is not None
+        summary.stop_reason = self._wait(query, finite, duration_secs, started)
+        summary.elapsed_ms = (time.perf_counter() - started) * 1000
+        if self.sink.kind == "jsonl":
+            summary.outputs = read_jsonl_outputs(self.sink.target)
+        return summary
+
+    def _wait(self, query: Any, finite: bool, duration_secs: float | None, started: float) -> str:
+        """Block until end of input (``finite``), ``duration_secs`` or a failure."""
+        try:
+            while query.isActive:
+                query.awaitTermination(POLL_SECS)
+                if finite and _all_finished(query):
+                    return "done"
+                if duration_secs is not None and time.perf_counter() - started >= duration_secs:
+                    return "duration"
+            exc = query.exception()
+            if exc is not None:
+                raise StormshiftError(f"spark engine: the streaming query failed: {stop_reason_from(exc)}")
+            return "stopped"
+        finally:
+            if query.isActive:
+                query.stop()
+
+
+def _all_finished(query: Any) -> bool:
+    progress = query.lastProgress
+    if not progress:
+        return False
+    sources = progress["sources"] if isinstance(progress, dict) else progress.sources
+    if not sources:
+        return False
+    for src in sources:
+        end = src["endOffset"] if isinstance(src, dict) else src.endOffset
+        if isinstance(end, str):
+            end = json.loads(end)
+        if not end or not end.get("fin"):
+            return False
+    return True
+
+
+def _accumulate(summary: RunSummary, result: BatchResult) -> None:
+    for name, counters in result.counters.items():
+        stats = summary.components.get(name)
+        if stats is None:
+            continue
+        for column in ("tuples_in", "tuples_out", "acks", "fails", "errors", "dead_lettered"):
+            setattr(stats, column, getattr(stats, column) + counters.get(column, 0))
+    summary.spout_tuples += result.spout_tuples
+
+
+def _safe(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.\-]", "-", name)[:100] or "topology"

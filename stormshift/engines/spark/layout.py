@@ -1,0 +1,101 @@
+"""Pure facts about a graph that every Spark stage needs: row schema, stream codes, stages.
+
+Rows crossing Spark stages have five columns (``ROW_SCHEMA``):
+
+- ``dest``: global task id of the consumer task that gets the tuple,
+- ``src``: global task id of the emitting task,
+- ``seq``: the emit's index among its task's emits in this batch (sorting by
+  ``(src, seq)`` makes every task's input order deterministic after a shuffle),
+- ``sid``: stream code (index of ``(component, stream)`` in ``Layout.streams``),
+- ``v``: the values, msgpack-encoded (one binary cell per row, decoded in bulk).
+
+A *stage* is a chain of bolts run in one ``mapInArrow``: its *head* gets rows
+through ``repartitionById(par, task)``; a *fused* member gets its tuples in
+process from the upstream member with the same task index. A bolt is fused
+when every input comes from one bolt of the same ``par`` with a grouping that
+needs no shuffle (``shuffle``, ``none``, ``local_or_shuffle``): Storm's
+``local_or_shuffle`` choice, task *i* feeds task *i* (load stays as balanced
+as the upstream's).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from stormshift.topology.graph import GroupingKind, TopologyGraph
+
+__all__ = ["ROW_SCHEMA_DDL", "Layout", "Stage", "plan_stages", "FUSABLE"]
+
+ROW_SCHEMA_DDL = "dest int, src int, seq long, sid int, v binary"
+FUSABLE = frozenset({GroupingKind.SHUFFLE, GroupingKind.NONE, GroupingKind.LOCAL_OR_SHUFFLE})
+
+
+@dataclass(frozen=True)
+class Stage:
+    """Bolts run together in one mapInArrow; ``members[0]`` is the head."""
+
+    members: tuple[str, ...]
+    par: int
+    sources: tuple[str, ...]  # components whose rows feed the head (spouts or other stages' members)
+
+    @property
+    def head(self) -> str:
+        return self.members[0]
+
+
+class Layout:
+    """Lookup tables derived once from the graph (picklable, shipped to executors)."""
+
+    def __init__(self, graph: TopologyGraph):
+        self.graph = graph
+        self.streams: tuple[tuple[str, str], ...] = tuple(
+            sorted((c.name, s) for c in graph for s in c.outputs)
+        )
+        self.stream_code = {key: i for i, key in enumerate(self.streams)}
+        self.task_owner: dict[int, tuple[str, int]] = {
+            c.task_id(i): (c.name, i) for c in graph for i in range(c.par)
+        }
+        self.leaf_streams = frozenset(
+            key for key in self.streams if not graph.subscriptions(key[0], key[1])
+        )
+        self.stages = plan_stages(graph)
+        self.stage_of = {m: s for s in self.stages for m in s.members}
+
+    def first_task(self, component: str) -> int:
+        return self.graph.component(component).first_task_id
+
+
+def _fusable_into(graph: TopologyGraph, name: str) -> str | None:
+    """The bolt ``name`` can run fused behind, or None."""
+    comp = graph.component(name)
+    sources = {i.source for i in comp.inputs}
+    if len(sources) != 1:
+        return None
+    (source,) = sources
+    up = graph.component(source)
+    if up.is_spout or up.par != comp.par:
+        return None
+    if all(i.grouping.kind in FUSABLE for i in comp.inputs):
+        return source
+    return None
+
+
+def plan_stages(graph: TopologyGraph) -> tuple[Stage, ...]:
+    """Stages in topological order (a member's upstream is always earlier)."""
+    chains: dict[str, list[str]] = {}
+    head_of: dict[str, str] = {}
+    for comp in graph.bolts:
+        up = _fusable_into(graph, comp.name)
+        if up is not None and up in head_of:
+            head = head_of[up]
+            chains[head].append(comp.name)
+        else:
+            head = comp.name
+            chains[head] = [comp.name]
+        head_of[comp.name] = head
+    stages = []
+    for head, members in chains.items():
+        comp = graph.component(head)
+        sources = tuple(dict.fromkeys(i.source for i in comp.inputs))
+        stages.append(Stage(tuple(members), comp.par, sources))
+    return tuple(stages)

@@ -1,0 +1,195 @@
+"""The planning side of a spout source: runs in Spark's long-lived planner process.
+
+``WalPlanner`` hosts a generic spout's tasks and logs their emits before an
+offset leaves this process; ``ReplayPlanner`` asks a replayable spout for its
+offsets. Both speak the offset format described in ``source``.
+"""
+
+from __future__ import annotations
+
+import collections
+import time
+from typing import Any
+
+import msgpack
+
+from stormshift.engines.spark.layout import Layout
+from stormshift.engines.spark.source import Opts, ReplayPartition, WalPartition, now_ms
+
+__all__ = ["make_planner", "WalPlanner", "ReplayPlanner"]
+
+_EMPTY_SLEEP_SECS = 0.001
+
+
+def make_planner(opts: Opts) -> Any:
+    from stormshift.engines.spark.stage import ensure_paths
+    from stormshift.topology.classes import import_component_class
+
+    ensure_paths(opts.graph)
+    comp = opts.graph.component(opts.spout)
+    cls = import_component_class(comp.class_path, opts.graph.source_dirs)
+    if hasattr(cls, "replay_partitions"):
+        return ReplayPlanner(opts)
+    return WalPlanner(opts)
+
+
+def _clock(opts: Opts, start: dict) -> int:
+    return now_ms() // opts.tick_ms if opts.tick_ms > 0 else 0
+
+
+class WalPlanner:
+    """Generic spout tasks + their write-ahead logs (module ``source`` doc)."""
+
+    def __init__(self, opts: Opts):
+        from stormshift.adapters.host import SpoutHost
+        from stormshift.engines.spark.stage import redis_for
+        from stormshift.state.wal import WriteAheadLog
+
+        self.opts = opts
+        self.comp = opts.graph.component(opts.spout)
+        layout = Layout(opts.graph)
+        self.codes = {s: layout.stream_code[(opts.spout, s)] for s in self.comp.outputs}
+        self.first = {c.name: c.first_task_id for c in opts.graph}
+        r = redis_for(opts.redis_url)
+        self.wals = [WriteAheadLog(r, opts.namespace, opts.spout, i) for i in range(self.comp.par)]
+        self.heads = [w.open_for_append() for w in self.wals]
+        self.hosts = []
+        for i in range(self.comp.par):
+            host = SpoutHost(opts.graph, opts.spout, i)
+            host.open()
+            self.hosts.append(host)
+        # msg ids of logged, not yet acked tuples: per task, (end seq of chunk, [msg ids])
+        self.unacked: list[collections.deque[tuple[int, list[Any]]]] = [
+            collections.deque() for _ in self.hosts
+        ]
+        self.logged = 0
+        self.packer = msgpack.Packer(use_bin_type=True)
+
+    def initial_offset(self) -> dict:
+        """A new query starts at the oldest tuple still logged (nothing logged is lost)."""
+        starts = [_first_logged(w, h) for w, h in zip(self.wals, self.heads)]
+        return {"t": starts, "done": False, "fin": False, "k": 0}
+
+    def latest_offset(self, start: dict) -> dict:
+        if start.get("done"):
+            return {**start, "fin": True}
+        t = list(start["t"])
+        for i in range(len(self.hosts)):
+            if self.heads[i] - t[i] < self.opts.batch_max and not self._capped():
+                self._pull(i, self.opts.batch_max - (self.heads[i] - t[i]))
+            t[i] = min(self.heads[i], t[i] + self.opts.batch_max)
+        exhausted = all(h.exhausted for h in self.hosts) or self._capped()
+        done = exhausted and t == self.heads
+        return {"t": t, "done": done, "fin": False, "k": start.get("k", 0) if done else _clock(self.opts, start)}
+
+    def _capped(self) -> bool:
+        return 0 <= self.opts.max_total <= self.logged
+
+    def _pull(self, i: int, want: int) -> None:
+        """Run task i's next_tuple() until ``want`` tuples, the time budget or end of input."""
+        from stormshift.errors import ComponentFailure
+
+        host = self.hosts[i]
+        if self.opts.max_total >= 0:
+            want = min(want, self.opts.max_total - self.logged)
+        deadline = time.monotonic() + self.opts.budget_ms / 1000
+        entries: list[tuple[int, list[int], bytes]] = []
+        msg_ids: list[Any] = []
+        calls = 0
+        while len(entries) < want and not host.exhausted:
+            try:
+                host.next_tuple()
+            except ComponentFailure:
+                pass  # counted by the host; Storm keeps calling next_tuple
+            emits = host.outbox.emits
+            calls += 1
+            if emits:
+                for e in emits:
+                    ids = [self.first[c] + x for c, x in e.targets]
+                    entries.append((self.codes[e.stream], ids, self.packer.pack(e.values)))
+                    msg_ids.append(e.msg_id)
+                emits.clear()
+            elif entries:
+                break
+            else:
+                if time.monotonic() >= deadline:
+                    break
+                time.sleep(_EMPTY_SLEEP_SECS)
+            if calls & 255 == 0 and time.monotonic() >= deadline:
+                break
+        if entries:
+            self.heads[i] = self.wals[i].append(self.heads[i], entries)
+            self.unacked[i].append((self.heads[i], msg_ids))
+            self.logged += len(entries)
+
+    def partitions(self, start: dict, end: dict) -> list[WalPartition]:
+        return [WalPartition(i, s, e) for i, (s, e) in enumerate(zip(start["t"], end["t"])) if e > s]
+
+    def commit(self, end: dict) -> None:
+        """Tuples below ``end`` are in committed batches: ack them, then trim the log."""
+        for i, seq in enumerate(end["t"]):
+            host, pending = self.hosts[i], self.unacked[i]
+            while pending and pending[0][0] <= seq:
+                for msg_id in pending.popleft()[1]:
+                    if msg_id is not None:
+                        host.ack(msg_id)
+            self.wals[i].trim(seq)
+
+    def close(self) -> None:
+        for host in self.hosts:
+            try:
+                host.deactivate()
+            except Exception:  # noqa: BLE001 - shutting down; the query already ended
+                pass
+
+
+def _first_logged(wal: Any, head: int) -> int:
+    first = wal.r.xrange(wal.key, "-", "+", count=1)
+    if not first:
+        return head
+    start, _ = msgpack.unpackb(first[0][1][b"c"], raw=False)
+    return int(start)
+
+
+class ReplayPlanner:
+    """A replayable spout read through ``replay_*`` offsets (no log)."""
+
+    def __init__(self, opts: Opts):
+        from stormshift.adapters.host import SpoutHost
+
+        self.opts = opts
+        self.comp = opts.graph.component(opts.spout)
+        self.host = SpoutHost(opts.graph, opts.spout, 0)
+        self.host.open()
+        self.spout = self.host.instance
+
+    def initial_offset(self) -> dict:
+        return {"p": self.spout.replay_initial_offsets(), "done": False, "fin": False, "k": 0}
+
+    def latest_offset(self, start: dict) -> dict:
+        if start.get("done"):
+            return {**start, "fin": True}
+        end = self.spout.replay_latest_offsets(dict(start["p"]), self.opts.batch_max)
+        done = bool(self.spout.replay_exhausted(end))
+        return {"p": end, "done": done, "fin": False, "k": start.get("k", 0) if done else _clock(self.opts, start)}
+
+    def partitions(self, start: dict, end: dict) -> list[ReplayPartition]:
+        from stormshift.spouts.base import partitions_of_task
+
+        names = list(end["p"])
+        parts = []
+        for task in range(self.comp.par):
+            ranges = [
+                (p, start["p"].get(p, self.spout.replay_initial_offset(p)), end["p"][p])
+                for p in partitions_of_task(names, task, self.comp.par)
+            ]
+            ranges = [r for r in ranges if r[1] != r[2]]
+            if ranges:
+                parts.append(ReplayPartition(task, ranges))
+        return parts
+
+    def commit(self, end: dict) -> None:
+        """Offsets are the spout's acks: nothing to do (Spark's offset log holds them)."""
+
+    def close(self) -> None:
+        return None

@@ -1,0 +1,110 @@
+"""Where leaf emits go: JSON-lines files, a Redis stream, or nowhere (counted).
+
+A *leaf emit* is an emit on a stream nobody subscribes to: the topology's
+output. Each (txid, component, task) writes its leaf emits once, under a name
+that makes a re-run of the same batch overwrite instead of append:
+
+- ``jsonl:DIR`` -> ``DIR/<component>/<stream>/<txid:012d>-<task:04d>.jsonl``,
+  written to a temporary name and renamed (atomic on POSIX);
+- ``redis:STREAM`` -> ``XADD STREAM`` entries ``{component, stream, txid, task,
+  values(JSON)}``, guarded by a per-(txid, component, task) marker set in the
+  same MULTI (a re-run finds the marker and writes nothing);
+- ``drop`` -> counted in the summary, not kept.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from stormshift.errors import StormshiftError
+
+__all__ = ["SinkSpec", "parse_sink", "write_leaf", "read_jsonl_outputs"]
+
+Leaf = tuple[str, list[Any]]  # (stream, values)
+
+
+@dataclass(frozen=True)
+class SinkSpec:
+    kind: str  # "jsonl" | "redis" | "drop"
+    target: str = ""
+
+
+def parse_sink(text: str | None, default_dir: str) -> SinkSpec:
+    """``jsonl:DIR`` / ``redis:STREAM`` / ``drop``; None means JSON lines under ``default_dir``."""
+    if not text:
+        return SinkSpec("jsonl", default_dir)
+    kind, _, target = text.partition(":")
+    if kind == "drop" and not target:
+        return SinkSpec("drop")
+    if kind in ("jsonl", "redis") and target:
+        return SinkSpec(kind, os.path.abspath(target) if kind == "jsonl" else target)
+    raise StormshiftError(
+        f"sink {text!r} is not understood; fix: use jsonl:DIR, redis:STREAM or drop"
+    )
+
+
+def write_leaf(
+    spec: SinkSpec, r: Any, marker_key: str, component: str, task: int, txid: int,
+    leaves: Sequence[Leaf],
+) -> None:
+    """Write one task's leaf emits of one batch (idempotent per txid, component, task)."""
+    if spec.kind == "drop" or not leaves:
+        return
+    if spec.kind == "jsonl":
+        by_stream: dict[str, list[str]] = {}
+        for stream, values in leaves:
+            by_stream.setdefault(stream, []).append(json.dumps(values, default=str))
+        for stream, lines in by_stream.items():
+            folder = Path(spec.target) / component / stream
+            folder.mkdir(parents=True, exist_ok=True)
+            final = folder / f"{txid:012d}-{task:04d}.jsonl"
+            tmp = folder / f".{final.name}.{os.getpid()}.tmp"
+            tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
+            os.replace(tmp, final)
+        return
+    _write_redis(spec.target, r, marker_key, component, task, txid, leaves)
+
+
+def _write_redis(stream_key: str, r: Any, marker_key: str, component: str, task: int,
+                 txid: int, leaves: Sequence[Leaf]) -> None:
+    import redis
+
+    with r.pipeline(transaction=True) as pipe:
+        try:
+            pipe.watch(marker_key)
+            if pipe.exists(marker_key):
+                return
+            pipe.multi()
+            for stream, values in leaves:
+                pipe.xadd(stream_key, {"component": component, "stream": stream, "txid": txid,
+                                       "task": task, "values": json.dumps(values, default=str)})
+            pipe.set(marker_key, 1)
+            pipe.execute()
+        except redis.WatchError:  # another attempt wrote it first: same content
+            return
+
+
+def read_jsonl_outputs(folder: str) -> dict[tuple[str, str], list[list[Any]]]:
+    """Every leaf emit under a jsonl sink dir, in (txid, task) order per stream."""
+    outputs: dict[tuple[str, str], list[list[Any]]] = {}
+    root = Path(folder)
+    if not root.is_dir():
+        return outputs
+    for comp_dir in sorted(p for p in root.iterdir() if p.is_dir()):
+        for stream_dir in sorted(p for p in comp_dir.iterdir() if p.is_dir()):
+            rows = outputs.setdefault((comp_dir.name, stream_dir.name), [])
+            for f in sorted(stream_dir.glob("*.jsonl")):
+                rows.extend(_lines(f))
+    return outputs
+
+
+def _lines(path: Path) -> Iterator[list[Any]]:
+    with path.open(encoding="utf-8") as fh:
+        for line in fh:
+            if line.strip():
+                yield json.loads(line)

@@ -1,0 +1,191 @@
+"""Spouts as PySpark Python streaming data sources (one source per spout).
+
+Where each method runs (pyspark 4.3, ``python_streaming_source_runner``):
+``initialOffset``/``latestOffset``/``partitions``/``commit``/``stop`` run in
+ONE long-lived planning Python process per source, across batches, so the
+spout instances live there; ``read`` runs in executors, from a pickled copy
+of the reader, and must only use its options and the partition.
+
+Offsets (JSON): ``t`` (generic spouts: logged seq per task) or ``p``
+(replayable spouts: offset per source partition), ``done`` (all input is in
+batches up to this offset), ``fin`` (the empty batch after ``done``: planning
+it makes Spark commit -- and so ack -- the last data batch; the engine stops
+once every source reports ``fin``), ``k`` (tick clock: changes every tick
+interval so batches run for tick tuples even without new input).
+
+Generic spouts: ``latestOffset`` runs ``next_tuple()`` up to ``batch_max``
+tuples per task (or until ``budget_ms``), appends the emits to the
+write-ahead log (``stormshift.state.wal``) and only then returns the offset.
+``commit(end)`` acks the tuples of committed batches, then trims the log.
+Replayable spouts (``stormshift.spouts.base``) are read through their replay
+interface and need no log.
+"""
+
+from __future__ import annotations
+
+import base64
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark import cloudpickle
+from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+
+from stormshift.engines.spark import rows as R
+from stormshift.engines.spark.layout import ROW_SCHEMA_DDL
+
+__all__ = ["SpoutSource", "source_options", "SOURCE_NAME"]
+
+SOURCE_NAME = "stormshift_spout"
+
+
+def source_options(graph: Any, spout: str, *, redis_url: str, namespace: str, batch_max: int,
+                   budget_ms: int, max_total: int | None, tick_ms: int) -> dict[str, str]:
+    """The string options one spout's source is created with."""
+    return {
+        "graph": base64.b64encode(cloudpickle.dumps(graph)).decode("ascii"),
+        "spout": spout, "redis_url": redis_url, "namespace": namespace,
+        "batch_max": str(batch_max), "budget_ms": str(budget_ms),
+        "max_total": str(-1 if max_total is None else max_total), "tick_ms": str(tick_ms),
+    }
+
+
+@dataclass(frozen=True)
+class Opts:
+    graph: Any
+    spout: str
+    redis_url: str
+    namespace: str
+    batch_max: int
+    budget_ms: int
+    max_total: int
+    tick_ms: int
+
+    @classmethod
+    def parse(cls, o: Any) -> Opts:
+        graph = cloudpickle.loads(base64.b64decode(o["graph"]))
+        return cls(graph, o["spout"], o["redis_url"], o["namespace"], int(o["batch_max"]),
+                   int(o["budget_ms"]), int(o["max_total"]), int(o["tick_ms"]))
+
+
+class WalPartition(InputPartition):
+    def __init__(self, task: int, start: int, end: int):
+        super().__init__((task, start, end))
+        self.task, self.start, self.end = task, start, end
+
+
+class ReplayPartition(InputPartition):
+    def __init__(self, task: int, ranges: list[tuple[str, Any, Any]]):
+        super().__init__((task, ranges))
+        self.task, self.ranges = task, ranges
+
+
+class SpoutSource(DataSource):
+    @classmethod
+    def name(cls) -> str:
+        return SOURCE_NAME
+
+    def schema(self) -> str:
+        return ROW_SCHEMA_DDL
+
+    def streamReader(self, schema: Any) -> DataSourceStreamReader:
+        return SpoutReader(dict(self.options))
+
+
+class SpoutReader(DataSourceStreamReader):
+    def __init__(self, options: dict[str, str]):
+        self.options = options
+        self._planner: Any = None
+
+    def _plan(self) -> Any:
+        if self._planner is None:
+            from stormshift.engines.spark.planner import make_planner
+
+            self._planner = make_planner(Opts.parse(self.options))
+        return self._planner
+
+    def initialOffset(self) -> dict:
+        return self._plan().initial_offset()
+
+    def latestOffset(self, start: dict, limit: Any) -> dict:
+        return self._plan().latest_offset(start)
+
+    def partitions(self, start: dict, end: dict) -> list[InputPartition]:
+        return self._plan().partitions(start, end)
+
+    def commit(self, end: dict) -> None:
+        self._plan().commit(end)
+
+    def stop(self) -> None:
+        if self._planner is not None:
+            self._planner.close()
+
+    def read(self, partition: InputPartition) -> Any:
+        opts = Opts.parse(self.options)
+        from stormshift.engines.spark.stage import ensure_paths
+
+        ensure_paths(opts.graph)
+        if isinstance(partition, WalPartition):
+            yield from _read_wal(opts, partition)
+        else:
+            yield from _read_replay(opts, partition)
+
+
+def _read_wal(opts: Opts, part: WalPartition) -> Any:
+    from stormshift.engines.spark.stage import redis_for
+    from stormshift.state.wal import WriteAheadLog
+
+    wal = WriteAheadLog(redis_for(opts.redis_url), opts.namespace, opts.spout, part.task)
+    src = opts.graph.component(opts.spout).task_id(part.task)
+    out = R.RowBuilder()
+    for seq, (code, targets, packed) in enumerate(wal.read(part.start, part.end)):
+        for dest in targets:
+            out.add(dest, src, seq, code, packed)
+    yield from out.batches()
+
+
+_REPLAY_HOSTS: dict[tuple[str, int], Any] = {}
+
+
+def _read_replay(opts: Opts, part: ReplayPartition) -> Any:
+    import msgpack
+
+    from stormshift.engines.spark.layout import Layout
+    from stormshift.spouts.base import read_range
+
+    key = (opts.spout, part.task)
+    host = _REPLAY_HOSTS.get(key)
+    if host is None:
+        from stormshift.adapters.host import SpoutHost
+
+        host = _REPLAY_HOSTS[key] = SpoutHost(opts.graph, opts.spout, part.task)
+        host.open()
+    host.router.reset_seq()
+    layout = Layout(opts.graph)
+    comp = opts.graph.component(opts.spout)
+    src = comp.task_id(part.task)
+    code = layout.stream_code[(opts.spout, "default")]
+    first = {c.name: c.first_task_id for c in opts.graph}
+    packer = msgpack.Packer(use_bin_type=True)
+    out = R.RowBuilder()
+    seq = 0
+
+    def dead_letter(err: Any) -> None:
+        from stormshift.engines.spark.stage import redis_for
+        from stormshift.state.deadletter import DeadLetters
+
+        DeadLetters(redis_for(opts.redis_url), opts.namespace).add(
+            opts.spout, "default", err.values, f"{type(err).__name__}: {err}", "", -1)
+
+    for pname, start, end in part.ranges:
+        for values, _msg_id in read_range(host.instance, pname, start, end, dead_letter):
+            packed = packer.pack(values)
+            for consumer, index in host.router.route("default", values):
+                out.add(first[consumer] + index, src, seq, code, packed)
+            seq += 1
+    yield from out.batches()
+
+
+def now_ms() -> int:
+    """Planning-time clock (never used inside a batch's computation)."""
+    return int(time.time() * 1000)

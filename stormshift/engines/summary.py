@@ -1,0 +1,167 @@
+"""What a run did, per component: the numbers both engines report.
+
+Shared by the local (Storm-semantics) engine and the Spark engine so the CLI,
+shadow runs and tests read one shape. Vocabulary:
+
+- *tuples_in*: data tuples a bolt executed (ticks not counted).
+- *tuples_out*: tuples a component emitted (one per ``emit`` call, whatever
+  the number of target tasks).
+- *acks* / *fails*: for a spout, ``ack(msg_id)`` / ``fail(msg_id)`` calls it
+  received (tree complete / tree failed or timed out); for a bolt, the input
+  tuples it acked / failed.
+- *timeouts*: spout trees that failed because ``topology.message.timeout.secs``
+  passed (included in *fails*).
+- *replays*: spout emits of a ``msg_id`` that spout task had emitted before.
+- *duplicates*: tuples a bolt executed that it had already executed in an
+  earlier attempt of the same spout tuple (same lineage) -- Storm's
+  at-least-once double counting, made visible.
+- *restarts*: task instances re-created after a crash (in-memory state lost).
+- *dead_lettered*: tuples sent to the dead-letter store (always 0 locally:
+  Storm has none).
+
+``outputs`` keeps what leaf streams (streams nobody subscribes to) emitted,
+in emit order, so the CLI can show final results and tests can compare.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+__all__ = ["ComponentStats", "RunSummary"]
+
+_COLUMNS = (
+    "tuples_in",
+    "tuples_out",
+    "acks",
+    "fails",
+    "timeouts",
+    "errors",
+    "dead_lettered",
+    "replays",
+    "duplicates",
+    "restarts",
+)
+
+
+@dataclass
+class ComponentStats:
+    """Counters of one component, summed over its tasks."""
+
+    name: str
+    kind: str
+    par: int
+    tuples_in: int = 0
+    tuples_out: int = 0
+    acks: int = 0
+    fails: int = 0
+    timeouts: int = 0
+    errors: int = 0
+    dead_lettered: int = 0
+    replays: int = 0
+    duplicates: int = 0
+    restarts: int = 0
+    busy_ms: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class RunSummary:
+    """The result of one run (or the live state of a running one)."""
+
+    topology: str
+    engine: str
+    components: dict[str, ComponentStats]
+    elapsed_ms: float = 0.0
+    engine_time_ms: int = 0
+    stop_reason: str = "running"
+    spout_tuples: int = 0
+    pending_trees: int = 0
+    outputs: dict[tuple[str, str], list[list[Any]]] = field(default_factory=dict)
+    error_messages: list[str] = field(default_factory=list)
+
+    @classmethod
+    def for_graph(cls, graph: Any, engine: str) -> RunSummary:
+        """Empty counters for every component of ``graph`` (topological order)."""
+        stats = {c.name: ComponentStats(c.name, c.kind.value, c.par) for c in graph}
+        return cls(topology=graph.name, engine=engine, components=stats)
+
+    # -- reading results ----------------------------------------------------
+    def __getitem__(self, component: str) -> ComponentStats:
+        try:
+            return self.components[component]
+        except KeyError:
+            raise KeyError(
+                f"no component {component!r} in this run; components are {sorted(self.components)}"
+            ) from None
+
+    def total(self, column: str) -> int:
+        """Sum of one counter over all components (e.g. ``total("duplicates")``)."""
+        if column not in _COLUMNS:
+            raise KeyError(f"unknown counter {column!r}; counters are {list(_COLUMNS)}")
+        return sum(getattr(s, column) for s in self.components.values())
+
+    def output(self, component: str, stream: str = "default") -> list[list[Any]]:
+        """Values a leaf stream emitted, in emit order (empty if none)."""
+        return self.outputs.get((component, stream), [])
+
+    def latest(self, component: str, stream: str = "default", key_len: int = 1) -> dict[Any, list[Any]]:
+        """Last emitted values per key (the first ``key_len`` fields) of a leaf stream.
+
+        A word-count leaf emitting ``[word, count]`` gives ``{word: [word, count]}``
+        holding each word's final count.
+        """
+        latest: dict[Any, list[Any]] = {}
+        for values in self.output(component, stream):
+            key = values[0] if key_len == 1 else tuple(values[:key_len])
+            latest[key] = values
+        return latest
+
+    # -- rendering ----------------------------------------------------------
+    def to_dict(self) -> dict[str, Any]:
+        """JSON-ready form (``--json`` output of the CLI)."""
+        return {
+            "topology": self.topology,
+            "engine": self.engine,
+            "elapsed_ms": round(self.elapsed_ms, 3),
+            "engine_time_ms": self.engine_time_ms,
+            "stop_reason": self.stop_reason,
+            "spout_tuples": self.spout_tuples,
+            "pending_trees": self.pending_trees,
+            "components": {n: s.to_dict() for n, s in self.components.items()},
+            "outputs": {f"{c}:{s}": len(v) for (c, s), v in self.outputs.items()},
+            "errors": list(self.error_messages),
+        }
+
+    def table(self, columns: Sequence[str] | None = None) -> Any:
+        """A ``rich.table.Table`` with one row per component."""
+        from rich.table import Table
+
+        shown = tuple(columns) if columns else _COLUMNS
+        title = (
+            f"{self.topology} on {self.engine}: {self.stop_reason}, "
+            f"{self.spout_tuples} spout tuples, {self.elapsed_ms / 1000:.2f}s"
+        )
+        table = Table(title=title)
+        table.add_column("component")
+        table.add_column("kind")
+        table.add_column("par", justify="right")
+        for column in shown:
+            table.add_column(column.replace("_", " "), justify="right")
+        for stats in self.components.values():
+            table.add_row(
+                stats.name, stats.kind, str(stats.par), *(str(getattr(stats, c)) for c in shown)
+            )
+        return table
+
+    def progress_line(self) -> str:
+        """One line for a live progress display."""
+        return (
+            f"{self.spout_tuples} spout tuples, pending {self.pending_trees}, "
+            f"acks {sum(s.acks for s in self.components.values() if s.kind == 'spout')}, "
+            f"fails {sum(s.fails for s in self.components.values() if s.kind == 'spout')}, "
+            f"engine time {self.engine_time_ms / 1000:.1f}s"
+        )

@@ -1,0 +1,123 @@
+"""The commit record: committed txid per namespace, and checkpoint -> txid binding.
+
+Words: a *txid* is the Trident transaction id of a batch; the engine uses
+``txid = base + batch_id`` where ``base`` comes from ``bind_checkpoint``. A
+new Spark checkpoint restarts batch ids at 0, so each checkpoint is bound to
+the namespace with a base that keeps txids growing: state already in Redis is
+never silently skipped (transactional) nor rejected (opaque).
+
+Call order (driver): ``bind_checkpoint`` once at start; per batch, skip it if
+``committed() >= txid``, else run every task, then ``record_commit(txid)``.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from stormshift.errors import StateError
+from stormshift.state import keys as K
+from stormshift.state.connection import retrying, run_scripts
+
+Mode = Literal["strict", "reset", "adopt"]
+__all__ = ["CommitLog", "Mode"]
+
+
+class CommitLog:
+    """Committed txid and checkpoint bindings of one state namespace."""
+
+    def __init__(self, r: Any, namespace: str):
+        self.r = r
+        self.namespace = K.check_name("namespace", namespace)
+
+    @retrying
+    def committed(self) -> int:
+        """The highest committed txid, -1 if none."""
+        v = self.r.hget(K.commit_key(self.namespace), "committed")
+        return int(v) if v is not None else -1
+
+    def has_state(self) -> bool:
+        """True if anything of this namespace is in Redis (besides epochs)."""
+        if self.committed() >= 0 or self.r.hlen(K.checkpoints_key(self.namespace)):
+            return True
+        return any(True for _ in _scan(self.r, self.namespace, limit=1))
+
+    def bind_checkpoint(self, checkpoint_id: str, mode: Mode = "strict") -> int:
+        """The txid base for ``checkpoint_id`` (txid = base + Spark batch id).
+
+        A known checkpoint keeps its base. An unknown checkpoint on empty
+        state gets base 0. On existing state: ``strict`` raises StateError,
+        ``adopt`` continues from the committed state (base = committed + 1),
+        ``reset`` deletes maps, snapshots and dedup state first (epochs and
+        the committed txid stay, so old attempts remain fenced).
+        """
+        if mode not in ("strict", "reset", "adopt"):
+            raise ValueError(f"bind_checkpoint: mode must be strict, reset or adopt, not {mode!r}")
+        ck = K.checkpoints_key(self.namespace)
+        known = self.r.hget(ck, checkpoint_id)
+        if known is not None and mode != "reset":
+            self._broadcast_committed(self.committed())
+            return int(known)
+        committed = self.committed()
+        if self.has_state():
+            if mode == "strict":
+                raise StateError(
+                    f"state namespace {self.namespace!r} already holds state (committed txid "
+                    f"{committed}) written under another Spark checkpoint; checkpoint "
+                    f"{checkpoint_id!r} is new to it. Fix: pass --adopt-state to continue from "
+                    "that state, --reset-state to discard it, or use the old checkpoint dir"
+                )
+            if mode == "reset":
+                reset_namespace(self.r, self.namespace, keep_fences=True)
+        base = committed + 1
+        self.r.hset(ck, checkpoint_id, base)
+        self._broadcast_committed(committed)
+        return base
+
+    def checkpoints(self) -> dict[str, int]:
+        raw = self.r.hgetall(K.checkpoints_key(self.namespace))
+        return {k.decode(): int(v) for k, v in sorted(raw.items())}
+
+    def record_commit(self, txid: int) -> None:
+        """Record ``committed = txid``; FencedError if txid is below the committed one."""
+        run_scripts(self.r, [("record_commit", [K.commit_key(self.namespace)], [txid, K.FORMAT_VERSION])])
+        self._broadcast_committed(txid)
+
+    def _broadcast_committed(self, txid: int) -> None:
+        if txid < 0:
+            return
+        run_scripts(
+            self.r,
+            [("fence_committed", [K.fence_key(self.namespace, g)], [txid]) for g in range(K.KEY_GROUPS)],
+        )
+
+
+def _scan(r: Any, namespace: str, limit: int | None = None) -> Any:
+    """Data keys of a namespace (maps, snapshots, task keys, dedup); not fences or records."""
+    n = 0
+    for pattern in K.all_keys_pattern(namespace):
+        for key in r.scan_iter(match=pattern, count=1000):
+            k = key.decode() if isinstance(key, bytes) else key
+            parsed = K.parse_key(k)
+            if parsed is None or parsed[0] != namespace or parsed[1] is None:
+                continue
+            if parsed[2] == "fence":
+                continue
+            yield k
+            n += 1
+            if limit is not None and n >= limit:
+                return
+
+
+def reset_namespace(r: Any, namespace: str, *, keep_fences: bool = True) -> int:
+    """Delete a namespace's data; with ``keep_fences`` epochs and commit record survive."""
+    doomed = list(_scan(r, namespace))
+    if not keep_fences:
+        doomed += [K.commit_key(namespace), K.checkpoints_key(namespace), K.par_key(namespace)]
+        doomed += [K.dlq_key(namespace)]
+        doomed += [K.fence_key(namespace, g) for g in range(K.KEY_GROUPS)]
+        # the epoch counter never expires or resets: zombies of old runs stay fenced
+    else:
+        doomed.append(K.par_key(namespace))
+    for key in doomed:
+        r.delete(key)
+    return len(doomed)

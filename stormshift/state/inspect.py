@@ -1,0 +1,81 @@
+"""Read-only views of state for operators, tests and the testing kit (no fencing needed).
+
+``map_items`` returns what the last write left per key: the value and the
+txid that wrote it (``None`` for plain maps), in a deterministic key order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from stormshift.state import keys as K
+from stormshift.state.codec import committed_view, decode_key, encode_key
+
+__all__ = ["namespaces", "map_kinds", "map_items", "map_get", "namespace_keys"]
+
+
+def _s(x: Any) -> str:
+    return x.decode() if isinstance(x, bytes) else str(x)
+
+
+def namespace_keys(r: Any, namespace: str) -> Iterator[str]:
+    """Every key of a namespace (sorted)."""
+    found: set[str] = set()
+    for pattern in K.all_keys_pattern(namespace):
+        for key in r.scan_iter(match=pattern, count=1000):
+            k = _s(key)
+            p = K.parse_key(k)
+            if p is not None and p[0] == namespace:
+                found.add(k)
+    return iter(sorted(found))
+
+
+def namespaces(r: Any) -> list[str]:
+    """Namespaces with a commit record or an epoch counter."""
+    out: set[str] = set()
+    for key in r.scan_iter(match=f"{K.PREFIX}:{{*}}:*", count=1000):
+        p = K.parse_key(_s(key))
+        if p is not None and p[1] is None:
+            out.add(p[0])
+    return sorted(out)
+
+
+def map_kinds(r: Any, namespace: str) -> dict[tuple[str, str], int]:
+    """``(component, map name) -> number of keys``, across all key groups."""
+    out: dict[tuple[str, str], int] = {}
+    for k in namespace_keys(r, namespace):
+        p = K.parse_key(k)
+        if p and p[2].startswith("m:"):
+            _, comp, name = p[2].split(":", 2)
+            out[(comp, name)] = out.get((comp, name), 0) + int(r.hlen(k))
+    return dict(sorted(out.items()))
+
+
+def _kind_of(rec: bytes) -> str:
+    head = rec.split(b"|", 2)
+    if len(head) == 3 and head[0].isdigit() and head[1].isdigit():
+        return "opaque"
+    if len(head) >= 2 and head[0].isdigit():
+        return "transactional"
+    return "plain"
+
+
+def map_items(r: Any, namespace: str, component: str, name: str, kind: str | None = None) -> dict[Any, tuple[Any, int | None]]:
+    """``key -> (value, txid)`` of one map; ``kind`` is guessed from the records if not given."""
+    rows: list[tuple[bytes, Any, int | None]] = []
+    for g in range(K.KEY_GROUPS):
+        for field, rec in r.hgetall(K.map_key(namespace, g, component, name)).items():
+            value, txid = committed_view(kind or _kind_of(rec), rec)
+            rows.append((field, value, txid))
+    rows.sort(key=lambda x: x[0])
+    return {decode_key(f): (v, t) for f, v, t in rows}
+
+
+def map_get(r: Any, namespace: str, component: str, name: str, key: Any, kind: str | None = None) -> tuple[Any, int | None] | None:
+    """``(value, txid)`` of one key, None if absent."""
+    field = encode_key(key)
+    rec = r.hget(K.map_key(namespace, K.group_of(field), component, name), field)
+    if rec is None:
+        return None
+    return committed_view(kind or _kind_of(rec), rec)

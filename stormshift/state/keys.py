@@ -1,0 +1,357 @@
+"""Every Redis key name, Lua script and the state format version, in one place.
+
+Layout (format version 1). ``ns`` is the state namespace (one per topology):
+
+* ``ss:{ns}:commit``       hash ``committed`` -> txid, ``format`` -> version
+* ``ss:{ns}:checkpoints``  hash checkpoint id -> txid base
+* ``ss:{ns}:epochs``       hash ``component:task`` -> epoch (never expires)
+* ``ss:{ns}:par``          hash component -> parallelism its snapshots were cut for
+* ``ss:{ns}:dlq``          stream of dead letters; ``ss:{ns}:dlq-ids`` digest -> entry id
+* ``ss:{ns:g}:fence``      hash ``component:task`` -> epoch, ``__committed`` -> txid
+* ``ss:{ns:g}:m:C:NAME``   hash user key -> record of map NAME of component C
+* ``ss:{ns:g}:snap:C:T``   hash txid -> signed snapshot of task T of component C
+* ``ss:{ns:g}:t:C:T:SUF``  keys owned by one task (write-ahead logs, sinks)
+* ``ss:{ns:g}:dd:NAME:..`` dedup buckets / Bloom segments
+
+``g`` is one of ``KEY_GROUPS`` key groups. Everything a write script touches
+lives in one group, so each script's keys share one hash slot and the layout
+works unchanged on Redis Cluster. Each group carries its own copy of the
+fence (epochs and committed txid): acquiring an epoch writes it to every
+group before the attempt writes anything.
+"""
+
+from __future__ import annotations
+
+import re
+import zlib
+
+FORMAT_VERSION = 1
+KEY_GROUPS = 64
+PREFIX = "ss"
+COMMITTED_FIELD = "__committed"
+_NS_RE = re.compile(r"^[A-Za-z0-9_.\-]{1,100}$")
+
+
+def check_name(kind: str, value: str) -> str:
+    """Refuse names that would break hash tags or key parsing."""
+    if not _NS_RE.match(value):
+        raise ValueError(
+            f"state {kind} {value!r} is not allowed: use 1-100 characters from "
+            "A-Z a-z 0-9 _ . - (no braces, colons or spaces)"
+        )
+    return value
+
+
+def group_of(field: bytes) -> int:
+    """Key group of an encoded user key (crc32: stable across processes, unlike hash())."""
+    return zlib.crc32(field) % KEY_GROUPS
+
+
+def task_group(component: str, task_index: int) -> int:
+    """The key group holding one task's snapshots and task-owned keys."""
+    return zlib.crc32(f"{component}:{task_index}".encode()) % KEY_GROUPS
+
+
+def name_group(name: str) -> int:
+    """The key group of a namespace-wide object such as a dedup filter."""
+    return zlib.crc32(name.encode()) % KEY_GROUPS
+
+
+def who(component: str, task_index: int) -> str:
+    """Field naming one task in the epoch and fence hashes."""
+    return f"{component}:{task_index}"
+
+
+def ns_key(ns: str, suffix: str) -> str:
+    return f"{PREFIX}:{{{ns}}}:{suffix}"
+
+
+def commit_key(ns: str) -> str:
+    return ns_key(ns, "commit")
+
+
+def checkpoints_key(ns: str) -> str:
+    return ns_key(ns, "checkpoints")
+
+
+def epochs_key(ns: str) -> str:
+    return ns_key(ns, "epochs")
+
+
+def par_key(ns: str) -> str:
+    return ns_key(ns, "par")
+
+
+def dlq_key(ns: str) -> str:
+    return ns_key(ns, "dlq")
+
+
+def dlq_ids_key(ns: str) -> str:
+    return ns_key(ns, "dlq-ids")
+
+
+def group_key(ns: str, group: int, suffix: str) -> str:
+    return f"{PREFIX}:{{{ns}:{group}}}:{suffix}"
+
+
+def fence_key(ns: str, group: int) -> str:
+    return group_key(ns, group, "fence")
+
+
+def map_key(ns: str, group: int, component: str, name: str) -> str:
+    return group_key(ns, group, f"m:{component}:{name}")
+
+
+def snapshot_key(ns: str, component: str, task_index: int) -> str:
+    return group_key(ns, task_group(component, task_index), f"snap:{component}:{task_index}")
+
+
+def task_key(ns: str, component: str, task_index: int, suffix: str) -> str:
+    """A key owned by one task (WAL, sink), in the slot of that task's fence."""
+    return group_key(ns, task_group(component, task_index), f"t:{component}:{task_index}:{suffix}")
+
+
+def dedup_key(ns: str, name: str, kind: str, slot: int) -> str:
+    return group_key(ns, name_group(name), f"dd:{name}:{kind}:{slot}")
+
+
+def all_keys_pattern(ns: str) -> list[str]:
+    """SCAN patterns covering every key of a namespace (namespace-wide and grouped)."""
+    return [f"{PREFIX}:{{{ns}}}:*", f"{PREFIX}:{{{ns}:*}}:*"]
+
+
+def parse_key(key: str) -> tuple[str, int | None, str] | None:
+    """``(namespace, group or None, suffix)`` of one of our keys, else None."""
+    m = re.match(r"^ss:\{([^}:]+)(?::(\d+))?\}:(.*)$", key)
+    if not m:
+        return None
+    return m.group(1), (int(m.group(2)) if m.group(2) else None), m.group(3)
+
+
+# --------------------------------------------------------------------------- Lua
+# Shared prelude: the fence check every write script runs before touching data.
+# Returns an error string (prefixed FENCED) or nil; never writes before checks pass.
+_FENCE = r"""
+local unpack = unpack or table.unpack
+local function fence(fkey, who, epoch_s, txid_s)
+  local epoch = tonumber(epoch_s)
+  local txid = tonumber(txid_s)
+  local cur_s = redis.call('HGET', fkey, who) or '-1'
+  if epoch < tonumber(cur_s) then
+    return 'FENCED stale epoch ' .. epoch_s .. ' for task ' .. who .. ' (current epoch ' .. cur_s .. ')'
+  end
+  local com_s = redis.call('HGET', fkey, '__committed') or '-1'
+  if txid <= tonumber(com_s) then
+    return 'FENCED txid ' .. txid_s .. ' is at or below the committed txid ' .. com_s
+  end
+  if epoch > tonumber(cur_s) then redis.call('HSET', fkey, who, epoch_s) end
+  return nil
+end
+"""
+
+# Server-side numeric add on encoded values ('i<int>' / 'f<float>'; '' = absent = 0).
+# Integers below 1e14 print exactly with '..' (Lua's %.14g); larger ones via %d.
+_ADD = r"""
+local sub, find, byte, fmt = string.sub, string.find, string.byte, string.format
+local LIM = 9007199254740992
+local function add(a, b)
+  local ta, x
+  if a == '' then ta = 105; x = 0 else ta = byte(a, 1); x = tonumber(sub(a, 2)) end
+  local tb = byte(b, 1)
+  local y = tonumber(sub(b, 2))
+  if x == nil or y == nil or (ta ~= 105 and ta ~= 102) or (tb ~= 105 and tb ~= 102) then
+    return nil, 'NOTNUM cannot increment a non-numeric value'
+  end
+  local s = x + y
+  if ta == 105 and tb == 105 then
+    if s < 1e14 and s > -1e14 then return 'i' .. s end
+    if s >= LIM or s <= -LIM or x >= LIM or x <= -LIM then
+      return nil, 'OVERFLOW integer increment beyond 2^53'
+    end
+    return 'i' .. fmt('%d', s)
+  end
+  return 'f' .. fmt('%.17g', s)
+end
+"""
+
+# KEYS: fence, map. ARGV: epoch, txid, who, op, then (field, operand)*. op 's' set | 'i' incr.
+# Record: "<txid>|<value>"; a stored txid equal to ours means already applied: skip.
+TRANSACTIONAL_WRITE = _FENCE + _ADD + r"""
+local err = fence(KEYS[1], ARGV[3], ARGV[1], ARGV[2])
+if err then return redis.error_reply(err) end
+local txid = ARGV[2]
+local txn = tonumber(txid)
+local op = ARGV[4]
+local n = (#ARGV - 4) / 2
+local fields = {}
+for j = 1, n do fields[j] = ARGV[2 * j + 3] end
+local recs = redis.call('HMGET', KEYS[2], unpack(fields))
+local out = {}
+for j = 1, n do
+  local rec = recs[j]
+  local v = ARGV[2 * j + 4]
+  local cur = ''
+  local skip = false
+  if rec then
+    local a = find(rec, '|', 1, true)
+    local t = tonumber(sub(rec, 1, a - 1))
+    if t > txn then return redis.error_reply('FENCED key already holds newer txid ' .. t) end
+    if t == txn then skip = true else cur = sub(rec, a + 1) end
+  end
+  if not skip then
+    local new, e = v, nil
+    if op == 'i' then new, e = add(cur, v) end
+    if not new then return redis.error_reply(e) end
+    out[#out + 1] = fields[j]
+    out[#out + 1] = txid .. '|' .. new
+  end
+end
+if #out > 0 then redis.call('HSET', KEYS[2], unpack(out)) end
+return #out / 2
+"""
+
+# Record: "<txid>|<len(prev)>|<prev><curr>"; prev '' = absent.
+# Stored txid equal to ours: recompute from prev; else curr becomes prev.
+OPAQUE_WRITE = _FENCE + _ADD + r"""
+local err = fence(KEYS[1], ARGV[3], ARGV[1], ARGV[2])
+if err then return redis.error_reply(err) end
+local match = string.match
+local txid = ARGV[2]
+local ntx = #txid
+local op = ARGV[4]
+local n = (#ARGV - 4) / 2
+local fields = {}
+for j = 1, n do fields[j] = ARGV[2 * j + 3] end
+local recs = redis.call('HMGET', KEYS[2], unpack(fields))
+local out = {}
+local o = 0
+for j = 1, n do
+  local rec = recs[j]
+  local base = ''
+  if rec then
+    local t, lp = match(rec, '^(%d+)|(%d+)|')
+    local h = #t + #lp + 3
+    lp = tonumber(lp)
+    if t == txid then
+      base = sub(rec, h, h + lp - 1)
+    else
+      if #t > ntx or (#t == ntx and t > txid) then
+        return redis.error_reply('FENCED key already holds newer txid ' .. t)
+      end
+      base = sub(rec, h + lp)
+    end
+  end
+  local new, e = ARGV[2 * j + 4], nil
+  if op == 'i' then new, e = add(base, new) end
+  if not new then return redis.error_reply(e) end
+  out[o + 1] = fields[j]
+  out[o + 2] = txid .. '|' .. #base .. '|' .. base .. new
+  o = o + 2
+end
+if o > 0 then redis.call('HSET', KEYS[2], unpack(out)) end
+return o / 2
+"""
+
+# Plain (non-transactional) map: fenced, but values carry no txid; increments add.
+PLAIN_WRITE = _FENCE + _ADD + r"""
+local err = fence(KEYS[1], ARGV[3], ARGV[1], ARGV[2])
+if err then return redis.error_reply(err) end
+local op = ARGV[4]
+local n = (#ARGV - 4) / 2
+local fields = {}
+for j = 1, n do fields[j] = ARGV[2 * j + 3] end
+local recs = redis.call('HMGET', KEYS[2], unpack(fields))
+local out = {}
+for j = 1, n do
+  local v = ARGV[2 * j + 4]
+  local new, e = v, nil
+  if op == 'i' then new, e = add(recs[j] or '', v) end
+  if not new then return redis.error_reply(e) end
+  out[#out + 1] = fields[j]
+  out[#out + 1] = new
+end
+if #out > 0 then redis.call('HSET', KEYS[2], unpack(out)) end
+return #out / 2
+"""
+
+# KEYS: fence. ARGV: who, epoch. Raises the group's copy of a task's epoch (never lowers).
+FENCE_EPOCH = r"""
+local cur = tonumber(redis.call('HGET', KEYS[1], ARGV[1]) or '-1')
+if tonumber(ARGV[2]) > cur then redis.call('HSET', KEYS[1], ARGV[1], ARGV[2]) end
+return 1
+"""
+
+# KEYS: fence. ARGV: txid. Raises the group's copy of the committed txid.
+FENCE_COMMITTED = r"""
+local cur = tonumber(redis.call('HGET', KEYS[1], '__committed') or '-1')
+if tonumber(ARGV[1]) > cur then redis.call('HSET', KEYS[1], '__committed', ARGV[1]) end
+return 1
+"""
+
+# KEYS: commit. ARGV: txid, format. Txids never go backwards; same txid is a no-op.
+RECORD_COMMIT = r"""
+local cur = tonumber(redis.call('HGET', KEYS[1], 'committed') or '-1')
+local t = tonumber(ARGV[1])
+if t < cur then
+  return redis.error_reply('FENCED commit of txid ' .. ARGV[1] .. ' below committed ' .. cur)
+end
+redis.call('HSET', KEYS[1], 'committed', ARGV[1], 'format', ARGV[2])
+return cur
+"""
+
+# KEYS: fence, snapshot hash. ARGV: epoch, txid, who, payload.
+# Keeps the in-flight versions (> committed) and the newest committed one.
+SNAPSHOT_SAVE = _FENCE + r"""
+local err = fence(KEYS[1], ARGV[3], ARGV[1], ARGV[2])
+if err then return redis.error_reply(err) end
+redis.call('HSET', KEYS[2], ARGV[2], ARGV[4])
+local committed = tonumber(redis.call('HGET', KEYS[1], '__committed') or '-1')
+local versions = redis.call('HKEYS', KEYS[2])
+local keep = -1
+for _, v in ipairs(versions) do
+  local t = tonumber(v)
+  if t <= committed and t > keep then keep = t end
+end
+local dropped = 0
+for _, v in ipairs(versions) do
+  local t = tonumber(v)
+  if t <= committed and t ~= keep then redis.call('HDEL', KEYS[2], v); dropped = dropped + 1 end
+end
+return dropped
+"""
+
+# KEYS: fence, target. ARGV: epoch, txid, who, command, args...
+# Fenced generic write for task-owned keys (WAL appends and trims, sinks).
+FENCED_COMMANDS = ("XADD", "XTRIM", "XDEL", "SET", "DEL", "HSET", "HDEL", "RPUSH", "LTRIM", "PEXPIRE")
+FENCED_CALL = _FENCE + r"""
+local err = fence(KEYS[1], ARGV[3], ARGV[1], ARGV[2])
+if err then return redis.error_reply(err) end
+local args = {}
+for i = 5, #ARGV do args[#args + 1] = ARGV[i] end
+return redis.call(ARGV[4], KEYS[2], unpack(args))
+"""
+
+# KEYS: dlq stream, dlq ids hash. ARGV: digest, field/value pairs.
+# Idempotent: a replayed batch dead-letters the same tuple once.
+DLQ_ADD = r"""
+local unpack = unpack or table.unpack
+local have = redis.call('HGET', KEYS[2], ARGV[1])
+if have then return have end
+local f = {}
+for i = 2, #ARGV do f[#f + 1] = ARGV[i] end
+local id = redis.call('XADD', KEYS[1], '*', unpack(f))
+redis.call('HSET', KEYS[2], ARGV[1], id)
+return id
+"""
+
+SCRIPTS: dict[str, str] = {
+    "dlq_add": DLQ_ADD,
+    "transactional": TRANSACTIONAL_WRITE,
+    "opaque": OPAQUE_WRITE,
+    "plain": PLAIN_WRITE,
+    "fence_epoch": FENCE_EPOCH,
+    "fence_committed": FENCE_COMMITTED,
+    "record_commit": RECORD_COMMIT,
+    "snapshot_save": SNAPSHOT_SAVE,
+    "fenced_call": FENCED_CALL,
+}

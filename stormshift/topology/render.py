@@ -1,0 +1,124 @@
+"""``stormshift inspect``: the loaded graph as a rich table, or as JSON data.
+
+Both views list components in topological order with what a user checks
+before a port: class, par, task ids, streams and fields (direct streams
+marked), and inputs with their groupings.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from rich.console import Group
+from rich.markup import escape
+from rich.table import Table
+
+from stormshift.topology.graph import ComponentDef, TopologyGraph
+
+__all__ = ["graph_to_dict", "render_graph"]
+
+
+def task_range(component: ComponentDef) -> str:
+    ids = component.task_ids
+    return str(ids[0]) if len(ids) == 1 else f"{ids[0]}-{ids[-1]}"
+
+
+def stream_lines(component: ComponentDef) -> str:
+    return "\n".join(
+        f"{s.name}{' (direct)' if s.direct else ''}: {', '.join(s.fields) or '(no fields)'}"
+        for s in component.outputs.values()
+    )
+
+
+def input_lines(component: ComponentDef) -> str:
+    return "\n".join(f"{i.source}:{i.stream} <- {i.grouping}" for i in component.inputs)
+
+
+def class_text(component: ComponentDef) -> str:
+    if component.replaces:
+        return f"{component.class_path}\n(replaces Java {component.replaces})"
+    return component.class_path
+
+
+def components_table(graph: TopologyGraph) -> Table:
+    title = f"topology {graph.name}" + (f" (env {graph.environment})" if graph.environment else "")
+    table = Table(title=title, show_lines=True)
+    for column in ("component", "kind", "class", "par", "tasks", "streams (fields)", "inputs"):
+        table.add_column(column, no_wrap=column in ("component", "par", "tasks"), overflow="fold")
+    for c in graph:
+        table.add_row(
+            escape(c.name),
+            c.kind.value,
+            escape(class_text(c)),
+            str(c.par),
+            task_range(c),
+            escape(stream_lines(c)),
+            escape(input_lines(c)),
+        )
+    return table
+
+
+def config_table(config: Mapping[str, Any]) -> Table:
+    table = Table(title="topology config")
+    table.add_column("key")
+    table.add_column("value")
+    for key in sorted(config):
+        table.add_row(escape(key), escape(repr(config[key])))
+    return table
+
+
+def render_graph(graph: TopologyGraph) -> Group:
+    """The components table, plus the topology config when there is any."""
+    tables: list[Table] = [components_table(graph)]
+    if graph.config:
+        tables.append(config_table(graph.config))
+    return Group(*tables)
+
+
+def _plain(value: Any) -> Any:
+    """FrozenDicts/tuples as plain dicts/lists, so json.dumps output is stable."""
+    if isinstance(value, Mapping):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    return value
+
+
+def component_to_dict(c: ComponentDef) -> dict[str, Any]:
+    return {
+        "name": c.name,
+        "kind": c.kind.value,
+        "class": c.class_path,
+        "replaces": c.replaces,
+        "par": c.par,
+        "task_ids": list(c.task_ids),
+        "streams": [
+            {"name": s.name, "fields": list(s.fields), "direct": s.direct}
+            for s in c.outputs.values()
+        ],
+        "inputs": [
+            {
+                "source": i.source,
+                "stream": i.stream,
+                "grouping": i.grouping.kind.value,
+                "fields": list(i.grouping.fields),
+            }
+            for i in c.inputs
+        ],
+        "config": _plain(c.config),
+    }
+
+
+def graph_to_dict(graph: TopologyGraph) -> dict[str, Any]:
+    """JSON-ready description of the graph (for ``inspect --json``)."""
+    return {
+        "name": graph.name,
+        "environment": graph.environment,
+        "project_dir": graph.project_dir,
+        "working_dir": graph.working_dir,
+        "source_dirs": list(graph.source_dirs),
+        "total_tasks": graph.total_tasks,
+        "config": _plain(graph.config),
+        "components": [component_to_dict(c) for c in graph],
+    }

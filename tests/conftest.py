@@ -1,0 +1,69 @@
+"""Shared fixtures: ONE SparkSession for the whole test run, and real Redis.
+
+Only the Spark engineer edits this file; other layers keep their fixtures in
+their own test modules. ``spark`` starts lazily (tests that do not ask for it
+never pay the JVM start). ``redis_url`` is the server on 127.0.0.1:6379
+(started by ``.ci/run`` when absent); ``namespace`` gives each test its own
+state namespace so tests never see each other's keys.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+REDIS_URL = os.environ.get("STORMSHIFT_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
+
+
+def _worker_pythonpath() -> str:
+    """Spark's Python workers inherit the driver's environment: make stormshift importable."""
+    parts = [str(REPO), *os.environ.get("PYTHONPATH", "").split(os.pathsep)]
+    return os.pathsep.join(p for p in dict.fromkeys(parts) if p)
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[Any]:
+    """The one SparkSession (local[2]) every Spark test shares."""
+    os.environ["PYTHONPATH"] = _worker_pythonpath()
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    from stormshift.engines.spark.session import build_session
+
+    session = build_session("local[2]", app_name="stormshift-tests", shuffle_partitions=2)
+    yield session
+    session.stop()
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> str:
+    """URL of a real Redis server; fails loudly (never skips) when none answers."""
+    import redis
+
+    client = redis.Redis.from_url(REDIS_URL)
+    try:
+        client.ping()
+    except redis.ConnectionError as exc:  # pragma: no cover - environment problem
+        raise RuntimeError(
+            f"tests need a Redis server at {REDIS_URL} ({exc}); start one with "
+            "`redis-server --port 6379 --save '' --appendonly no` or set STORMSHIFT_TEST_REDIS_URL"
+        ) from exc
+    return REDIS_URL
+
+
+@pytest.fixture
+def namespace(redis_url: str) -> Iterator[str]:
+    """A fresh state namespace for one test; its keys are deleted afterwards."""
+    import redis
+
+    ns = f"t-{uuid.uuid4().hex[:12]}"
+    yield ns
+    client = redis.Redis.from_url(redis_url)
+    for pattern in (f"ss:{{{ns}}}:*", f"ss:{{{ns}:*}}:*", f"*{ns}*"):
+        for key in client.scan_iter(match=pattern, count=1000):
+            client.delete(key)
