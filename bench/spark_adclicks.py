@@ -312,18 +312,22 @@ def run_stormshift(args: argparse.Namespace, data: Path) -> dict[str, Any]:
         raise SystemExit(f"stormshift path not runnable: stormshift.engines.spark.SparkEngine is "
                          f"missing ({exc}); the Spark engine has not landed yet") from None
     graph = adclicks_on_files(data, args.files_per_batch)
+    namespace = f"bench-adclicks-{uuid.uuid4().hex[:12]}"  # fresh state, removed afterwards
     batch_ms: list[float] = []
     with RssSampler() as rss, tempfile.TemporaryDirectory(prefix="bench-stormshift-") as checkpoint:
         spark = spark_session(args.master, "adclicks-stormshift")
         engine = SparkEngine(
             graph, master=args.master, checkpoint_dir=checkpoint, redis_url=args.redis,
             trigger_secs=0, until_done=True, batch_max_tuples=args.batch // args.files_per_batch,
-            sink="drop", spark=spark,
+            sink="drop", spark=spark, namespace=namespace,
         )
-        started = time.perf_counter()
-        summary = engine.run(on_progress=lambda line: batch_ms.extend(_batch_ms(line)))
-        elapsed = time.perf_counter() - started
-        spark.stop()
+        try:
+            started = time.perf_counter()
+            summary = engine.run(on_progress=lambda line: batch_ms.extend(_batch_ms(line)))
+            elapsed = time.perf_counter() - started
+        finally:
+            spark.stop()
+            _delete_namespace(args.redis, namespace)
     durations = list(getattr(summary, "batch_durations_ms", None) or batch_ms)
     events = summary.spout_tuples or summary["ad_log_spout"].tuples_out
     sizes = [min(args.batch, events - i * args.batch) for i in range(len(durations))]
@@ -334,6 +338,15 @@ def run_stormshift(args: argparse.Namespace, data: Path) -> dict[str, Any]:
         "batch_ms_p99": percentile(durations, 99), "peak_rss": rss.peaks,
         "stop_reason": summary.stop_reason, "dead_lettered": summary.total("dead_lettered"),
     }
+
+
+def _delete_namespace(url: str, namespace: str) -> None:
+    import redis
+
+    r = redis.Redis.from_url(url)
+    doomed = list(r.scan_iter(match=f"*{namespace}*", count=1000))
+    for i in range(0, len(doomed), 500):
+        r.delete(*doomed[i:i + 500])
 
 
 def _batch_ms(line: str) -> list[float]:

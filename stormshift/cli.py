@@ -102,7 +102,7 @@ def _mount_optional() -> None:
     """Sub-command groups that live beside their layer."""
     for module, attr in (
         ("stormshift.submit_cli", "submit_command"),
-        ("stormshift.state.commands", "state_group"),
+        ("stormshift.state.commands", "state"),
         ("stormshift.deadletter_cli", "deadletter_group"),
     ):
         try:

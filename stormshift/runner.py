@@ -73,31 +73,19 @@ def _progress_printer(console: Console | None) -> Any:
     return show
 
 
-def latest_by_key(outputs: dict[str, dict[str, list[list[Any]]]]) -> dict[str, dict[str, dict[Any, list[Any]]]]:
-    """Fold leaf streams of running totals into their latest value per key (first field)."""
-    folded: dict[str, dict[str, dict[Any, list[Any]]]] = {}
-    for component in sorted(outputs):
-        for stream in sorted(outputs[component]):
-            latest: dict[Any, list[Any]] = {}
-            for values in outputs[component][stream]:
-                if values:
-                    latest[values[0]] = values
-            folded.setdefault(component, {})[stream] = latest
-    return folded
-
-
 def print_summary(graph: TopologyGraph, summary: Any, console: Console, top: int = 10) -> None:
     """The per-component table, then the latest value per key of each leaf stream."""
     console.print(summary.table())
-    outputs = getattr(summary, "outputs", None) or {}
-    for component, streams in latest_by_key(outputs).items():
-        for stream, latest in streams.items():
+    for component, stream in sorted(summary.outputs):
+        latest = summary.latest(component, stream)
+        if latest:
             fields = graph.stream_fields(component, stream)
-            table = Table(title=f"{component} / {stream}: latest per {fields[0] if fields else 'key'} "
+            key = fields[0] if fields else "key"
+            table = Table(title=f"{component} / {stream}: latest per {key} "
                                 f"({len(latest)} keys, top {min(top, len(latest))} shown)")
             for f in fields:
                 table.add_column(f)
-            ranked = sorted(latest.values(), key=lambda v: _rank_key(v), reverse=True)
+            ranked = sorted(latest.values(), key=_rank_key, reverse=True)
             for values in ranked[:top]:
                 table.add_row(*(str(v) for v in values))
             console.print(table)

@@ -9,7 +9,7 @@ class), as a user's would.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
+from typing import Any, ClassVar
 
 from streamparse import (
     BatchingBolt,
@@ -54,7 +54,7 @@ class SentenceSpout(ReliableSpout):
     what Storm told it in ``acked`` / ``failed``.
     """
 
-    outputs = ["sentence"]
+    outputs: ClassVar[list[Any]] = ["sentence"]
 
     def initialize(self, conf: dict[str, Any], ctx: dict[str, Any]) -> None:
         self.limit = conf.get("fixture.limit")
@@ -87,10 +87,24 @@ class SentenceSpout(ReliableSpout):
         self.activations.append("deactivate")
 
 
+CRASHED_ONCE: set[str] = set()  # survives the process "restart", like an external trigger
+
+
+class CrashOnceSpout(SentenceSpout):
+    """Raises in ``next_tuple`` at ``fixture.crash_at`` the first time only."""
+
+    def next_tuple(self) -> None:
+        crash_at = self.storm_conf.get("fixture.crash_at")
+        if self.index == crash_at and "spout" not in CRASHED_ONCE:
+            CRASHED_ONCE.add("spout")
+            raise RuntimeError(f"spout lost its connection at sentence {self.index}")
+        super().next_tuple()
+
+
 class UnreliableSpout(Spout):
     """Emits without msg_id: Storm never acks or fails these."""
 
-    outputs = ["sentence"]
+    outputs: ClassVar[list[Any]] = ["sentence"]
 
     def initialize(self, conf: dict[str, Any], ctx: dict[str, Any]) -> None:
         self.limit = conf.get("fixture.limit")
@@ -109,7 +123,7 @@ class UnreliableSpout(Spout):
 
 # -- bolts ------------------------------------------------------------------
 class SplitBolt(Bolt):
-    outputs = ["word"]
+    outputs: ClassVar[list[Any]] = ["word"]
 
     def process(self, tup: Any) -> None:
         for word in tup.values.sentence.split():
@@ -119,7 +133,7 @@ class SplitBolt(Bolt):
 class CountBolt(Bolt):
     """In-memory word count, the state Storm loses when the worker dies."""
 
-    outputs = ["word", "count"]
+    outputs: ClassVar[list[Any]] = ["word", "count"]
 
     def initialize(self, conf: dict[str, Any], ctx: dict[str, Any]) -> None:
         self.counts: Counter[str] = Counter()
@@ -136,7 +150,7 @@ class CountBolt(Bolt):
 class LengthRouterBolt(Bolt):
     """Two named streams: short words and long words."""
 
-    outputs = [Stream(["word"], "short"), Stream(["word", "length"], "long")]
+    outputs: ClassVar[list[Any]] = [Stream(["word"], "short"), Stream(["word", "length"], "long")]
 
     def process(self, tup: Any) -> None:
         word = tup.values.word
@@ -149,7 +163,7 @@ class LengthRouterBolt(Bolt):
 class TotalBolt(Bolt):
     """Counts every tuple it gets (any stream) and emits the running total."""
 
-    outputs = ["stream", "total"]
+    outputs: ClassVar[list[Any]] = ["stream", "total"]
 
     def initialize(self, conf: dict[str, Any], ctx: dict[str, Any]) -> None:
         self.totals: Counter[str] = Counter()
@@ -162,7 +176,7 @@ class TotalBolt(Bolt):
 class HoldingBolt(Bolt):
     """Never acks: every tree through it times out."""
 
-    outputs = ["word"]
+    outputs: ClassVar[list[Any]] = ["word"]
     auto_ack = False
 
     def initialize(self, conf: dict[str, Any], ctx: dict[str, Any]) -> None:
@@ -173,7 +187,7 @@ class HoldingBolt(Bolt):
 
 
 class TickCounterBolt(Bolt):
-    outputs = ["word"]
+    outputs: ClassVar[list[Any]] = ["word"]
 
     def initialize(self, conf: dict[str, Any], ctx: dict[str, Any]) -> None:
         self.ticks = 0
@@ -189,7 +203,7 @@ class TickCounterBolt(Bolt):
 class WordBatchBolt(BatchingBolt):
     """Per-batch word counts, flushed on ticks (pystorm BatchingBolt)."""
 
-    outputs = ["word", "count"]
+    outputs: ClassVar[list[Any]] = ["word", "count"]
     ticks_between_batches = 1
 
     def group_key(self, tup: Any) -> Any:
@@ -200,7 +214,7 @@ class WordBatchBolt(BatchingBolt):
 
 
 class WordTicklessBolt(TicklessBatchingBolt):
-    outputs = ["word", "count"]
+    outputs: ClassVar[list[Any]] = ["word", "count"]
     secs_between_batches = 2
 
     def group_key(self, tup: Any) -> Any:
@@ -212,12 +226,19 @@ class WordTicklessBolt(TicklessBatchingBolt):
 
 # -- topologies -------------------------------------------------------------
 def wordcount(
-    *, limit: int | None = None, par: int = 2, spout: type = SentenceSpout, count_conf: dict[str, Any] | None = None,
-    spout_conf: dict[str, Any] | None = None, config: dict[str, Any] | None = None,
+    *,
+    limit: int | None = None,
+    par: int = 2,
+    spout: type = SentenceSpout,
+    count_conf: dict[str, Any] | None = None,
+    spout_conf: dict[str, Any] | None = None,
+    config: dict[str, Any] | None = None,
 ) -> TopologyGraph:
     class WordCount(Topology):
         sentences = spout.spec(config={"fixture.limit": limit, **(spout_conf or {})})
         split = SplitBolt.spec(inputs=[sentences], par=par)
-        count = CountBolt.spec(inputs={split: Grouping.fields("word")}, par=par, config=count_conf or {})
+        count = CountBolt.spec(
+            inputs={split: Grouping.fields("word")}, par=par, config=count_conf or {}
+        )
 
     return load_topology(WordCount, overrides=config or {})

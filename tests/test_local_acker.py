@@ -11,7 +11,9 @@ from stormshift.engines.local.tracker import TupleTracker, child_lineage, spout_
 from stormshift.engines.summary import ComponentStats, RunSummary
 
 
-def _spout_emit(tracker: TupleTracker, acker: Acker, n_targets: int, now_ms: int = 0) -> tuple[int, list[str]]:
+def _spout_emit(
+    tracker: TupleTracker, acker: Acker, n_targets: int, now_ms: int = 0
+) -> tuple[int, list[str]]:
     """What the engine does for a reliable spout emit: one edge per target task."""
     root = tracker.new_id()
     xor, ids = 0, []

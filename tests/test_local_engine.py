@@ -7,9 +7,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-import pytest
+import local_fixtures
 from local_fixtures import (
-    CountBolt,
+    CrashOnceSpout,
     HoldingBolt,
     LengthRouterBolt,
     SentenceSpout,
@@ -33,7 +33,9 @@ from stormshift.topology.loader import load_topology
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
-def run(graph: Any, seed: int = 0, ms_per_round: int = 1, **kw: Any) -> tuple[LocalEngine, RunSummary]:
+def run(
+    graph: Any, seed: int = 0, ms_per_round: int = 1, **kw: Any
+) -> tuple[LocalEngine, RunSummary]:
     bounds = {k: kw.pop(k) for k in ("max_tuples", "duration_secs") if k in kw}
     engine = LocalEngine(graph, clock=SimClock(ms_per_round=ms_per_round), seed=seed, **kw)
     return engine, engine.run(**bounds)
@@ -52,7 +54,11 @@ def test_wordcount_totals_exact_and_every_tree_acked() -> None:
     assert spout.acked == list(range(40)) and spout.failed == []
     words = sum(word_totals(40).values())
     assert (summary["split"].tuples_in, summary["count"].tuples_in) == (40, words)
-    assert (summary["sentences"].acks, summary["count"].acks, summary.total("duplicates")) == (40, words, 0)
+    assert (summary["sentences"].acks, summary["count"].acks, summary.total("duplicates")) == (
+        40,
+        words,
+        0,
+    )
     assert summary.pending_trees == 0
     # each word lives on the one count task its fields grouping picks
     by_task = [set(i.counts) for i in engine.instances("count")]
@@ -94,8 +100,28 @@ def test_failed_tuple_replays_and_double_counts_visibly() -> None:
     assert engine.injected == ["fail count tuple 3 (fail_after)"]
 
 
+def test_fail_by_predicate_fires_once_and_replays() -> None:
+    moon = FailTuples("count", predicate=lambda tup: tup.values.word == "moon", times=1)
+    engine, summary = run(wordcount(limit=10), faults=[moon])
+    assert engine.instances("sentences")[0].failed == [0]  # "moon" is in sentence 0
+    assert final_counts(summary) == word_totals(10) + Counter(sentence_at(0).split())
+
+
+def test_drain_is_bounded_when_trees_never_finish() -> None:
+    class Hold(Topology):
+        sentences = SentenceSpout.spec(config={"fixture.limit": 1, "fixture.max_fails": 100})
+        hold = HoldingBolt.spec(inputs=[sentences])
+
+    graph = load_topology(Hold, overrides={"topology.message.timeout.secs": 1})
+    engine, summary = run(graph, drain_secs=4.5)
+    assert summary.stop_reason.startswith("sources exhausted; drain stopped after 4.5s")
+    assert summary.pending_trees == 1 and engine.instances("sentences")[0].failed == [0] * 4
+
+
 def test_fail_before_processing_replays_without_double_count_at_that_bolt() -> None:
-    engine, summary = run(wordcount(limit=5, par=1), faults=[FailTuples("split", indexes={2}, before=True)])
+    engine, summary = run(
+        wordcount(limit=5, par=1), faults=[FailTuples("split", indexes={2}, before=True)]
+    )
     assert engine.instances("sentences")[0].failed == [1]
     assert final_counts(summary) == word_totals(5)
     assert summary["split"].duplicates == 0 and summary["count"].duplicates == 0
@@ -129,9 +155,13 @@ def test_acking_disabled_acks_spout_tuples_at_emit() -> None:
 
 def test_max_spout_pending_is_respected_per_spout_task() -> None:
     class Pending(Topology):
-        sentences = SentenceSpout.spec(config={"fixture.limit": 12, "topology.max.spout.pending": 3})
+        sentences = SentenceSpout.spec(
+            config={"fixture.limit": 12, "topology.max.spout.pending": 3}
+        )
         split = SplitBolt.spec(inputs=[sentences])
-        batch = WordBatchBolt.spec(inputs={split: Grouping.fields("word")}, config={"topology.tick.tuple.freq.secs": 1})
+        batch = WordBatchBolt.spec(
+            inputs={split: Grouping.fields("word")}, config={"topology.tick.tuple.freq.secs": 1}
+        )
 
     engine, summary = run(load_topology(Pending))
     spout = engine.instances("sentences")[0]
@@ -148,7 +178,9 @@ def test_tick_tuples_every_interval_of_engine_time() -> None:
     class Ticks(Topology):
         sentences = SentenceSpout.spec()
         split = SplitBolt.spec(inputs=[sentences])
-        ticker = TickCounterBolt.spec(inputs=[split], par=2, config={"topology.tick.tuple.freq.secs": 2})
+        ticker = TickCounterBolt.spec(
+            inputs=[split], par=2, config={"topology.tick.tuple.freq.secs": 2}
+        )
 
     engine, summary = run(load_topology(Ticks), duration_secs=10, ms_per_round=10)
     assert [i.ticks for i in engine.instances("ticker")] == [5, 5]  # at 2, 4, 6, 8, 10 s
@@ -168,12 +200,17 @@ def test_tickless_batching_bolt_flushes_every_secs_between_batches() -> None:
     assert flushed == word_totals(30)
     assert sorted(engine.instances("sentences")[0].acked) == list(range(30))  # in completion order
     assert summary.engine_time_ms % 2000 < 100  # the run ended right after a flush
+    # sentence i is emitted at 100*i ms and completes at the next flush (every 2 s)
+    waits = [(100 * i // 2000 + 1) * 2000 - 100 * i for i in range(30)]
+    assert summary["sentences"].complete_latency_ms == sum(waits) / 30
 
 
 def test_final_tick_only_when_asked() -> None:
     class Final(Topology):
         sentences = UnreliableSpout.spec(config={"fixture.limit": 3})
-        ticker = TickCounterBolt.spec(inputs=[sentences], config={"topology.tick.tuple.freq.secs": 60})
+        ticker = TickCounterBolt.spec(
+            inputs=[sentences], config={"topology.tick.tuple.freq.secs": 60}
+        )
 
     plain, _ = run(load_topology(Final))
     ticked, _ = run(load_topology(Final), final_tick=True)
@@ -243,6 +280,28 @@ def test_bolt_exception_kills_task_fails_tuple_and_replays() -> None:
     assert "apple" not in engine.instances("count")[_task_of("apple")].counts
 
 
+def test_spout_crash_restarts_it_with_a_fresh_instance() -> None:
+    local_fixtures.CRASHED_ONCE.clear()
+    graph = wordcount(limit=6, spout=CrashOnceSpout, spout_conf={"fixture.crash_at": 4})
+    engine, summary = run(graph)
+    assert summary["sentences"].restarts == 1 and summary["sentences"].errors == 1
+    assert "lost its connection at sentence 4" in summary.error_messages[0]
+    # the fresh instance starts over (its source has no offsets): sentences 0..5 again
+    assert engine.instances("sentences")[0].acked == list(range(6))
+    assert final_counts(summary) == word_totals(4) + word_totals(6)
+
+
+def test_progress_lines_and_bounded_wall_clock_run() -> None:
+    lines: list[str] = []
+    engine = LocalEngine(wordcount(), progress_interval_secs=0.001)
+    summary = engine.run(duration_secs=0.05, on_progress=lines.append)
+    assert summary.stop_reason == "duration 0.05s reached"
+    assert lines and lines[-1] == summary.progress_line()
+    assert f"{summary.spout_tuples} spout tuples" in lines[-1]
+    assert final_counts(summary) == word_totals(summary.spout_tuples)
+    assert engine.snapshots("count")[0]["counts"] == engine.instances("count")[0].counts
+
+
 def test_same_seed_same_run() -> None:
     def once() -> dict[str, Any]:
         graph = wordcount(limit=15, config={"topology.message.timeout.secs": 3})
@@ -270,7 +329,9 @@ def test_wordcount_example_totals() -> None:
 def test_adclicks_example_matches_independent_totals() -> None:
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("adclicks_expected", EXAMPLES / "adclicks" / "expected.py")
+    spec = importlib.util.spec_from_file_location(
+        "adclicks_expected", EXAMPLES / "adclicks" / "expected.py"
+    )
     assert spec is not None and spec.loader is not None
     expected_mod = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = expected_mod  # dataclasses look their module up

@@ -37,8 +37,7 @@ from stormshift.adapters.routing import Router
 from stormshift.adapters.tuples import Tuple, to_wire
 
 _LIBRARY_ROOTS = ("pystorm", "streamparse")
-_BOLT_EMITS = (pystorm.bolt.Bolt, pystorm.bolt.BatchingBolt)
-_SPOUT_EMITS = (pystorm.spout.Spout, pystorm.spout.ReliableSpout)
+_INT64 = 2**63  # JSON ints Storm (Java long) can carry: -2**63 <= v < 2**63
 
 
 def defining_class(cls: type, name: str) -> type | None:
@@ -187,7 +186,22 @@ def bolt_emit(instance: Any, emitter: Emitter, cache: AnchorCache, batching: boo
                 ids = ()
         else:
             ids = _ids(anchors)
-        values = to_wire(tup, component, stream, fields[stream]) if check_wire else values_of(tup, stream)
+        t = type(tup)
+        if (t is list or t is tuple) and check_wire:
+            values = list(tup)
+            for v in values:  # the cheap wire check; anything unusual takes to_wire
+                tv = type(v)
+                if tv is str or v is None or tv is bool:
+                    continue
+                if tv is int:
+                    if -_INT64 <= v < _INT64:
+                        continue
+                elif tv is float and v - v == 0.0:
+                    continue
+                values = to_wire(tup, component, stream, fields[stream])
+                break
+        else:
+            values = values_of(tup, stream)
         targets = route(values, direct_task)
         append(Emit(stream, values, targets, ids, None))
         if need_task_ids:
@@ -218,6 +232,9 @@ def spout_emit(instance: Any, emitter: Emitter, reliable: bool) -> Callable[...,
     task_ids = emitter.router.task_ids
     append = emitter.outbox.emits.append
     values_of = emitter.values
+    component = emitter.component
+    fields = emitter.fields
+    check_wire = emitter.check_wire
 
     def emit(
         tup: Any,
@@ -231,7 +248,22 @@ def spout_emit(instance: Any, emitter: Emitter, reliable: bool) -> Callable[...,
         route = routes.get(stream)
         if route is None:
             raise undeclared(stream, tup)
-        values = values_of(tup, stream)
+        t = type(tup)
+        if (t is list or t is tuple) and check_wire:
+            values = list(tup)
+            for v in values:  # the cheap wire check; anything unusual takes to_wire
+                tv = type(v)
+                if tv is str or v is None or tv is bool:
+                    continue
+                if tv is int:
+                    if -_INT64 <= v < _INT64:
+                        continue
+                elif tv is float and v - v == 0.0:
+                    continue
+                values = to_wire(tup, component, stream, fields[stream])
+                break
+        else:
+            values = values_of(tup, stream)
         targets = route(values, direct_task)
         append(Emit(stream, values, targets, (), tup_id))
         if need_task_ids:

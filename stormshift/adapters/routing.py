@@ -44,6 +44,7 @@ RouteFn = Callable[[Sequence[Any], "int | None"], Targets]
 _ROUND_ROBIN = (GroupingKind.SHUFFLE, GroupingKind.NONE, GroupingKind.LOCAL_OR_SHUFFLE)
 _CONSTANT = (GroupingKind.GLOBAL, GroupingKind.ALL)
 _SEP = b"\x1f"
+_MEMO_MAX = 1 << 16  # distinct str keys remembered per stream (routing of hot keys)
 _STR_SEED = zlib.crc32(b"s")
 _INT_SEED = zlib.crc32(b"i")
 
@@ -226,6 +227,8 @@ class Router:
 
         pickers = [self._picker(stream, s) for s in subs]
         seq = self._seq.setdefault(stream.name, [0])
+        if len(subs) == 1 and subs[0].grouping.kind is GroupingKind.FIELDS and len(subs[0].grouping.fields) == 1:
+            return self._compile_fields_one(stream, subs[0], check, no_direct)
         if len(pickers) == 1:
             only = pickers[0]
 
@@ -253,6 +256,42 @@ class Router:
             return out
 
         return route_many
+
+    def _compile_fields_one(
+        self,
+        stream: StreamDef,
+        sub: Subscription,
+        check: Callable[[Sequence[Any]], None],
+        no_direct: Callable[[int | None], None],
+    ) -> RouteFn:
+        """The common case fused into one closure: one consumer, fields on one field."""
+        arity = len(stream.fields)
+        (pos,) = _field_positions(self.component, stream, sub)
+        par = sub.par
+        slots = tuple(((sub.consumer, i),) for i in range(par))
+        crc32 = zlib.crc32
+        comp_name = self.component.name
+        memo: dict[str, Targets] = {}  # str keys only: 1, 1.0 and True are equal dict keys
+
+        def route_fields_one(values: Sequence[Any], direct_task_id: int | None = None) -> Targets:
+            if len(values) != arity:
+                check(values)
+            if direct_task_id is not None:
+                no_direct(direct_task_id)
+            v = values[pos]
+            if type(v) is str:
+                slot = memo.get(v)
+                if slot is None:
+                    slot = slots[crc32(v.encode("utf-8", "surrogatepass"), _STR_SEED) % par]
+                    if len(memo) < _MEMO_MAX:
+                        memo[v] = slot
+                return slot
+            try:
+                return slots[hash_one(v) % par]
+            except TypeError as exc:
+                raise _unhashable(comp_name, stream, sub, exc, values) from None
+
+        return route_fields_one
 
     def _picker(self, stream: StreamDef, sub: Subscription) -> Callable[[Sequence[Any], int], Targets]:
         """One consumer's choice as a closure over precomputed constants."""

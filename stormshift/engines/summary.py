@@ -18,6 +18,8 @@ shadow runs and tests read one shape. Vocabulary:
 - *restarts*: task instances re-created after a crash (in-memory state lost).
 - *dead_lettered*: tuples sent to the dead-letter store (always 0 locally:
   Storm has none).
+- *complete_latency_ms* (spouts): mean engine time from a spout emit to its
+  tree's completion, as Storm's UI reports it (0 when not measured).
 
 ``outputs`` keeps what leaf streams (streams nobody subscribes to) emitted,
 in emit order, so the CLI can show final results and tests can compare.
@@ -43,6 +45,8 @@ _COLUMNS = (
     "duplicates",
     "restarts",
 )
+_ALWAYS = ("tuples_in", "tuples_out", "acks", "fails")
+_HEADERS = {"tuples_in": "in", "tuples_out": "out", "dead_lettered": "dead-lettered"}
 
 
 @dataclass
@@ -63,9 +67,19 @@ class ComponentStats:
     duplicates: int = 0
     restarts: int = 0
     busy_ms: float = 0.0
+    completed_trees: int = 0
+    complete_latency_total_ms: int = 0
+
+    @property
+    def complete_latency_ms(self) -> float:
+        return (
+            self.complete_latency_total_ms / self.completed_trees if self.completed_trees else 0.0
+        )
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        out = asdict(self)
+        out["complete_latency_ms"] = round(self.complete_latency_ms, 3)
+        return out
 
 
 @dataclass
@@ -108,7 +122,9 @@ class RunSummary:
         """Values a leaf stream emitted, in emit order (empty if none)."""
         return self.outputs.get((component, stream), [])
 
-    def latest(self, component: str, stream: str = "default", key_len: int = 1) -> dict[Any, list[Any]]:
+    def latest(
+        self, component: str, stream: str = "default", key_len: int = 1
+    ) -> dict[Any, list[Any]]:
         """Last emitted values per key (the first ``key_len`` fields) of a leaf stream.
 
         A word-count leaf emitting ``[word, count]`` gives ``{word: [word, count]}``
@@ -137,23 +153,28 @@ class RunSummary:
         }
 
     def table(self, columns: Sequence[str] | None = None) -> Any:
-        """A ``rich.table.Table`` with one row per component."""
+        """A ``rich.table.Table``, one row per component.
+
+        By default: tuples in/out, acks and fails always, the other counters
+        only when some component has a non-zero value (narrow terminals).
+        """
         from rich.table import Table
 
-        shown = tuple(columns) if columns else _COLUMNS
+        if columns is None:
+            columns = [c for c in _COLUMNS if c in _ALWAYS or self.total(c)]
         title = (
             f"{self.topology} on {self.engine}: {self.stop_reason}, "
             f"{self.spout_tuples} spout tuples, {self.elapsed_ms / 1000:.2f}s"
         )
         table = Table(title=title)
-        table.add_column("component")
+        table.add_column("component", no_wrap=True)
         table.add_column("kind")
         table.add_column("par", justify="right")
-        for column in shown:
-            table.add_column(column.replace("_", " "), justify="right")
+        for column in columns:
+            table.add_column(_HEADERS.get(column, column), justify="right")
         for stats in self.components.values():
             table.add_row(
-                stats.name, stats.kind, str(stats.par), *(str(getattr(stats, c)) for c in shown)
+                stats.name, stats.kind, str(stats.par), *(str(getattr(stats, c)) for c in columns)
             )
         return table
 

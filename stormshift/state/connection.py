@@ -119,15 +119,29 @@ def _round(r: Any, calls: Sequence[Call]) -> list[Any]:
     return pipe.execute(raise_on_error=False)
 
 
+def _b(x: Any) -> bytes:
+    if type(x) is bytes:
+        return x
+    return str(x).encode() if not isinstance(x, bytes) else bytes(x)
+
+
+def pack_evalsha(name: str, keys: Sequence[Any], args: Sequence[Any]) -> bytes:
+    """RESP for ``EVALSHA sha numkeys keys... args...`` (faster than the generic packer
+    for the thousands of byte-string arguments of a flush)."""
+    items = [b"EVALSHA", SHA[name].encode(), b"%d" % len(keys)]
+    items += [_b(k) for k in keys]
+    items += [a if type(a) is bytes else _b(a) for a in args]
+    body = b"".join([b"$%d\r\n%s\r\n" % (len(a), a) for a in items])
+    return b"*%d\r\n" % len(items) + body
+
+
 def _stream_round(r: Any, calls: Sequence[Call]) -> list[Any]:
     pool = r.connection_pool
     conn = pool.get_connection()
     ok = False
     try:
         for name, keys, args in calls:
-            conn.send_packed_command(
-                conn.pack_command("EVALSHA", SHA[name], len(keys), *keys, *args), check_health=False
-            )
+            conn.send_packed_command([pack_evalsha(name, keys, args)], check_health=False)
         results: list[Any] = []
         for _ in calls:
             try:

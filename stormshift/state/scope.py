@@ -135,14 +135,19 @@ class TaskScope:
             buf = self._buffers[name]
             per: dict[tuple[int, str], list[bytes]] = {}
             pack = key_packer()
+            small: dict[Any, bytes] = {}  # encoded small int deltas, the common case
             for key, (op, val) in buf.ops.items():
                 field = pack(key)
-                try:
-                    operand = encode_delta(val) if op == "i" else encode_value(val)
-                except TypeError as e:
-                    raise StateError(
-                        f"component {self.component!r}: state map {name!r} key {key!r}: {e}"
-                    ) from None
+                operand = small.get(val) if op == "i" and type(val) is int else None
+                if operand is None:
+                    try:
+                        operand = encode_delta(val) if op == "i" else encode_value(val)
+                    except TypeError as e:
+                        raise StateError(
+                            f"component {self.component!r}: state map {name!r} key {key!r}: {e}"
+                        ) from None
+                    if op == "i" and type(val) is int and len(small) < 256:
+                        small[val] = operand
                 slot = (crc32(field) % KEY_GROUPS, op)
                 lst = per.get(slot)
                 if lst is None:

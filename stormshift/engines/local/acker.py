@@ -118,7 +118,9 @@ class Acker:
 
     def forget_task(self, spout: str, task_index: int) -> list[Tree]:
         """Drop a crashed spout task's trees: its successor never hears of them."""
-        dropped = [t for t in self._trees.values() if (t.spout, t.task_index) == (spout, task_index)]
+        dropped = [
+            t for t in self._trees.values() if (t.spout, t.task_index) == (spout, task_index)
+        ]
         for tree in dropped:
             self._remove(tree.root)
         return dropped

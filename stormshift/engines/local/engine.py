@@ -21,7 +21,9 @@ Bounded runs (the engine is a bounded simulation, Storm is not):
 Whichever comes first ends the *pull* phase; then, like ``storm kill -w``,
 spouts are deactivated and the run *drains*: queues are processed and it ends
 when no tree is pending (complete, failed or timed out, replays included),
-or after ``drain_secs`` (default 3 x message timeout) with trees still pending.
+or after ``drain_secs`` with trees still pending (default 10 x message
+timeout: room for a reliable spout's replays after timeouts, yet a bound on a
+spout that replays forever; the summary then reports the pending trees).
 Nothing special happens at the end, as in Storm; ``final_tick=True``
 delivers one last tick (and tickless flush) to bolts that use them, in
 topological order, so batching bolts flush what they hold.
@@ -35,10 +37,9 @@ worker; here only that task restarts -- the smallest failure Storm can have.
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, cast
 
 from stormshift.adapters.host import working_dir
 from stormshift.engines.local.acker import Acker
@@ -50,9 +51,7 @@ from stormshift.topology.graph import TopologyGraph
 
 __all__ = ["LocalEngine"]
 
-log = logging.getLogger(__name__)
-
-Progress = Callable[[RunSummary], None]
+Progress = Callable[[str], None]  # gets RunSummary.progress_line(), like the Spark engine's
 
 
 class LocalEngine:
@@ -84,8 +83,10 @@ class LocalEngine:
         timeouts_on = bool(self.conf.get("topology.enable.message.timeouts", True))
         self.timeout_ms = int(timeout_secs * 1000)
         self.acker = Acker(self.timeout_ms if timeouts_on else None)
-        self.drain_ms = int((drain_secs if drain_secs is not None else 3 * timeout_secs) * 1000)
-        self.spout_wait_ms = max(1, int(self.conf.get("topology.sleep.spout.wait.strategy.time.ms", 1)))
+        self.drain_ms = int((drain_secs if drain_secs is not None else 10 * timeout_secs) * 1000)
+        self.spout_wait_ms = max(
+            1, int(self.conf.get("topology.sleep.spout.wait.strategy.time.ms", 1))
+        )
         self.progress_ms = max(1, int(progress_interval_secs * 1000))
         self.summary = RunSummary.for_graph(graph, "local")
         self.tasks = TaskSet(
@@ -143,7 +144,7 @@ class LocalEngine:
                 self.summary.stop_reason = "interrupted"
         self._refresh(wall_start, start_ms)
         if on_progress is not None:
-            on_progress(self.summary)
+            on_progress(self.summary.progress_line())
         return self.summary
 
     # -- the loop -----------------------------------------------------------
@@ -173,7 +174,7 @@ class LocalEngine:
             if on_progress is not None and now_ms >= next_progress_ms:
                 next_progress_ms = now_ms + self.progress_ms
                 self._refresh(wall_start, start_ms)
-                on_progress(self.summary)
+                on_progress(self.summary.progress_line())
             if not pulling and self._drained():
                 self.summary.stop_reason = reason
                 break
@@ -216,7 +217,9 @@ class LocalEngine:
         drain_until_ms: int,
     ) -> bool:
         """Wait for the next thing that can happen; False if nothing ever can."""
-        deadlines = [t for t in (self._timers.next_ms(), self.acker.next_expiry_ms()) if t is not None]
+        deadlines = [
+            t for t in (self._timers.next_ms(), self.acker.next_expiry_ms()) if t is not None
+        ]
         if pulling and duration_ms is not None:
             deadlines.append(start_ms + duration_ms)
         if not pulling:
@@ -240,7 +243,8 @@ class LocalEngine:
         for tree in self.acker.expire(now_ms):
             self.tasks.tree_done(tree, ok=False, timed_out=True)
             did = True
-        for kind, key in self._timers.due(now_ms):  # type: ignore[misc]
+        for timer in self._timers.due(now_ms):
+            kind, key = cast("tuple[str, Any]", timer)
             if kind == "tick":
                 self.tasks.enqueue_tick(key)
             else:
@@ -268,4 +272,3 @@ class LocalEngine:
         self.summary.elapsed_ms = (time.perf_counter() - wall_start) * 1000
         self.summary.engine_time_ms = self.clock.now_ms() - start_ms
         self.summary.pending_trees = len(self.acker)
-

@@ -54,7 +54,9 @@ class FailTuples:
                 f"FailTuples({self.component!r}) selects nothing: give indexes= and/or predicate="
             )
         if any(i < 1 for i in self.indexes):
-            raise ValueError(f"FailTuples({self.component!r}): indexes are 1-based, got {sorted(self.indexes)}")
+            raise ValueError(
+                f"FailTuples({self.component!r}): indexes are 1-based, got {sorted(self.indexes)}"
+            )
 
 
 @dataclass(frozen=True)
@@ -65,7 +67,9 @@ class CrashTask:
 
     def __post_init__(self) -> None:
         if self.at_tuple < 1:
-            raise ValueError(f"CrashTask({self.component!r}): at_tuple is 1-based, got {self.at_tuple}")
+            raise ValueError(
+                f"CrashTask({self.component!r}): at_tuple is 1-based, got {self.at_tuple}"
+            )
 
 
 Fault = FailTuples | CrashTask
@@ -88,7 +92,9 @@ class FaultPlan:
         for fault in self.faults:
             comp = components.get(fault.component)
             if comp is None:
-                raise ValueError(f"{fault}: no component {fault.component!r}; components are {sorted(components)}")
+                raise ValueError(
+                    f"{fault}: no component {fault.component!r}; components are {sorted(components)}"
+                )
             if comp.is_spout:
                 raise ValueError(f"{fault}: faults target bolts; {fault.component!r} is a spout")
             if isinstance(fault, CrashTask) and not 0 <= fault.task_index < comp.par:
@@ -121,7 +127,11 @@ class ActiveFaults:
         for number, fault in rules:
             if isinstance(fault, CrashTask):
                 if fault.task_index == task_index and fault.at_tuple == nth_task:
-                    return self._fire(number, f"crash {component}[{task_index}] at its tuple {nth_task}", Action.CRASH)
+                    return self._fire(
+                        number,
+                        f"crash {component}[{task_index}] at its tuple {nth_task}",
+                        Action.CRASH,
+                    )
             elif self._selects(number, fault, nth, tup):
                 action = Action.FAIL_BEFORE if fault.before else Action.FAIL_AFTER
                 return self._fire(number, f"fail {component} tuple {nth} ({action.value})", action)

@@ -16,7 +16,7 @@ import time
 from collections.abc import Hashable
 from typing import Protocol
 
-__all__ = ["Clock", "WallClock", "SimClock", "Periodic", "TICK"]
+__all__ = ["TICK", "Clock", "Periodic", "SimClock", "WallClock"]
 
 
 class _Tick:
@@ -105,7 +105,9 @@ class Periodic:
         fired = [k for k, at in self._next_ms.items() if at <= now_ms]
         for key in fired:
             following = self._next_ms[key] + self._interval_ms[key]
-            self._next_ms[key] = following if following > now_ms else now_ms + self._interval_ms[key]
+            self._next_ms[key] = (
+                following if following > now_ms else now_ms + self._interval_ms[key]
+            )
         return fired
 
     def next_ms(self) -> int | None:

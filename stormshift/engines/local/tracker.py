@@ -19,14 +19,14 @@ same injected clock are identical.
 
 from __future__ import annotations
 
+import functools
 import hashlib
-import json
 import random
-from collections.abc import Iterable
+import zlib
+from collections.abc import Hashable, Iterable
 from dataclasses import dataclass
-from typing import Any
 
-__all__ = ["InFlight", "TupleTracker", "spout_lineage", "child_lineage"]
+__all__ = ["InFlight", "TupleTracker", "child_lineage", "spout_lineage"]
 
 _MASK64 = (1 << 64) - 1
 
@@ -41,21 +41,37 @@ class InFlight:
     ack_val: int = 0
 
 
-def _digest(parts: Iterable[Any]) -> int:
-    text = json.dumps(list(parts), sort_keys=True, default=repr, separators=(",", ":"))
+def _mix(value: int) -> int:
+    """splitmix64's finaliser: a stable 64-bit scramble (never Python's salted hash)."""
+    value = (value ^ (value >> 30)) * 0xBF58476D1CE4E5B9 & _MASK64
+    value = (value ^ (value >> 27)) * 0x94D049BB133111EB & _MASK64
+    return value ^ (value >> 31)
+
+
+@functools.lru_cache(maxsize=4096)
+def _salt(component: str, ordinal: int, consumer: str, fanout: int) -> int:
+    return _mix(zlib.crc32(f"{component}|{ordinal}|{consumer}|{fanout}".encode()) | (ordinal << 32))
+
+
+def spout_lineage(spout: str, stream: str, msg_key: Hashable) -> int:
+    """Lineage of a reliable spout tuple (same for every replay of the msg_id).
+
+    ``msg_key`` is the msg_id made hashable (JSON text for lists/dicts); its
+    ``repr`` is stable across runs for the JSON-like values msg_ids are.
+    """
+    text = f"spout|{spout}|{stream}|{type(msg_key).__name__}:{msg_key!r}"
     return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "big")
-
-
-def spout_lineage(spout: str, stream: str, msg_id: Any) -> int:
-    """Lineage of a reliable spout tuple (same for every replay of ``msg_id``)."""
-    return _digest(("spout", spout, stream, msg_id))
 
 
 def child_lineage(
     parents: Iterable[int], component: str, ordinal: int, consumer: str, fanout: int
 ) -> int:
-    """Lineage of the ``ordinal``-th emit of ``component`` anchored to ``parents``."""
-    return _digest((sorted(parents), component, ordinal, consumer, fanout))
+    """Lineage of the ``ordinal``-th emit of ``component`` anchored to ``parents``.
+
+    Parents combine order-independently (sum), then mix with a salt of the
+    emit's position; integer-only because it runs for every delivery.
+    """
+    return _mix((sum(parents) + _salt(component, ordinal, consumer, fanout)) & _MASK64)
 
 
 class TupleTracker:

@@ -9,7 +9,7 @@ only grow across checkpoints). The protocol, one numbered step each:
 2. the batch's ticks (recorded under the txid: a re-run sees the same ones);
 3. build one DataFrame per stage (rows for the head -> ``repartitionById`` ->
    ``mapInArrow``); an output feeding several stages is persisted, so it is
-   computed once; run every terminal stage in one action: STAGES_DONE;
+   computed once; run each terminal stage (an action each): STAGES_DONE;
 4. gather the tasks' counters (Redis) for progress and summary;
 5. record ``committed = txid`` in Redis: COMMITTED; only then return, so Spark
    writes its own commit log after ours.
@@ -135,8 +135,10 @@ class BatchRunner:
             frames[stage.head] = out
         terminals = [frames[s.head] for s in layout.stages if s.head not in consumed]
         try:
-            if terminals:
-                reduce(lambda a, b: a.unionAll(b), terminals).write.format("noop").mode("overwrite").save()
+            # One action per terminal stage, never a union of them: a union renumbers
+            # partitions, and a stage task learns its task index from its partition id.
+            for frame in terminals:
+                frame.write.format("noop").mode("overwrite").save()
         finally:
             for frame in persisted:
                 frame.unpersist()

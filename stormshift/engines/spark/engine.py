@@ -99,6 +99,7 @@ class SparkEngine:
         if key:
             return key.encode() if isinstance(key, str) else key
         path = Path(self.checkpoint_dir) / "stormshift-state.key"
+        path.parent.mkdir(parents=True, exist_ok=True)
         if not path.exists():
             path.write_text(secrets.token_hex(32), encoding="utf-8")
         return path.read_text(encoding="utf-8").strip().encode()

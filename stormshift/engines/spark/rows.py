@@ -27,7 +27,10 @@ OUT_ROWS_PER_BATCH = 1 << 17
 
 def sorted_table(batches: Iterable[pa.RecordBatch]) -> pa.Table:
     """All rows of a partition, ordered by (src, seq) -- deterministic whatever the shuffle did."""
-    table = pa.Table.from_batches(list(batches), schema=SCHEMA)
+    batches = [b for b in batches if b.num_rows]
+    if not batches:
+        return SCHEMA.empty_table()
+    table = pa.Table.from_batches(batches)
     if table.num_rows > 1:
         table = table.take(pc.sort_indices(table, [("src", "ascending"), ("seq", "ascending")]))
     return table
