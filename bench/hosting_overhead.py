@@ -20,6 +20,7 @@ load on the machine disturbs it less); p50/p99 are over chunks of 1000.
     python bench/hosting_overhead.py [--tuples 200000] [--repeats 5] [--no-wire-check]
 """
 
+# ruff: noqa: RUF012  (class-level `outputs` lists are how streamparse declares streams)
 from __future__ import annotations
 
 import argparse
@@ -34,10 +35,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from streamparse import Bolt, Grouping, Spout, Topology  # noqa: E402
+from streamparse import Bolt, Grouping, Spout, Topology
 
-from stormshift.adapters import BoltHost  # noqa: E402
-from stormshift.topology.loader import load_topology  # noqa: E402
+from stormshift.adapters import BoltHost
+from stormshift.topology.loader import load_topology
 
 CHUNK = 1000
 
@@ -71,7 +72,9 @@ class AdsCtrLikeBolt(Bolt):
         else:
             self.impressions[ad_id] = self.impressions.get(ad_id, 0) + 1
         self.spend[ad_id] = self.spend.get(ad_id, 0) + cost
-        self.emit([ad_id, self.impressions.get(ad_id, 0), self.clicks.get(ad_id, 0), self.spend[ad_id]])
+        self.emit(
+            [ad_id, self.impressions.get(ad_id, 0), self.clicks.get(ad_id, 0), self.spend[ad_id]]
+        )
 
 
 class Sink(Bolt):
@@ -100,8 +103,20 @@ class _NullRaw(io.RawIOBase):
 def make_tuples(host: BoltHost, n: int) -> list[Any]:
     make = host.tuple_factory.maker("events", "default")
     return [
-        make([f"slot{i % 7}", f"adv{i % 13}", f"ad{i % 101}", "click" if i % 10 == 0 else "impression",
-              f"user{i}", f"ev{i}", 1_700_000_000_000 + i, 250], str(i), 1)
+        make(
+            [
+                f"slot{i % 7}",
+                f"adv{i % 13}",
+                f"ad{i % 101}",
+                "click" if i % 10 == 0 else "impression",
+                f"user{i}",
+                f"ev{i}",
+                1_700_000_000_000 + i,
+                250,
+            ],
+            str(i),
+            1,
+        )
         for i in range(n)
     ]
 
@@ -111,7 +126,7 @@ def timed(run_chunk: Any, tuples: list[Any], reset: Any) -> list[float]:
     per_chunk = []
     clock = time.process_time_ns  # CPU time: less disturbed by other processes on the host
     for start in range(0, len(tuples), CHUNK):
-        chunk = tuples[start:start + CHUNK]
+        chunk = tuples[start : start + CHUNK]
         t0 = clock()
         run_chunk(chunk)
         per_chunk.append((clock() - t0) / len(chunk))
@@ -119,7 +134,9 @@ def timed(run_chunk: Any, tuples: list[Any], reset: Any) -> list[float]:
     return per_chunk
 
 
-def measure(name: str, graph: Any, n: int, repeats: int, check_wire: bool) -> dict[str, list[float]]:
+def measure(
+    name: str, graph: Any, n: int, repeats: int, check_wire: bool
+) -> dict[str, list[float]]:
     results: dict[str, list[float]] = {}
 
     def run_once(label: str, setup: Any) -> None:
@@ -198,7 +215,9 @@ def measure(name: str, graph: Any, n: int, repeats: int, check_wire: bool) -> di
 def report(title: str, results: dict[str, list[float]]) -> None:
     base = statistics.fmean(results["user logic"])
     print(f"\n{title}")
-    print(f"{'path':<12} {'ns/tuple':>9} {'p50':>8} {'p99':>8} {'tuples/s':>11} {'overhead ns':>12}")
+    print(
+        f"{'path':<12} {'ns/tuple':>9} {'p50':>8} {'p99':>8} {'tuples/s':>11} {'overhead ns':>12}"
+    )
     for label, chunks in results.items():
         mean = statistics.fmean(chunks)
         q = statistics.quantiles(chunks, n=100)
@@ -207,18 +226,28 @@ def report(title: str, results: dict[str, list[float]]) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--tuples", type=int, default=200_000)
     parser.add_argument("--repeats", type=int, default=5)
-    parser.add_argument("--no-wire-check", action="store_true", help="check_wire=False on the hosts")
+    parser.add_argument(
+        "--no-wire-check", action="store_true", help="check_wire=False on the hosts"
+    )
     args = parser.parse_args()
     graph = load_topology(BenchTopology)
     check = not args.no_wire_check
-    print(f"python {sys.version.split()[0]}, {args.tuples} tuples, best of {args.repeats}, "
-          f"check_wire={check}, emit routed by fields to par 4")
-    report("(a) trivial bolt: one emit", measure("trivial", graph, args.tuples, args.repeats, check))
-    report("(b) adclicks-like bolt: dict updates + 4-field emit",
-           measure("ctr", graph, args.tuples, args.repeats, check))
+    print(
+        f"python {sys.version.split()[0]}, {args.tuples} tuples, best of {args.repeats}, "
+        f"check_wire={check}, emit routed by fields to par 4"
+    )
+    report(
+        "(a) trivial bolt: one emit", measure("trivial", graph, args.tuples, args.repeats, check)
+    )
+    report(
+        "(b) adclicks-like bolt: dict updates + 4-field emit",
+        measure("ctr", graph, args.tuples, args.repeats, check),
+    )
     peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     print(f"\npeak RSS {peak_mb:.0f} MB")
 

@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -33,7 +34,7 @@ import threading
 import time
 import uuid
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 REPO = Path(__file__).resolve().parents[1]
 EXAMPLE = REPO / "examples" / "adclicks"
@@ -51,7 +52,7 @@ def ensure_data(events: int, batch: int, files_per_batch: int, root: Path) -> Pa
     if marker.exists():
         return out
     sys.path.insert(0, str(EXAMPLE / "src"))
-    import adgen  # noqa: E402  (the example's own generator)
+    import adgen  # the example's own generator
 
     out.mkdir(parents=True, exist_ok=True)
     lines = adgen.generate_lines(adgen.GenConfig(seed=SEED, events=events))
@@ -83,7 +84,7 @@ class RssSampler:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
-    def __enter__(self) -> RssSampler:
+    def __enter__(self) -> Self:
         self._thread.start()
         return self
 
@@ -257,7 +258,7 @@ def read_baseline_totals(r: Any, keys: list[str]) -> dict[str, dict[str, int]]:
 def check_totals(totals: dict[str, dict[str, int]], data: Path) -> str:
     """Compare with examples/adclicks/expected.py over the same files."""
     sys.path.insert(0, str(EXAMPLE))
-    import expected  # noqa: E402
+    import expected
 
     def lines() -> Any:
         for path in sorted(data.glob("part-*.jsonl")):
@@ -313,7 +314,7 @@ def run_stormshift(args: argparse.Namespace, data: Path) -> dict[str, Any]:
                          f"missing ({exc}); the Spark engine has not landed yet") from None
     graph = adclicks_on_files(data, args.files_per_batch)
     namespace = f"bench-adclicks-{uuid.uuid4().hex[:12]}"  # fresh state, removed afterwards
-    batch_ms: list[float] = []
+    batches: list[tuple[int, float]] = []
     with RssSampler() as rss, tempfile.TemporaryDirectory(prefix="bench-stormshift-") as checkpoint:
         spark = spark_session(args.master, "adclicks-stormshift")
         engine = SparkEngine(
@@ -323,20 +324,23 @@ def run_stormshift(args: argparse.Namespace, data: Path) -> dict[str, Any]:
         )
         try:
             started = time.perf_counter()
-            summary = engine.run(on_progress=lambda line: batch_ms.extend(_batch_ms(line)))
+            summary = engine.run(on_progress=lambda line: batches.extend(_batch_of(line)))
             elapsed = time.perf_counter() - started
         finally:
             spark.stop()
             _delete_namespace(args.redis, namespace)
-    durations = list(getattr(summary, "batch_durations_ms", None) or batch_ms)
-    events = summary.spout_tuples or summary["ad_log_spout"].tuples_out
-    sizes = [min(args.batch, events - i * args.batch) for i in range(len(durations))]
+    if not batches:
+        raise SystemExit("stormshift path: the engine printed no batch progress lines "
+                         f"(format changed?); stop reason: {summary.stop_reason}")
+    sizes, durations = [n for n, _ in batches], [ms for _, ms in batches]
+    events = sum(sizes)
     return {
         "events": events, "elapsed_s": elapsed, "events_per_s": events / elapsed,
         "steady_events_per_s": steady_rate(sizes, durations),
         "batches": len(durations), "batch_ms_p50": percentile(durations, 50),
         "batch_ms_p99": percentile(durations, 99), "peak_rss": rss.peaks,
         "stop_reason": summary.stop_reason, "dead_lettered": summary.total("dead_lettered"),
+        "tuples_in": {c.name: c.tuples_in for c in summary.components.values()},
     }
 
 
@@ -349,15 +353,15 @@ def _delete_namespace(url: str, namespace: str) -> None:
         r.delete(*doomed[i:i + 500])
 
 
-def _batch_ms(line: str) -> list[float]:
-    """The batch duration in a progress line (``... 1234 ms`` / ``1.2s``), if any."""
-    import re
+_PROGRESS = re.compile(r"([\d,]+) spout tuples [\d,.]+ ev/s ([\d.]+) s")
 
-    found = re.search(r"(\d+(?:\.\d+)?)\s*(ms|s)\b", line)
-    if not found:
+
+def _batch_of(line: str) -> list[tuple[int, float]]:
+    """``(spout tuples, duration ms)`` of a data batch's progress line (engine.progress format)."""
+    found = _PROGRESS.search(line)
+    if not found or int(found.group(1).replace(",", "")) == 0:
         return []
-    value = float(found.group(1))
-    return [value if found.group(2) == "ms" else value * 1000]
+    return [(int(found.group(1).replace(",", "")), float(found.group(2)) * 1000)]
 
 
 # --------------------------------------------------------------- hosting -----
@@ -373,10 +377,10 @@ def run_hosting(args: argparse.Namespace, data: Path) -> dict[str, Any]:
     from stormshift.adapters.tuples import TupleFactory
 
     graph = adclicks_on_files(data, 1)
-    with open(sorted(data.glob("part-*.jsonl"))[0], encoding="utf-8") as fh:
+    with open(min(data.glob("part-*.jsonl")), encoding="utf-8") as fh:
         lines = [next(fh).rstrip("\n") for _ in range(min(args.hosting_tuples, args.batch))]
     sys.path.insert(0, str(EXAMPLE / "src"))
-    from bolts.parse import parse_line  # noqa: E402
+    from bolts.parse import parse_line
 
     parsed = [v for v in (_try(parse_line, line) for line in lines) if v is not None]
     cases = (("parse_bolt", "ad_log_spout", [[line] for line in lines]),
@@ -386,12 +390,23 @@ def run_hosting(args: argparse.Namespace, data: Path) -> dict[str, Any]:
     for component, source, rows in cases:
         tuples = [TupleFactory(graph, component).make(source, "default", 1, values, str(i))
                   for i, values in enumerate(rows)]
-        bare_ns = _per_tuple_ns(_bare_bolt(graph, component), tuples)
+        chunks = [tuples[i:i + 1000] for i in range(0, len(tuples), 1000)]
+        bare_ns = _per_tuple_ns(_bare_bolt(graph, component), chunks)
         host = BoltHost(graph, component, 0)
         host.open()
-        hosted_ns = _per_tuple_ns(lambda tup: (host.execute(tup), host.outbox.drain()), tuples)
-        result[component] = {"bare_ns": bare_ns, "hosted_ns": hosted_ns, "overhead_ns": hosted_ns - bare_ns}
+        one_ns = _per_tuple_ns(lambda chunk, h=host: _execute_each(h, chunk), chunks)
+        many_ns = _per_tuple_ns(lambda chunk, h=host: (h.execute_many(chunk), h.outbox.drain()), chunks)
+        hosted_ns = min(one_ns, many_ns)
+        result[component] = {"bare_ns": bare_ns, "execute_ns": one_ns, "execute_many_ns": many_ns,
+                             "hosted_ns": hosted_ns, "overhead_ns": hosted_ns - bare_ns}
     return result
+
+
+def _execute_each(host: Any, chunk: list[Any]) -> None:
+    """``execute`` per tuple; the outbox drained once per chunk, as an engine does per batch."""
+    for tup in chunk:
+        host.execute(tup)
+    host.outbox.drain()
 
 
 def _try(fn: Any, value: Any) -> Any:
@@ -411,17 +426,24 @@ def _bare_bolt(graph: Any, component: str) -> Any:
     bolt = cls(input_stream=io.BytesIO(), output_stream=io.BytesIO(), rdb_signal=None)
     bolt.initialize(dict(graph.component(component).config), {})
     bolt.emit = bolt.ack = bolt.fail = lambda *a, **k: None
-    return bolt.process
+    process = bolt.process
+
+    def run(chunk: list[Any]) -> None:
+        for tup in chunk:
+            process(tup)
+
+    return run
 
 
-def _per_tuple_ns(call: Any, tuples: list[Any], rounds: int = 3) -> float:
-    """Best of ``rounds`` passes, in ns per tuple."""
+def _per_tuple_ns(call: Any, chunks: list[list[Any]], rounds: int = 3) -> float:
+    """Best of ``rounds`` passes of ``call(chunk)`` over all chunks, in ns per tuple."""
+    count = sum(len(c) for c in chunks)
     best = float("inf")
     for _ in range(rounds):
         started = time.perf_counter_ns()
-        for tup in tuples:
-            call(tup)
-        best = min(best, (time.perf_counter_ns() - started) / len(tuples))
+        for chunk in chunks:
+            call(chunk)
+        best = min(best, (time.perf_counter_ns() - started) / count)
     return best
 
 
@@ -433,7 +455,7 @@ PHASES = {"baseline": run_baseline, "stormshift": run_stormshift, "hosting": run
 def run_phase_in_subprocess(phase: str, argv: list[str]) -> dict[str, Any]:
     """One phase in a fresh process (its own JVM, clean peak-RSS figures)."""
     cmd = [sys.executable, __file__, "--phase", phase, *argv]
-    done = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO,
+    done = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, check=False,
                           env={**os.environ, "PYTHONPATH": str(REPO)})
     for line in reversed(done.stdout.splitlines()):
         if line.startswith("RESULT "):
@@ -465,6 +487,10 @@ def report(args: argparse.Namespace, data: Path, results: dict[str, dict[str, An
               f"{mib(peaks['driver_jvm'])}, python worker {mib(peaks['python_worker'])}")
         if "check" in res:
             print(f"{'':>10}  totals {res['check']}")
+        if "tuples_in" in res:
+            flows = ", ".join(f"{n} {v:,}" for n, v in res["tuples_in"].items() if v)
+            print(f"{'':>10}  tuples in: {flows}; dead-lettered {res['dead_lettered']}; "
+                  f"stop: {res['stop_reason']}")
     base, ours = results.get("baseline", {}), results.get("stormshift", {})
     if "events_per_s" in base and "events_per_s" in ours:
         ratio = ours["events_per_s"] / base["events_per_s"]
@@ -480,7 +506,8 @@ def report(args: argparse.Namespace, data: Path, results: dict[str, dict[str, An
             for component in ("parse_bolt", "ads_ctr_bolt", "client_spent_bolt"):
                 h = hosting[component]
                 print(f"{component:>20}: bare {h['bare_ns'] / 1000:.2f} µs, hosted "
-                      f"{h['hosted_ns'] / 1000:.2f} µs, framework +{h['overhead_ns'] / 1000:.2f} µs")
+                      f"{h['execute_ns'] / 1000:.2f} µs (execute) / {h['execute_many_ns'] / 1000:.2f} µs "
+                      f"(execute_many), framework +{h['overhead_ns'] / 1000:.2f} µs")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

@@ -30,6 +30,8 @@ __all__ = ["submit_command"]
 @click.option("--until-done", is_flag=True, help="Stop when every spout reaches end of input.")
 @click.option("--batch-max-tuples", type=int, help="Tuples per spout task per batch.")
 @click.option("--sink", help="Where leaf emits go: jsonl:DIR, redis:STREAM or drop.")
+@click.option("--reset-state", is_flag=True, help="Wipe existing state bound to another checkpoint.")
+@click.option("--adopt-state", is_flag=True, help="Continue existing state from a new checkpoint.")
 @click.option("--build-dir", help="Where to write the zips (default PROJECT/_build/stormshift).")
 @click.option("--no-ship-stormshift", is_flag=True,
               help="Do not ship stormshift.zip (the cluster has stormshift installed).")
@@ -38,12 +40,15 @@ __all__ = ["submit_command"]
 def submit_command(path: str, name: str | None, environment: str | None, master: str, do_run: bool,
                    checkpoint_dir: str | None, redis_url: str | None, trigger_secs: float | None,
                    until_done: bool, batch_max_tuples: int | None, sink: str | None,
-                   build_dir: str | None, no_ship_stormshift: bool, spark_submit: str | None,
+                   reset_state: bool, adopt_state: bool, build_dir: str | None, no_ship_stormshift: bool, spark_submit: str | None,
                    spark_args: tuple[str, ...]) -> None:
     """Ship a streamparse project to a Spark cluster with spark-submit."""
+    if reset_state and adopt_state:
+        raise click.UsageError("--reset-state and --adopt-state exclude each other")
+    forwarded = run_args(checkpoint_dir, redis_url, trigger_secs, until_done, batch_max_tuples, sink)
+    forwarded += ["--reset-state"] if reset_state else ["--adopt-state"] if adopt_state else []
     plan = build_submit_plan(
-        path, master, name=name, environment=environment,
-        run_args=run_args(checkpoint_dir, redis_url, trigger_secs, until_done, batch_max_tuples, sink),
+        path, master, name=name, environment=environment, run_args=forwarded,
         spark_args=spark_args, build_dir=build_dir, ship_stormshift=not no_ship_stormshift,
         spark_submit=spark_submit,
     )

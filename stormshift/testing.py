@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from streamparse import Spout
 
@@ -41,13 +41,13 @@ from stormshift.topology.graph import (
 )
 from stormshift.topology.specs import outputs_from_class
 
-__all__ = ["run_bolt", "BoltRun", "Emitted", "InputSpout"]
+__all__ = ["BoltRun", "Emitted", "InputSpout", "run_bolt"]
 
 
 class InputSpout(Spout):
     """Stands for the bolt's upstream in the one-bolt test topology (never run)."""
 
-    outputs: list[Any] = []
+    outputs: ClassVar[list[Any]] = []
 
     def next_tuple(self) -> None:
         raise StopIteration
@@ -157,7 +157,7 @@ def run_bolt(
     host.open()
     r = redis if redis is not None else _fake_redis()
     log = CommitLog(r, namespace)
-    base = log.bind_checkpoint(f"testing-{name}", mode="adopt")
+    base = log.committed() + 1  # a later run on the same redis continues its txids
     size = batch_size or max(1, len(rows))
     run = BoltRun(instance=host.instance, redis=r)
     source_task = graph.component(source).first_task_id

@@ -4,6 +4,7 @@ Everything here is ordinary user code, as a streamparse project would have
 it; tests load the topologies with ``stormshift.topology.loader.load_topology``.
 """
 
+# ruff: noqa: RUF012  (class-level `outputs` lists are how streamparse declares streams)
 from __future__ import annotations
 
 import logging
@@ -272,7 +273,17 @@ class EchoTopology(Topology):
     logging_bolt = LoggingBolt.spec(inputs=[words], par=1)
     bad = BadValueBolt.spec(inputs=[words], par=1)
     downstream = Sink.spec(
-        inputs=[echo, echo_slow, manual, ticker, batcher, tickless, tickless_init, logging_bolt, bad],
+        inputs=[
+            echo,
+            echo_slow,
+            manual,
+            ticker,
+            batcher,
+            tickless,
+            tickless_init,
+            logging_bolt,
+            bad,
+        ],
         par=2,
     )
     config = {"topology.tick.tuple.freq.secs": 5}

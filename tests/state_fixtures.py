@@ -111,3 +111,89 @@ class RedisProcess:
     def close(self) -> None:
         self.kill()
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+class LocalCluster:
+    """A 3-primary Redis Cluster from the installed redis-server, on free ports."""
+
+    def __init__(self, nodes: int = 3):
+        self.binary = shutil.which("/usr/bin/redis-server") or "redis-server"
+        self.cli = shutil.which("/usr/bin/redis-cli") or "redis-cli"
+        self.dir = tempfile.mkdtemp(prefix="ss-cluster-")
+        self.ports = [cluster_port() for _ in range(nodes)]
+        self.procs: list[subprocess.Popen[bytes]] = []
+
+    @property
+    def url(self) -> str:
+        return f"redis+cluster://127.0.0.1:{self.ports[0]}"
+
+    def start(self) -> None:
+        try:
+            self._start()
+        except BaseException:
+            self.close()
+            raise
+
+    def _start(self) -> None:
+        for p in self.ports:
+            self.procs.append(subprocess.Popen(
+                [self.binary, "--port", str(p), "--bind", "127.0.0.1", "--cluster-enabled", "yes",
+                 "--cluster-config-file", f"{self.dir}/nodes-{p}.conf", "--dir", self.dir,
+                 "--save", "", "--appendonly", "no"],
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
+            ))
+        for p in self.ports:
+            _wait_ping(p)
+        subprocess.run(
+            [self.cli, "--cluster", "create", *[f"127.0.0.1:{p}" for p in self.ports],
+             "--cluster-replicas", "0", "--cluster-yes"],
+            check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            stdin=subprocess.DEVNULL, timeout=30,
+        )
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:
+            states = [redis.Redis(port=p).execute_command("CLUSTER INFO") for p in self.ports]
+            if all("cluster_state:ok" in _text(s) for s in states):
+                return
+            time.sleep(0.1)
+        raise RuntimeError("local Redis Cluster did not reach cluster_state:ok")
+
+    def close(self) -> None:
+        for proc in self.procs:
+            proc.kill()
+            proc.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def cluster_port() -> int:
+    """A free port whose cluster bus port (+10000) is free too (so both fit below 65536)."""
+    for _ in range(100):
+        p = free_port()
+        if p >= 55000:
+            continue
+        with socket.socket() as s:
+            try:
+                s.bind(("127.0.0.1", p + 10000))
+            except OSError:
+                continue
+        return p
+    raise RuntimeError("no free port pair for a Redis Cluster node")
+
+
+def _text(x: Any) -> str:
+    if isinstance(x, bytes):
+        return x.decode()
+    if isinstance(x, dict):
+        return "\n".join(f"{k}:{v}" for k, v in x.items())
+    return str(x)
+
+
+def _wait_ping(port: int, timeout_s: float = 10) -> None:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            if redis.Redis(port=port, socket_timeout=1).ping():
+                return
+        except (redis.ConnectionError, redis.exceptions.BusyLoadingError):
+            time.sleep(0.05)
+    raise RuntimeError(f"redis-server on port {port} did not start")

@@ -12,8 +12,14 @@ import threading
 from typing import Any
 
 import pystorm.bolt
+import pystorm.spout
 import pytest
-from adapters_fixtures import EchoTopology, GroupingsTopology, ReliableSentenceSpout, WordCountTopology
+from adapters_fixtures import (
+    EchoTopology,
+    GroupingsTopology,
+    ReliableSentenceSpout,
+    WordCountTopology,
+)
 
 from stormshift.adapters import (
     BoltHost,
@@ -98,10 +104,17 @@ def test_global_and_direct_groupings_in_context():
 def test_tuples_are_built_exactly_as_pystorm_reads_them(wc, tmp_path):
     """Feed one multilang message to a real pystorm Bolt and compare with ours."""
     host = bolt(wc, "split_bolt")
-    message = {"id": "-6955786537413359385", "comp": "sentence_spout", "stream": "default",
-               "task": 4, "tuple": ["a b"]}
+    message = {
+        "id": "-6955786537413359385",
+        "comp": "sentence_spout",
+        "stream": "default",
+        "task": 4,
+        "tuple": ["a b"],
+    }
     stream = io.BytesIO((json.dumps(message) + "\nend\n").encode())
-    theirs_bolt = pystorm.bolt.Bolt(input_stream=stream, output_stream=io.BytesIO(), rdb_signal=None)
+    theirs_bolt = pystorm.bolt.Bolt(
+        input_stream=stream, output_stream=io.BytesIO(), rdb_signal=None
+    )
     root = logging.getLogger()
     before = list(root.handlers)
     try:
@@ -115,11 +128,15 @@ def test_tuples_are_built_exactly_as_pystorm_reads_them(wc, tmp_path):
     theirs = theirs_bolt.read_tuple()
     ours = host.tuple_factory.make("sentence_spout", "default", 4, ["a b"], "-6955786537413359385")
     assert ours == theirs
-    assert type(ours.values).__name__ == type(theirs.values).__name__ == "Sentence_SpoutDefaultTuple"
+    assert (
+        type(ours.values).__name__ == type(theirs.values).__name__ == "Sentence_SpoutDefaultTuple"
+    )
     assert ours.values.sentence == "a b"
     assert values_type_name("my-spout", "1st") == "My_Spout_1StTuple"
     ours_types = host.instance._source_tuple_types["sentence_spout"]["default"]
-    assert ours_types._fields == theirs_bolt._source_tuple_types["sentence_spout"]["default"]._fields
+    assert (
+        ours_types._fields == theirs_bolt._source_tuple_types["sentence_spout"]["default"]._fields
+    )
 
 
 def test_wrong_arity_input_is_a_tuple_error(wc):
@@ -152,7 +169,10 @@ def test_emit_anchors_and_need_task_ids_return_global_ids(wc):
     assert all(e.anchors == (tup.id,) for e in out.emits)
     assert host.instance.task_ids_seen == [host.router.task_ids(e.targets) for e in words]
     count = wc.component("count_bolt")
-    assert all(count.first_task_id <= i < count.first_task_id + count.par for [i] in host.instance.task_ids_seen)
+    assert all(
+        count.first_task_id <= i < count.first_task_id + count.par
+        for [i] in host.instance.task_ids_seen
+    )
     assert out.acks == [tup.id] and out.fails == []
     assert out.logs == [("INFO", "stormshift.component.split_bolt - split 3 chars")]
     assert not host.outbox  # drained
@@ -189,7 +209,10 @@ def test_manual_ack_and_anchor(echo):
     t1, t2 = feed(host, ["a", "b"])
     out = host.outbox.drain()
     assert [(e.values, e.anchors) for e in out.emits] == [
-        (["a"], ()), (["A"], (t1.id,)), (["b"], ()), (["B"], (t2.id,))
+        (["a"], ()),
+        (["A"], (t1.id,)),
+        (["b"], ()),
+        (["B"], (t2.id,)),
     ]
     assert out.acks == [t1.id, t2.id]  # acked together when the second arrived
 
@@ -212,8 +235,10 @@ def test_reliable_spout_fast_path_tracks_and_replays():
     assert host.fast_path
     host.next_tuple()
     host.next_tuple()
-    assert host.instance.unacked_tuples == {0: ([host.outbox.emits[0].values[0]], None, None, False),
-                                            1: ([host.outbox.emits[1].values[0]], None, None, False)}
+    assert host.instance.unacked_tuples == {
+        0: ([host.outbox.emits[0].values[0]], None, None, False),
+        1: ([host.outbox.emits[1].values[0]], None, None, False),
+    }
     host.ack(0)
     host.fail(1)  # ReliableSpout re-emits a failed tuple
     out = host.outbox.drain()
@@ -237,7 +262,12 @@ def test_spout_end_of_input(wc):
 def test_tick_interval_component_config_over_topology(echo):
     assert bolt(echo, "ticker").tick_interval_secs == 2.0
     assert bolt(echo, "echo").tick_interval_secs == 5.0
-    assert bolt(echo, "echo", conf_overrides={"topology.tick.tuple.freq.secs": None}).tick_interval_secs is None
+    assert (
+        bolt(
+            echo, "echo", conf_overrides={"topology.tick.tuple.freq.secs": None}
+        ).tick_interval_secs
+        is None
+    )
 
 
 def test_tick_reaches_process_tick_and_is_not_tracked(echo):
@@ -306,7 +336,10 @@ def test_logging_is_captured_per_task_and_never_reaches_root(echo, caplog):
     root = logging.getLogger()
     handlers = list(root.handlers)
     stdout = sys.stdout
-    hosts = [bolt(echo, "logging_bolt"), bolt(echo, "logging_bolt", conf_overrides={"topology.debug": True})]
+    hosts = [
+        bolt(echo, "logging_bolt"),
+        bolt(echo, "logging_bolt", conf_overrides={"topology.debug": True}),
+    ]
     with caplog.at_level(logging.INFO):
         feed(hosts[0], ["one"])
         feed(hosts[1], ["two"])
@@ -409,7 +442,7 @@ def _pystorm_messages(cls, context, commands, tmp_path) -> list[dict[str, Any]]:
         for _ in commands:
             try:
                 inst._run()
-            except Exception as exc:  # what Component.run does, minus the exit
+            except Exception as exc:  # noqa: BLE001 - what Component.run does, minus the exit
                 inst._handle_run_exception(exc)
     finally:
         for h in root.handlers[:]:
@@ -432,23 +465,36 @@ def _first_wins(messages):
     return emits, acks, fails
 
 
-@pytest.mark.parametrize("name, words, ticks", [
-    ("echo", ["ok", "fox", "apple", "boom", "zed"], 0),
-    ("manual", ["a", "b", "c"], 0),
-    ("batcher", ["a", "b", "a", "c"], 3),
-    ("ticker", ["a", "b"], 1),
-])
+@pytest.mark.parametrize(
+    "name, words, ticks",
+    [
+        ("echo", ["ok", "fox", "apple", "boom", "zed"], 0),
+        ("manual", ["a", "b", "c"], 0),
+        ("batcher", ["a", "b", "a", "c"], 3),
+        ("ticker", ["a", "b"], 1),
+    ],
+)
 def test_outbox_matches_pystorms_own_pipe(echo, tmp_path, name, words, ticks):
     host = bolt(echo, name, tuple_ids=counter_ids(start=100))
     tuples = feed(host, words)
-    commands = [{"id": t.id, "comp": t.component, "stream": t.stream, "task": t.task,
-                 "tuple": list(t.values)} for t in tuples]
+    commands = [
+        {
+            "id": t.id,
+            "comp": t.component,
+            "stream": t.stream,
+            "task": t.task,
+            "tuple": list(t.values),
+        }
+        for t in tuples
+    ]
     tick_ids = []
     for _ in range(ticks):
         host.tick()
         tick_ids.append(str(100 + len(tuples) + len(tick_ids)))
-    commands += [{"id": tid, "comp": "__system", "stream": "__tick", "task": -1, "tuple": []}
-                 for tid in tick_ids]
+    commands += [
+        {"id": tid, "comp": "__system", "stream": "__tick", "task": -1, "tuple": []}
+        for tid in tick_ids
+    ]
     cls = type(host.instance)
     emits, acks, fails = _first_wins(_pystorm_messages(cls, host.context, commands, tmp_path))
     # Storm never tracks tick tuples: drop them from pystorm's side as the host does
@@ -459,3 +505,33 @@ def test_outbox_matches_pystorms_own_pipe(echo, tmp_path, name, words, ticks):
     ours = host.outbox
     assert [(e.stream, e.values, e.anchors) for e in ours.emits] == emits
     assert ours.acks == acks and ours.fails == fails
+
+
+def test_need_task_ids_on_the_slow_path_reads_the_ids_pystorm_waits_for(wc):
+    fast = bolt(wc, "split_bolt", tuple_ids=counter_ids())
+    slow = bolt(wc, "split_bolt", tuple_ids=counter_ids(), fast=False)
+    assert fast.fast_path and not slow.fast_path
+    for host in (fast, slow):
+        host.execute(host.new_tuple("sentence_spout", "default", 4, ["to be or not"]))
+    assert slow.instance.task_ids_seen == fast.instance.task_ids_seen
+    assert len(slow.instance.task_ids_seen) == 4
+    assert shape(slow.outbox) == shape(fast.outbox)
+    assert slow.outbox.logs == fast.outbox.logs
+
+
+def test_spout_slow_path_emit_with_task_ids(wc):
+    class CountingSpout(pystorm.spout.Spout):
+        def emit(self, *args: Any, **kwargs: Any) -> Any:  # a user override: slow path
+            self.last_ids = super().emit(*args, **kwargs)
+            return self.last_ids
+
+        def next_tuple(self) -> None:
+            self.emit(["one two"], tup_id="m1", need_task_ids=True)
+
+    host = SpoutHost(wc, "sentence_spout", 0, component_class=CountingSpout)
+    host.open()
+    assert not host.fast_path
+    host.next_tuple()
+    [emit] = host.outbox.emits
+    assert (emit.values, emit.msg_id, emit.anchors) == (["one two"], "m1", ())
+    assert host.instance.last_ids == host.router.task_ids(emit.targets)

@@ -52,14 +52,14 @@ def test_routing_is_identical_in_a_process_with_another_hash_seed(groupings_grap
     here = _route_table(groupings_graph, KEYS)
     code = (
         "import json, sys\n"
-        "sys.path.insert(0, %r)\n"
+        f"sys.path.insert(0, {str(Path(__file__).parent)!r})\n"
         "from adapters_fixtures import GroupingsTopology\n"
         "from stormshift.topology.loader import load_topology\n"
         "from stormshift.adapters.routing import Router\n"
         "g = load_topology(GroupingsTopology)\n"
         "r = Router(g, 'pairs', 1)\n"
         "print(json.dumps([[list(t) for t in r.route('default', [k, 7])] for k in json.loads(sys.argv[1])]))\n"
-    ) % str(Path(__file__).parent)
+    )
     for seed in ("0", "12345"):
         env = {**os.environ, "PYTHONHASHSEED": seed}
         out = subprocess.run(
@@ -76,9 +76,13 @@ def test_routing_is_identical_in_a_process_with_another_hash_seed(groupings_grap
 # -- choose_tasks: Storm's documented behaviour -------------------------
 def test_fields_same_values_same_task_and_all_tasks_used():
     g = Grouping(GroupingKind.FIELDS, ("key",))
-    chosen = {k: choose_tasks(g, 4, [k], field_positions=[0], emitter_task_index=0, seq=s)
-              for s, k in enumerate(KEYS)}
-    again = {k: choose_tasks(g, 4, [k], field_positions=[0], emitter_task_index=3, seq=99) for k in KEYS}
+    chosen = {
+        k: choose_tasks(g, 4, [k], field_positions=[0], emitter_task_index=0, seq=s)
+        for s, k in enumerate(KEYS)
+    }
+    again = {
+        k: choose_tasks(g, 4, [k], field_positions=[0], emitter_task_index=3, seq=99) for k in KEYS
+    }
     assert chosen == again  # neither the emitter nor the counter matters
     assert {t for (t,) in chosen.values()} == {0, 1, 2, 3}
     assert max(Counter(chosen.values()).values()) < len(KEYS) / 2  # spread, not piled up
@@ -99,16 +103,29 @@ def test_fields_on_two_fields_uses_grouping_order(groupings_graph):
 
 def test_shuffle_is_round_robin_from_the_emitter_index():
     g = Grouping(GroupingKind.SHUFFLE)
-    picks = [choose_tasks(g, 3, ["x"], field_positions=(), emitter_task_index=1, seq=s)[0] for s in range(9)]
+    picks = [
+        choose_tasks(g, 3, ["x"], field_positions=(), emitter_task_index=1, seq=s)[0]
+        for s in range(9)
+    ]
     assert picks == [1, 2, 0, 1, 2, 0, 1, 2, 0]
     assert Counter(picks) == {0: 3, 1: 3, 2: 3}  # Storm: each task gets an equal number
 
 
 def test_global_all_direct():
-    assert choose_tasks(Grouping(GroupingKind.GLOBAL), 5, [1], field_positions=(), emitter_task_index=3, seq=7) == (0,)
-    assert choose_tasks(Grouping(GroupingKind.ALL), 3, [1], field_positions=(), emitter_task_index=0, seq=0) == (0, 1, 2)
     assert choose_tasks(
-        Grouping(GroupingKind.DIRECT), 3, [1], field_positions=(), emitter_task_index=0, seq=0, direct_index=2
+        Grouping(GroupingKind.GLOBAL), 5, [1], field_positions=(), emitter_task_index=3, seq=7
+    ) == (0,)
+    assert choose_tasks(
+        Grouping(GroupingKind.ALL), 3, [1], field_positions=(), emitter_task_index=0, seq=0
+    ) == (0, 1, 2)
+    assert choose_tasks(
+        Grouping(GroupingKind.DIRECT),
+        3,
+        [1],
+        field_positions=(),
+        emitter_task_index=0,
+        seq=0,
+        direct_index=2,
     ) == (2,)
 
 
@@ -123,8 +140,14 @@ def test_router_matches_the_pure_function_for_every_consumer(groupings_graph):
         expected = []
         for name, sub in subs.items():
             positions = [fields.index(f) for f in sub.grouping.fields]
-            for index in choose_tasks(sub.grouping, sub.par, values, field_positions=positions,
-                                      emitter_task_index=1, seq=seq):
+            for index in choose_tasks(
+                sub.grouping,
+                sub.par,
+                values,
+                field_positions=positions,
+                emitter_task_index=1,
+                seq=seq,
+            ):
                 expected.append((name, index))
         assert list(got) == expected
 
@@ -148,7 +171,10 @@ def test_task_ids_are_storm_global_ids(groupings_graph):
     router = Router(groupings_graph, "pairs", 0)
     directed = groupings_graph.component("directed")
     ids = router.task_ids((("directed", 1), ("to_all", 2)))
-    assert ids == [directed.first_task_id + 1, groupings_graph.component("to_all").first_task_id + 2]
+    assert ids == [
+        directed.first_task_id + 1,
+        groupings_graph.component("to_all").first_task_id + 2,
+    ]
 
 
 def test_direct_routes_to_the_named_task(groupings_graph):
@@ -163,9 +189,13 @@ def test_direct_errors(groupings_graph):
     with pytest.raises(TupleError, match="regular emit to direct stream 'direct'"):
         router.route("direct", ["k", 1])
     with pytest.raises(TupleError, match="is not a task of any consumer"):
-        router.route("direct", ["k", 1], direct_task_id=groupings_graph.component("to_all").task_id(0))
+        router.route(
+            "direct", ["k", 1], direct_task_id=groupings_graph.component("to_all").task_id(0)
+        )
     with pytest.raises(TupleError, match="not declared direct"):
-        router.route("default", ["k", 1], direct_task_id=groupings_graph.component("directed").task_id(0))
+        router.route(
+            "default", ["k", 1], direct_task_id=groupings_graph.component("directed").task_id(0)
+        )
 
 
 def test_undeclared_stream_names_component_and_declared_streams(groupings_graph):

@@ -23,7 +23,7 @@ N = sparktopo.N_NUMBERS
 
 
 def run(spark: Any, graph: Any, tmp_path: Path, redis_url: str, namespace: str, **kw: Any) -> Any:
-    run_kw = {k: kw.pop(k) for k in ("max_tuples", "duration_secs") if k in kw}
+    run_kw = {k: kw.pop(k) for k in ("max_tuples", "duration_secs", "max_batches") if k in kw}
     kw.setdefault("until_done", True)
     engine = SparkEngine(graph, checkpoint_dir=str(tmp_path / "ck"), redis_url=redis_url,
                          spark=spark, namespace=namespace, batch_max_tuples=kw.pop("batch", 25), **kw)
@@ -108,8 +108,9 @@ def test_restart_from_checkpoint_loses_and_duplicates_nothing(spark, redis_url, 
             fh.write(json.dumps({"n": n, "key": f"k{n % 7}"}) + "\n")
     graph = load_topology(sparktopo.Replayable, overrides={"jsonlines.path": str(data)})
     first = run(spark, graph, tmp_path, redis_url, namespace, batch=10, until_done=False,
-                duration_secs=1.0)
-    assert first.stop_reason in ("duration", "done")
+                max_batches=2)
+    assert first.stop_reason == "max_batches"
+    assert 0 < len(first.latest("sums")) and first["numbers"].tuples_out < N
     second = run(spark, graph, tmp_path, redis_url, namespace, batch=10)
     expected = Counter()
     for n in range(N):

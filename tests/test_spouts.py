@@ -231,17 +231,14 @@ def test_jsonlines_local_tasks_split_files_and_skip_bad_records(tmp_path: Path) 
         fh.write("[1, 2]\n" + click(12) + "\n")
     conf = {"jsonlines.path": str(tmp_path), "jsonlines.fields": ["n"], "jsonlines.bounded": True}
     task0, task1 = make(JsonLinesSpout, conf, 0, 2), make(JsonLinesSpout, conf, 1, 2)
+    reported: list[dict[str, Any]] = []
+    task1.send_message = reported.append  # Storm's multilang pipe, as the host captures it
     assert task0.my_partitions() == ["a.jsonl", "c.jsonl"]
     assert [v[0] for v, _ in drain(task0)] == [0, 1, 20, 21]
-    errors = []
-    for _ in range(10):
-        try:
-            drain(task1)
-            break
-        except RecordDecodeError as err:
-            errors.append(err)
-    assert [v[0] for v, _ in task1.emit.emits] == [10, 11, 12]
-    assert [(e.partition, e.offset, e.raw) for e in errors] == [("b.jsonl", 3, "[1, 2]")]
+    assert [v[0] for v, _ in drain(task1)] == [10, 11, 12]
+    assert task1.bad_record_count == 1 and len(reported) == 1
+    assert reported[0]["command"] == "error"
+    assert "b.jsonl:3" in reported[0]["msg"] and "raw record: '[1, 2]'" in reported[0]["msg"]
 
 
 def test_jsonlines_spout_pickles_for_executors(tmp_path: Path) -> None:
@@ -349,3 +346,135 @@ def test_redis_local_tasks_next_tuple_and_replay(r: redis.Redis, stream_keys: li
     assert values == ["a0", "a1", "a0", "a2", "c0", "c1", "c2"]
     assert task0.emit.emits[2][1] == first_id
     assert pickle.loads(pickle.dumps(task0)).my_partitions() == [a, c]
+
+
+# -- through the real hosts and the local engine -------------------------
+TOPOLOGY = '''
+from streamparse import Grouping, JavaSpout, Topology
+from ssit_bolts import SumBolt
+from ssit_spouts import Clicks
+
+
+class ClicksTopology(Topology):
+    clicks = Clicks.spec(par=2)
+    sums = SumBolt.spec(inputs={clicks: Grouping.fields("ad")}, par=2)
+'''
+
+JAVA_TOPOLOGY = '''
+from streamparse import Grouping, JavaSpout, Topology
+from ssit_bolts import SumBolt
+
+
+class KafkaTopology(Topology):
+    clicks = JavaSpout.spec(full_class_name="org.apache.storm.kafka.spout.KafkaSpout",
+                            args_list=[], outputs=["ad", "n"], par=2)
+    sums = SumBolt.spec(inputs={clicks: Grouping.fields("ad")}, par=2)
+'''
+
+SPOUTS = '''
+from stormshift.spouts import JsonLinesSpout
+
+
+class Clicks(JsonLinesSpout):
+    outputs = ["ad", "n"]
+'''
+
+BOLTS = '''
+from streamparse import Bolt
+
+
+class SumBolt(Bolt):
+    outputs = ["ad", "total"]
+
+    def initialize(self, conf, ctx):
+        self.totals = {}
+
+    def process(self, tup):
+        ad, n = tup.values
+        self.totals[ad] = self.totals.get(ad, 0) + n
+        self.emit([ad, self.totals[ad]])
+'''
+
+
+def make_project(root: Path, topology: str, config: dict[str, Any]) -> Path:
+    for rel, text in {"config.json": json.dumps(config), "topologies/clicks.py": topology,
+                      "src/ssit_spouts.py": SPOUTS, "src/ssit_bolts.py": BOLTS}.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    return root
+
+
+def click_files(data: Path, bad_line: bool = True) -> dict[str, int]:
+    data.mkdir()
+    want: dict[str, int] = {}
+    for part in range(3):
+        lines = []
+        for i in range(40):
+            n = part * 100 + i
+            lines.append(click(n))
+            want[f"ad{n % 3}"] = want.get(f"ad{n % 3}", 0) + n
+        if bad_line and part == 1:
+            lines.insert(5, '{"ad": "ad0"}')  # missing "n": reported, not counted
+        write_lines(data / f"part-{part}.jsonl", lines)
+    return want
+
+
+def test_spout_host_captures_emits_and_reports_bad_records(tmp_path: Path) -> None:
+    from stormshift.adapters.host import SpoutHost
+    from stormshift.topology.loader import load_topology
+
+    data = tmp_path / "data"
+    click_files(data)
+    conf = {"jsonlines.path": str(data), "jsonlines.fields": ["ad", "n"], "jsonlines.bounded": True}
+    project = make_project(tmp_path / "proj", TOPOLOGY, {"envs": {}})
+    graph = load_topology(project, overrides=conf)
+    host = SpoutHost(graph, "clicks", 1)
+    host.open()
+    emitted, errors = [], []
+    while not host.exhausted:
+        host.next_tuple()
+        box = host.outbox.drain()
+        errors += box.errors
+        for emit in box.emits:
+            emitted.append((emit.values, emit.msg_id))
+            host.ack(emit.msg_id)
+    assert [m for _, m in emitted] == [f"part-1.jsonl:{i}" for i in range(1, 42) if i != 6]
+    assert emitted[0][0] == ["ad1", 100]
+    assert len(errors) == 1 and "part-1.jsonl:6" in errors[0] and "missing field 'n'" in errors[0]
+
+
+def test_local_engine_counts_every_good_record_once(tmp_path: Path) -> None:
+    from stormshift.engines.local import LocalEngine
+    from stormshift.topology.loader import load_topology
+
+    data = tmp_path / "data"
+    want = click_files(data)
+    conf = {"jsonlines.path": str(data), "jsonlines.fields": ["ad", "n"], "jsonlines.bounded": True}
+    project = make_project(tmp_path / "proj", TOPOLOGY, {"envs": {}})
+    summary = LocalEngine(load_topology(project, overrides=conf)).run()
+    assert {ad: v[1] for ad, v in summary.latest("sums").items()} == want
+    assert summary["clicks"].tuples_out == 120 and summary["clicks"].errors == 1
+
+
+def test_java_kafka_spout_replaced_by_redis_streams(tmp_path: Path, r: redis.Redis,
+                                                    stream_keys: list[str]) -> None:
+    """The migrations guide's example: config maps the JavaSpout to RedisStreamSpout."""
+    from stormshift.engines.local import LocalEngine
+    from stormshift.topology.loader import load_topology
+
+    want: dict[str, int] = {}
+    for k, key in enumerate(stream_keys[:2]):
+        for i in range(25):
+            n = 1000 * k + i
+            r.xadd(key, {"payload": click(n)})
+            want[f"ad{n % 3}"] = want.get(f"ad{n % 3}", 0) + n
+    config = {"envs": {}, "stormshift.replacements": {"clicks": {
+        "class": "stormshift.spouts.RedisStreamSpout",
+        "config": {"redis_streams.url": REDIS_URL, "redis_streams.keys": stream_keys[:2],
+                   "redis_streams.json_fields": ["ad", "n"], "redis_streams.bounded": True}}}}
+    graph = load_topology(make_project(tmp_path / "kafka", JAVA_TOPOLOGY, config))
+    spout = graph.component("clicks")
+    assert spout.class_path.endswith("RedisStreamSpout") and "KafkaSpout" in (spout.replaces or "")
+    summary = LocalEngine(graph).run()
+    assert {ad: v[1] for ad, v in summary.latest("sums").items()} == want
+    assert summary["clicks"].tuples_out == 50

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from click.testing import CliRunner
-from state_fixtures import REDIS_URL, commit, ns, redis_client, run_task  # noqa: F401
+from state_fixtures import REDIS_URL, commit, run_task
 
 from stormshift.state import opaque_map, transactional_map
 from stormshift.state.commands import state
@@ -13,6 +13,8 @@ from stormshift.state.commit import CommitLog
 from stormshift.state.fencing import acquire_epoch
 from stormshift.state.inspect import map_items
 from stormshift.state.snapshots import SnapshotStore
+
+pytest_plugins = ["state_fixtures"]
 
 
 def cli(*args):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from state_fixtures import commit, ns, redis_client  # noqa: F401  (fixtures)
+from state_fixtures import commit
 
 from stormshift.errors import FencedError
 from stormshift.state.dedup import (
@@ -19,6 +19,8 @@ from stormshift.state.fencing import acquire_epoch
 from stormshift.state.scope import TaskScope
 
 MIN_MS = 60_000
+
+pytest_plugins = ["state_fixtures"]
 
 
 def scope(r, namespace, txid, epoch=None):

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 
 import pytest
-from state_fixtures import commit, ns, redis_client, run_task  # noqa: F401  (fixtures)
+from state_fixtures import commit, run_task
 
 from stormshift.errors import FencedError, StateError
 from stormshift.state import opaque_map, transactional_map
@@ -15,6 +15,8 @@ from stormshift.state.inspect import map_items
 from stormshift.state.scope import TaskScope
 
 BATCH = [("a", 1), ("b", 2), ("a", 3)]
+
+pytest_plugins = ["state_fixtures"]
 
 
 def apply(batch):
@@ -42,11 +44,10 @@ def test_epochs_grow_per_task_and_never_reset(redis_client, ns):
 def test_zombie_writing_after_successor_committed_is_rejected(redis_client, ns):
     zombie_epoch = acquire_epoch(redis_client, ns, "bolt", 0)
     zombie = TaskScope(redis_client, ns, "bolt", 0, 1, zombie_epoch)
-    with pytest.raises(FencedError, match="stale epoch"):
-        with zombie:
-            apply(BATCH)  # buffered while the successor takes over
-            run_task(redis_client, ns, 1, lambda: apply(BATCH))  # successor: new epoch, same batch
-            commit(redis_client, ns, 1)
+    with pytest.raises(FencedError, match="stale epoch"), zombie:
+        apply(BATCH)  # buffered while the successor takes over
+        run_task(redis_client, ns, 1, lambda: apply(BATCH))  # successor: new epoch, same batch
+        commit(redis_client, ns, 1)
     assert totals(redis_client, ns) == [{"a": 4, "b": 2}, {"a": 4, "b": 2}]
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from state_fixtures import commit, ns, redis_client, run_task  # noqa: F401  (fixtures)
+from state_fixtures import commit, run_task
 
 from stormshift.errors import StateError
 from stormshift.state import opaque_map, plain_map, transactional_map
@@ -20,6 +20,8 @@ TABLE = [
     ("replay next batch", 2, [("a", 1), ("c", 3)], {"a": 6, "b": 1, "c": 3}, {"a": 3, "b": 1, "c": 3}),
     ("replay next, different", 2, [("a", 2), ("c", 10)], {"a": 7, "b": 1, "c": 10}, {"a": 3, "b": 1, "c": 3}),
 ]
+
+pytest_plugins = ["state_fixtures"]
 
 
 def values(r, namespace, name):

@@ -20,13 +20,17 @@ from stormshift.state.scope import TaskScope
 pytestmark = pytest.mark.slow
 KEYS = 30_000
 
+pytest_plugins = ["state_fixtures"]
+
 
 @pytest.fixture
 def server():
     proc = RedisProcess()
-    proc.start()
-    yield proc
-    proc.close()
+    try:
+        proc.start()
+        yield proc
+    finally:
+        proc.close()
 
 
 def batch(r, ns, txid):

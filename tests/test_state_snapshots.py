@@ -7,7 +7,7 @@ import os
 import pickle
 
 import pytest
-from state_fixtures import commit, ns, redis_client  # noqa: F401  (fixtures)
+from state_fixtures import commit
 
 from stormshift.errors import FencedError, StateError
 from stormshift.state import keys as K
@@ -16,6 +16,8 @@ from stormshift.state.fencing import acquire_epoch
 from stormshift.state.snapshots import SnapshotStore
 
 KEY = b"test-hmac-key"
+
+pytest_plugins = ["state_fixtures"]
 
 
 def save(store, r, namespace, txid, payload, task=0):
@@ -110,7 +112,7 @@ def test_dead_letters_are_kept_once_per_replay_and_replayable(redis_client, ns):
     assert dl.add("split", "default", ["bad", 1], "ValueError: bad", "Traceback...", 3) == a
     dl.add("count", "default", [object()], "TypeError", "tb", 3)
     letters = dl.list()
-    assert [(d.component, d.values, d.txid) for d in letters][0] == ("split", ["bad", 1], 3)
+    assert (letters[0].component, letters[0].values, letters[0].txid) == ("split", ["bad", 1], 3)
     assert dl.count() == 2 and len(dl.list(component="count")) == 1
     seen = []
     assert dl.replay(seen.append, component="split") == 1

@@ -132,7 +132,7 @@ def test_driver_unpacks_project_when_path_is_missing(project: Path, tmp_path: Pa
     out = subprocess.run(
         [sys.executable, str(plan.driver_file), "inspect", missing, "-n", "wordcount", "--json"],
         cwd=cluster_cwd, env={**os.environ, "PYTHONPATH": str(repo_root)},
-        capture_output=True, text=True,
+        capture_output=True, text=True, check=False,
     )
     assert out.returncode == 0, out.stderr
     graph = json.loads(out.stdout)
@@ -159,14 +159,14 @@ def test_topology_outside_a_project_is_refused(tmp_path: Path) -> None:
 def test_cli_prints_command_and_passes_unknown_options(project: Path, tmp_path: Path) -> None:
     result = CliRunner().invoke(submit_command, [
         str(project), "--master", "spark://m:7077", "--build-dir", str(tmp_path / "e"),
-        "--checkpoint", "/chk", "--trigger", "2", "--no-ship-stormshift",
+        "--checkpoint", "/chk", "--trigger", "2", "--no-ship-stormshift", "--adopt-state",
         "--spark-submit", "/opt/spark/bin/spark-submit", "--executor-memory", "4g",
     ])
     assert result.exit_code == 0, result.output
     line = result.output.strip()
     assert line.startswith("/opt/spark/bin/spark-submit --master spark://m:7077 ")
     assert "--executor-memory 4g " + str(tmp_path / "e" / DRIVER_FILE) in line
-    assert line.endswith("--master spark://m:7077 --checkpoint /chk --trigger 2.0")
+    assert line.endswith("--master spark://m:7077 --checkpoint /chk --trigger 2.0 --adopt-state")
     assert "stormshift.zip" not in line
 
 

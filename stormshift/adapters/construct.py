@@ -38,8 +38,8 @@ def import_class(class_path: str, source_dirs: Sequence[str], component: str) ->
     try:
         from stormshift.topology.loader import import_component_class
     except ImportError:  # loader not importable: same job, minimal version
-        import_component_class = None
-    if import_component_class is not None:
+        pass
+    else:
         return import_component_class(class_path, source_dirs)
     for d in source_dirs:
         if d not in sys.path:
@@ -68,7 +68,7 @@ def _streams() -> dict[str, Any]:
 
 def _accepts_streams(cls: type) -> bool:
     try:
-        params = inspect.signature(cls.__init__).parameters.values()
+        params = inspect.signature(cls.__init__).parameters.values()  # type: ignore[misc]
     except (TypeError, ValueError):
         return True
     names = {p.name for p in params}
@@ -105,7 +105,7 @@ def _construct_on_stdio(cls: type, component: str) -> Any:
 
 def _off_stdio(instance: Any) -> None:
     """Give the instance private streams; never close the process's stdio."""
-    serializer = getattr(instance, "serializer", None)
+    serializer: Any = getattr(instance, "serializer", None)
     for name in ("input_stream", "output_stream"):
         wrapper = getattr(serializer, name, None)
         if isinstance(wrapper, io.TextIOWrapper):
@@ -116,7 +116,7 @@ def _off_stdio(instance: Any) -> None:
 
 
 def _construct_tickless(cls: type, component: str) -> Any:
-    instance = cls.__new__(cls)
+    instance: Any = object.__new__(cls)
     if not _user_defines(cls, "__init__"):
         pystorm.bolt.BatchingBolt.__init__(instance, **_streams())
         instance.exc_info = None
@@ -139,9 +139,9 @@ def _construct_tickless(cls: type, component: str) -> Any:
     instance._batch_entry = lambda: None
     try:
         if _accepts_streams(cls):
-            cls.__init__(instance, **_streams())
+            cls.__init__(instance, **_streams())  # type: ignore[misc]
         else:
-            cls.__init__(instance)
+            cls.__init__(instance)  # type: ignore[misc]
             _off_stdio(instance)
     finally:
         signal.signal(signal.SIGUSR1, previous)

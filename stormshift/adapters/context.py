@@ -70,7 +70,9 @@ def storm_context(graph: TopologyGraph, component: str, task_index: int) -> dict
     return {
         "taskid": comp.task_id(task_index),
         "componentid": comp.name,
-        "task->component": {str(tid): name for tid, name in sorted(graph.task_to_component().items())},
+        "task->component": {
+            str(tid): name for tid, name in sorted(graph.task_to_component().items())
+        },
         "streams": sorted(comp.outputs),
         "stream->outputfields": {s: list(comp.outputs[s].fields) for s in sorted(comp.outputs)},
         "stream->target->grouping": targets,

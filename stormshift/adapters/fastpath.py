@@ -79,7 +79,12 @@ class Emitter:
         return to_wire(tup, self.component, stream)  # raises the TupleError
 
     def emit(
-        self, tup: Any, stream: str | None, anchors: tuple[str, ...], msg_id: Any, direct_task: int | None
+        self,
+        tup: Any,
+        stream: str | None,
+        anchors: tuple[str, ...],
+        msg_id: Any,
+        direct_task: int | None,
     ) -> tuple[tuple[str, int], ...]:
         stream = "default" if stream is None else stream
         route = self.router.routes.get(stream)
@@ -123,7 +128,9 @@ def capture_send_message(
                 done.add(tid)
                 (outbox.acks if command == "ack" else outbox.fails).append(tid)
         elif command == "log":
-            outbox.logs.append((STORM_LEVEL_NAMES.get(message.get("level", 2), "INFO"), str(message["msg"])))
+            outbox.logs.append(
+                (STORM_LEVEL_NAMES.get(message.get("level", 2), "INFO"), str(message["msg"]))
+            )
         elif command == "error":
             outbox.errors.append(str(message["msg"]))
         elif command == "metrics":
@@ -140,7 +147,7 @@ def capture_send_message(
 class AnchorCache:
     """``_current_tups`` and its ids, so an emit need not rebuild the ids."""
 
-    __slots__ = ("tups", "ids")
+    __slots__ = ("ids", "tups")
 
     def __init__(self) -> None:
         self.tups: list[Any] | None = None
@@ -151,7 +158,9 @@ def _ids(items: Sequence[Any]) -> tuple[Any, ...]:
     return tuple([a.id if isinstance(a, Tuple) else a for a in items])
 
 
-def bolt_emit(instance: Any, emitter: Emitter, cache: AnchorCache, batching: bool) -> Callable[..., Any]:
+def bolt_emit(
+    instance: Any, emitter: Emitter, cache: AnchorCache, batching: bool
+) -> Callable[..., Any]:
     """Fast ``emit`` with pystorm ``Bolt.emit`` (or ``BatchingBolt.emit``) semantics."""
     routes = emitter.router.routes
     undeclared = emitter.router.undeclared
@@ -220,7 +229,6 @@ def bolt_emit(instance: Any, emitter: Emitter, cache: AnchorCache, batching: boo
         need_task_ids: bool = False,
     ) -> None:
         emit(tup, stream, anchors, direct_task, False)
-        return None
 
     return batching_emit
 
@@ -291,7 +299,9 @@ def spout_emit(instance: Any, emitter: Emitter, reliable: bool) -> Callable[...,
     return reliable_emit
 
 
-def bolt_ack_fail(outbox: Outbox, completion: Completion) -> tuple[Callable[[Any], None], Callable[[Any], None]]:
+def bolt_ack_fail(
+    outbox: Outbox, completion: Completion
+) -> tuple[Callable[[Any], None], Callable[[Any], None]]:
     """Fast ``ack``/``fail`` with pystorm ``Bolt`` semantics (Tuple or id)."""
     done = completion.done
     add = done.add
@@ -337,4 +347,3 @@ def plan(cls: type) -> dict[str, Any]:
         "ack": defining_class(cls, "ack") is pystorm.bolt.Bolt,
         "fail": defining_class(cls, "fail") is pystorm.bolt.Bolt,
     }
-

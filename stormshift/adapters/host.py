@@ -15,151 +15,28 @@ an error in the outbox, auto-fail of the current tuple(s)) and re-raised as
 
 from __future__ import annotations
 
-import os
-import traceback
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator, Mapping
-from contextlib import contextmanager
-from types import TracebackType
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import pystorm.bolt
 
-from stormshift.adapters.construct import construct, import_class, setup_instance
-from stormshift.adapters.context import storm_conf, storm_context, tick_interval_secs
+from stormshift.adapters.context import tick_interval_secs
 from stormshift.adapters.fastpath import (
     AnchorCache,
-    Completion,
-    Emitter,
     bolt_ack_fail,
     bolt_emit,
-    capture_send_message,
-    plan,
     spout_emit,
 )
-from stormshift.adapters.outbox import Outbox
-from stormshift.adapters.routing import Router
-from stormshift.adapters.tuples import IdGenerator, Tuple, TupleFactory, counter_ids, tick_tuple
+from stormshift.adapters.hostbase import EMPTY, EndOfInput, HostBase, working_dir
+from stormshift.adapters.tuples import Tuple, TupleFactory, tick_tuple
 from stormshift.errors import ComponentFailure, StormshiftError
 from stormshift.topology.graph import TopologyGraph
 
-_EMPTY: list[Any] = []
-_FRAMEWORK_DIRS = tuple(
-    os.path.dirname(m.__file__) + os.sep  # type: ignore[type-var, operator]
-    for m in (__import__("pystorm"), __import__("streamparse"), __import__("stormshift"))
-)
+__all__ = ["BoltHost", "EndOfInput", "SpoutHost", "host_component", "working_dir"]
 
 
-class EndOfInput(StormshiftError):
-    """Raised by a spout's ``next_tuple`` when its bounded input is used up.
-
-    ``StopIteration`` means the same. The host sets ``exhausted`` and the
-    engine stops calling ``next_tuple`` once in-flight tuples are done.
-    """
-
-
-@contextmanager
-def working_dir(graph: TopologyGraph) -> Iterator[None]:
-    """Run the block in ``graph.working_dir`` (as Storm runs components), then go back."""
-    target = graph.working_dir
-    if not target:
-        yield
-        return
-    previous = os.getcwd()
-    os.chdir(target)
-    try:
-        yield
-    finally:
-        os.chdir(previous)
-
-
-def _where(tb: TracebackType | None) -> str:
-    """``module:line in function`` of the innermost frame in the user's code."""
-    found = "unknown"
-    for frame, lineno in traceback.walk_tb(tb):
-        name = frame.f_globals.get("__name__", "?")
-        here = f"{name}:{lineno} in {frame.f_code.co_name}"
-        if found == "unknown" or not frame.f_code.co_filename.startswith(_FRAMEWORK_DIRS):
-            found = here
-    return found
-
-
-class _Host:
-    kind = "component"
-
-    def __init__(
-        self,
-        graph: TopologyGraph,
-        component: str,
-        task_index: int,
-        *,
-        conf_overrides: Mapping[str, Any] | None = None,
-        tuple_ids: IdGenerator | None = None,
-        check_wire: bool = True,
-        component_class: type | None = None,
-        fast: bool = True,
-    ):
-        comp = graph.component(component)
-        self.graph = graph
-        self.component = comp
-        self.name = comp.name
-        self.task_index = task_index
-        self.task_id = comp.task_id(task_index)
-        self.outbox = Outbox()
-        self.router = Router(graph, comp.name, task_index)
-        self.conf = storm_conf(graph, comp, conf_overrides)
-        self.context = storm_context(graph, comp.name, task_index)
-        self.tuple_ids: IdGenerator = tuple_ids or counter_ids(prefix=f"{comp.name}:{task_index}:")
-        self.completion = Completion()
-        self.emitter = Emitter(self.router, self.outbox, comp.name, check_wire)
-        cls = component_class or import_class(comp.class_path, graph.source_dirs, comp.name)
-        with working_dir(graph):
-            self.instance = construct(cls, comp.name)
-        self.plan = plan(cls) if fast else {"emit": None, "ack": False, "fail": False}
-        self.opened = False
-
-    def _capture(self, source_tuple_types: Any = None) -> None:
-        inst = self.instance
-        setup_instance(inst, self.name, self.conf, self.context, self.outbox.logs, source_tuple_types)
-        inst.send_message = capture_send_message(inst, self.emitter, self.completion)
-
-    @property
-    def fast_path(self) -> bool:
-        """True when emit (and for bolts ack/fail) bypass pystorm's message dicts."""
-        return self.plan["emit"] is not None and (self.kind == "spout" or (self.plan["ack"] and self.plan["fail"]))
-
-    def open(self) -> None:
-        """Call the user's ``initialize(conf, context)`` in the working dir."""
-        try:
-            with working_dir(self.graph):
-                self.instance.initialize(self.conf, self.context)
-        except Exception as exc:
-            raise self._failure(exc, "initialize", None, report=False) from exc
-        self.opened = True
-
-    def _failure(self, exc: BaseException, call: str, tup: Any, report: bool = True) -> ComponentFailure:
-        """Report ``exc`` as pystorm would (error + auto-fail), then wrap it."""
-        inst = self.instance
-        if report:
-            try:
-                inst._handle_run_exception(exc)
-            except Exception as inner:  # the user's override of it failed too
-                self.outbox.errors.append(f"{type(inner).__name__} while reporting {exc!r}: {inner}")
-        else:
-            self.outbox.errors.append("".join(traceback.format_exception(exc)))
-        inst._current_tups = _EMPTY
-        return ComponentFailure(
-            component=self.name,
-            task=self.task_index,
-            call=call,
-            cause=exc,
-            where=_where(exc.__traceback__),
-            traceback_text="".join(traceback.format_exception(exc)),
-            tup=tup,
-        )
-
-
-class SpoutHost(_Host):
+class SpoutHost(HostBase):
     """One spout task: ``next_tuple`` / ``ack`` / ``fail`` / ``activate`` / ``deactivate``."""
 
     kind = "spout"
@@ -204,7 +81,7 @@ class SpoutHost(_Host):
         self._call("deactivate")
 
 
-class BoltHost(_Host):
+class BoltHost(HostBase):
     """One bolt task: ``execute`` (one tuple), ``execute_many``, ``tick``, ``flush_tickless``."""
 
     kind = "bolt"
@@ -220,7 +97,9 @@ class BoltHost(_Host):
         self.tickless_interval_secs = float(inst.secs_between_batches) if self.is_tickless else None
         self.anchor_cache = AnchorCache()
         if self.plan["emit"] in ("bolt", "batching"):
-            inst.emit = bolt_emit(inst, self.emitter, self.anchor_cache, self.plan["emit"] == "batching")
+            inst.emit = bolt_emit(
+                inst, self.emitter, self.anchor_cache, self.plan["emit"] == "batching"
+            )
         ack, fail = bolt_ack_fail(self.outbox, self.completion)
         if self.plan["ack"]:
             inst.ack = ack
@@ -250,7 +129,7 @@ class BoltHost(_Host):
         acks_append = self.outbox.acks.append
         fast_ack = self.plan["ack"]
         failure = self._failure
-        empty = _EMPTY
+        empty = EMPTY
 
         if self.batching:
 
@@ -324,7 +203,9 @@ class BoltHost(_Host):
         acks_append = self.outbox.acks.append
         failure = self._failure
 
-        def many(tuples: Iterable[Tuple], on_failure: Callable[[ComponentFailure], None] | None) -> int:
+        def many(
+            tuples: Iterable[Tuple], on_failure: Callable[[ComponentFailure], None] | None
+        ) -> int:
             n = 0
             for tup in tuples:
                 n += 1
@@ -344,7 +225,7 @@ class BoltHost(_Host):
                     continue
                 if inst.auto_ack and (not done or tup.id not in done):
                     acks_append(tup.id)
-            inst._current_tups = _EMPTY
+            inst._current_tups = EMPTY
             return n
 
         return many
@@ -362,10 +243,10 @@ class BoltHost(_Host):
             inst.process_tick(tick)
             if not self.batching and inst.auto_ack:
                 inst.ack(tick)
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - any user error becomes a ComponentFailure
             failure = self._failure(exc, "process_tick", tick)
         finally:
-            inst._current_tups = _EMPTY
+            inst._current_tups = EMPTY
             self._scrub_tick(tick.id, *marks)
         if failure is not None:
             raise failure from failure.cause
@@ -380,14 +261,16 @@ class BoltHost(_Host):
         try:
             with inst._batch_lock:
                 inst.process_batches()
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001 - any user error becomes a ComponentFailure
             failure = self._failure(exc, "process_batch", list(inst._current_tups))
         finally:
-            inst._current_tups = _EMPTY
+            inst._current_tups = EMPTY
         if failure is not None:
             raise failure from failure.cause
 
-    def _failure(self, exc: BaseException, call: str, tup: Any, report: bool = True) -> ComponentFailure:
+    def _failure(
+        self, exc: BaseException, call: str, tup: Any, report: bool = True
+    ) -> ComponentFailure:
         failure = super()._failure(exc, call, tup, report)
         self._reset_batches_after_crash()
         return failure
@@ -411,7 +294,9 @@ class BoltHost(_Host):
                 emit.anchors = tuple(a for a in emit.anchors if a != tick_id)
 
 
-def host_component(graph: TopologyGraph, component: str, task_index: int, **kwargs: Any) -> SpoutHost | BoltHost:
+def host_component(
+    graph: TopologyGraph, component: str, task_index: int, **kwargs: Any
+) -> SpoutHost | BoltHost:
     """A ``SpoutHost`` or ``BoltHost`` for ``component``'s task ``task_index``."""
     if graph.component(component).is_spout:
         return SpoutHost(graph, component, task_index, **kwargs)

@@ -60,13 +60,15 @@ class OutboxHandler(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
         try:
             self.sink.append((storm_level_name(record.levelno), self.format(record)))
-        except Exception:
+        except Exception:  # noqa: BLE001 - logging.Handler convention
             self.handleError(record)
 
 
-def component_logger(component: str, sink: list[tuple[str, str]], conf: Mapping[str, Any]) -> logging.Logger:
+def component_logger(
+    component: str, sink: list[tuple[str, str]], conf: Mapping[str, Any]
+) -> logging.Logger:
     """A parentless logger for one task, writing into ``sink``."""
-    logger = logging.Logger(f"stormshift.component.{component}")
+    logger = logging.Logger(f"stormshift.component.{component}")  # noqa: LOG001 - parentless on purpose
     logger.propagate = False
     level = _PY_LEVELS.get(str(conf.get("pystorm.log.level", "info")).lower(), logging.INFO)
     if conf.get("topology.debug"):

@@ -71,5 +71,11 @@ class Outbox:
 
     def __bool__(self) -> bool:
         return bool(
-            self.emits or self.acks or self.fails or self.logs or self.errors or self.metrics or self.syncs
+            self.emits
+            or self.acks
+            or self.fails
+            or self.logs
+            or self.errors
+            or self.metrics
+            or self.syncs
         )

@@ -23,11 +23,11 @@ positions, consumer list, constant targets when every consumer has
 
 from __future__ import annotations
 
-import json
 import zlib
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from stormshift.adapters.hashing import STR_SEED, hash_one, stable_hash
 from stormshift.errors import TupleError
 from stormshift.topology.graph import (
     ComponentDef,
@@ -38,74 +38,14 @@ from stormshift.topology.graph import (
     TopologyGraph,
 )
 
+__all__ = ["Router", "Targets", "choose_tasks", "hash_one", "stable_hash"]
+
 Targets = tuple[tuple[str, int], ...]
 RouteFn = Callable[[Sequence[Any], "int | None"], Targets]
 
 _ROUND_ROBIN = (GroupingKind.SHUFFLE, GroupingKind.NONE, GroupingKind.LOCAL_OR_SHUFFLE)
 _CONSTANT = (GroupingKind.GLOBAL, GroupingKind.ALL)
-_SEP = b"\x1f"
 _MEMO_MAX = 1 << 16  # distinct str keys remembered per stream (routing of hot keys)
-_STR_SEED = zlib.crc32(b"s")
-_INT_SEED = zlib.crc32(b"i")
-
-
-# -- stable hash -------------------------------------------------------
-def _encode(value: Any) -> bytes:
-    """Canonical bytes of one grouping value: a type tag, then the payload.
-
-    str ``s<utf-8>``, int ``i<decimal>``, bool ``b0``/``b1``, None ``n``,
-    float ``f<repr>``, bytes ``y<raw>``, list/tuple/dict ``j<canonical JSON>``
-    (sorted keys, so a dict's insertion order does not matter; tuples encode
-    like lists, as they arrive as lists after the wire).
-    """
-    t = type(value)
-    if t is str:
-        return b"s" + value.encode("utf-8", "surrogatepass")
-    if t is bool:
-        return b"b1" if value else b"b0"
-    if t is int:
-        return b"i" + str(value).encode()
-    if value is None:
-        return b"n"
-    if t is float:
-        return b"f" + repr(value).encode()
-    if isinstance(value, str):
-        return b"s" + str(value).encode("utf-8", "surrogatepass")
-    if isinstance(value, bool):
-        return b"b1" if value else b"b0"
-    if isinstance(value, int):
-        return b"i" + str(int(value)).encode()
-    if isinstance(value, (bytes, bytearray)):
-        return b"y" + bytes(value)
-    if isinstance(value, (list, tuple, dict)):
-        text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
-        return b"j" + text.encode("utf-8", "surrogatepass")
-    raise TypeError(
-        f"cannot hash a {type(value).__name__} for a fields grouping "
-        "(use str, int, float, bool, None, or lists/dicts of them)"
-    )
-
-
-def stable_hash(values: Sequence[Any]) -> int:
-    """CRC-32 of the values' canonical encodings joined by 0x1F.
-
-    Identical across processes, runs and ``PYTHONHASHSEED``; equal values
-    (a tuple and the list it becomes on the wire, dicts in any key order)
-    hash equally.
-    """
-    if len(values) == 1:
-        return hash_one(values[0])
-    return zlib.crc32(_SEP.join([_encode(v) for v in values]))
-
-
-def hash_one(value: Any) -> int:
-    """``stable_hash([value])`` with a fast path for a single str or int."""
-    t = type(value)
-    if t is str:
-        return zlib.crc32(value.encode("utf-8", "surrogatepass"), _STR_SEED)
-    if t is int:
-        return zlib.crc32(str(value).encode(), _INT_SEED)
-    return zlib.crc32(_encode(value))
 
 
 # -- the pure choice ---------------------------------------------------
@@ -161,7 +101,9 @@ class Router:
         }
 
     # public API ---------------------------------------------------------
-    def route(self, stream: str, values: Sequence[Any], direct_task_id: int | None = None) -> Targets:
+    def route(
+        self, stream: str, values: Sequence[Any], direct_task_id: int | None = None
+    ) -> Targets:
         fn = self.routes.get(stream)
         if fn is None:
             raise self.undeclared(stream, values)
@@ -227,7 +169,11 @@ class Router:
 
         pickers = [self._picker(stream, s) for s in subs]
         seq = self._seq.setdefault(stream.name, [0])
-        if len(subs) == 1 and subs[0].grouping.kind is GroupingKind.FIELDS and len(subs[0].grouping.fields) == 1:
+        if (
+            len(subs) == 1
+            and subs[0].grouping.kind is GroupingKind.FIELDS
+            and len(subs[0].grouping.fields) == 1
+        ):
             return self._compile_fields_one(stream, subs[0], check, no_direct)
         if len(pickers) == 1:
             only = pickers[0]
@@ -282,7 +228,7 @@ class Router:
             if type(v) is str:
                 slot = memo.get(v)
                 if slot is None:
-                    slot = slots[crc32(v.encode("utf-8", "surrogatepass"), _STR_SEED) % par]
+                    slot = slots[crc32(v.encode("utf-8", "surrogatepass"), STR_SEED) % par]
                     if len(memo) < _MEMO_MAX:
                         memo[v] = slot
                 return slot
@@ -293,7 +239,9 @@ class Router:
 
         return route_fields_one
 
-    def _picker(self, stream: StreamDef, sub: Subscription) -> Callable[[Sequence[Any], int], Targets]:
+    def _picker(
+        self, stream: StreamDef, sub: Subscription
+    ) -> Callable[[Sequence[Any], int], Targets]:
         """One consumer's choice as a closure over precomputed constants."""
         name, par, kind = sub.consumer, sub.par, sub.grouping.kind
         if par == 1 or kind is GroupingKind.GLOBAL:
@@ -331,7 +279,10 @@ class Router:
         raise ValueError(f"unknown grouping {sub.grouping}")
 
     def _compile_direct(
-        self, stream: StreamDef, subs: tuple[Subscription, ...], check: Callable[[Sequence[Any]], None]
+        self,
+        stream: StreamDef,
+        subs: tuple[Subscription, ...],
+        check: Callable[[Sequence[Any]], None],
     ) -> RouteFn:
         comp = self.component
         arity = len(stream.fields)
@@ -355,7 +306,9 @@ class Router:
                 return ()
             owner = owners.get(direct_task_id)
             if owner is None:
-                tasks = {s.consumer: list(range(s.first_task_id, s.first_task_id + s.par)) for s in subs}
+                tasks = {
+                    s.consumer: list(range(s.first_task_id, s.first_task_id + s.par)) for s in subs
+                }
                 raise TupleError(
                     f"direct_task={direct_task_id} is not a task of any consumer of stream "
                     f"{stream.name!r}; consumer task ids are {tasks}. fix: emit to one of "
@@ -392,7 +345,9 @@ def _field_positions(comp: ComponentDef, stream: StreamDef, sub: Subscription) -
         ) from None
 
 
-def _arity_checker(component: str, stream: StreamDef, arity: int) -> Callable[[Sequence[Any]], None]:
+def _arity_checker(
+    component: str, stream: StreamDef, arity: int
+) -> Callable[[Sequence[Any]], None]:
     def check(values: Sequence[Any]) -> None:
         if len(values) != arity:
             raise TupleError(

@@ -35,15 +35,15 @@ from stormshift.errors import TupleError
 from stormshift.topology.graph import TopologyGraph
 
 __all__ = [
+    "IdGenerator",
     "Tuple",
     "TupleFactory",
+    "batch_ids",
+    "counter_ids",
+    "random_ids",
     "tick_tuple",
     "to_wire",
     "values_type_name",
-    "counter_ids",
-    "random_ids",
-    "batch_ids",
-    "IdGenerator",
 ]
 
 IdGenerator = Callable[[], str]
@@ -86,7 +86,7 @@ class TupleFactory:
     def make(
         self, source: str, stream: str, source_task_id: int, values: Sequence[Any], tuple_id: str
     ) -> Tuple:
-        vtype = self.types.get((source, stream))
+        vtype: Any = self.types.get((source, stream))
         if vtype is None:
             return Tuple(tuple_id, source, stream, source_task_id, tuple(values))
         try:
@@ -99,10 +99,10 @@ class TupleFactory:
 
         For engines decoding a whole partition: skips the per-tuple type lookup.
         """
-        vtype = self.types.get((source, stream))
-        build = vtype._make if vtype is not None else tuple  # type: ignore[union-attr]
+        vtype: Any = self.types.get((source, stream))
+        build = vtype._make if vtype is not None else tuple
         new = Tuple.__new__
-        arity = len(vtype._fields) if vtype is not None else -1  # type: ignore[union-attr]
+        arity = len(vtype._fields) if vtype is not None else -1
 
         def make_one(values: Sequence[Any], tuple_id: str, task: int) -> Tuple:
             if arity >= 0 and len(values) != arity:
@@ -124,7 +124,9 @@ class TupleFactory:
 
 
 # -- wire check --------------------------------------------------------
-def to_wire(values: Sequence[Any], component: str, stream: str, fields: Sequence[str] = ()) -> list[Any]:
+def to_wire(
+    values: Sequence[Any], component: str, stream: str, fields: Sequence[str] = ()
+) -> list[Any]:
     """``values`` as they arrive after Storm's JSON pipe (a new list).
 
     Flat lists of str/int/bool/None/finite float cost one type test per
@@ -146,9 +148,8 @@ def to_wire(values: Sequence[Any], component: str, stream: str, fields: Sequence
         if t is int:
             if _INT64_MIN <= v <= _INT64_MAX:
                 continue
-        elif t is float:
-            if v - v == 0.0:  # finite (NaN and +-inf give nan)
-                continue
+        elif t is float and v - v == 0.0:  # finite (NaN and +-inf give nan)
+            continue
         try:
             out[i] = _wire_value(v)
         except _WireError as err:
@@ -196,7 +197,9 @@ def _wire_value(v: Any, path: str = "") -> Any:
         return out
     if isinstance(v, (bytes, bytearray, memoryview)):
         raise _WireError(
-            f"{type(v).__name__} {bytes(v)[:20]!r}", "decode it (or base64-encode it) to a str", path
+            f"{type(v).__name__} {bytes(v)[:20]!r}",
+            "decode it (or base64-encode it) to a str",
+            path,
         )
     if isinstance(v, (set, frozenset)):
         raise _WireError(f"a {type(v).__name__}", "send sorted(list(...)) instead", path)

@@ -9,4 +9,4 @@ from stormshift.spouts.base import RecordDecodeError, ReplayableSpout, read_rang
 from stormshift.spouts.jsonlines import JsonLinesSpout
 from stormshift.spouts.redis_streams import RedisStreamSpout
 
-__all__ = ["ReplayableSpout", "RecordDecodeError", "read_range", "JsonLinesSpout", "RedisStreamSpout"]
+__all__ = ["JsonLinesSpout", "RecordDecodeError", "RedisStreamSpout", "ReplayableSpout", "read_range"]

@@ -35,12 +35,12 @@ import streamparse
 from stormshift.errors import TopologyError, TupleError
 
 __all__ = [
-    "ReplayableSpout",
     "RecordDecodeError",
-    "read_range",
+    "ReplayableSpout",
     "msg_id_for",
     "parse_msg_id",
     "partitions_of_task",
+    "read_range",
     "task_position",
 ]
 
@@ -233,9 +233,11 @@ class ReplayableSpout(streamparse.Spout):
     def next_tuple(self) -> None:
         """Emit one tuple: a failed one first, else the next record.
 
-        Raises ``RecordDecodeError`` for an undecodable record (already past
-        it, so the next call goes on), ``StopIteration`` once a bounded input
-        is fully read and every tuple is acked.
+        An undecodable record is reported through Storm's error channel
+        (``reportError``: counted as an error by the engine, shown with its
+        raw text) and skipped -- raising would kill the spout task, and a
+        re-created one would meet the same record again. Raises
+        ``StopIteration`` once a bounded input is fully read and acked.
         """
         if self._retry:
             msg_id = self._retry.popleft()
@@ -250,10 +252,16 @@ class ReplayableSpout(streamparse.Spout):
             return
         item = self._buffer.popleft()
         if isinstance(item, RecordDecodeError):
-            raise item
+            self.report_bad_record(item)
+            return
         values, msg_id = item
         self._pending[msg_id] = values
         self.emit(values, tup_id=msg_id)
+
+    def report_bad_record(self, err: RecordDecodeError) -> None:
+        """Storm's ``reportError`` for one bad record, raw record included."""
+        self.bad_record_count = getattr(self, "bad_record_count", 0) + 1
+        self.send_message({"command": "error", "msg": f"{err}\n  raw record: {err.raw!r}"})
 
     def ack(self, tup_id: Any) -> None:
         self._pending.pop(str(tup_id), None)

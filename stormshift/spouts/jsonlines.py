@@ -31,7 +31,7 @@ from typing import Any
 from stormshift.errors import TopologyError
 from stormshift.spouts.base import RecordDecodeError, ReplayableSpout, msg_id_for
 
-__all__ = ["JsonLinesSpout", "line_ends", "decode_json_fields"]
+__all__ = ["JsonLinesSpout", "decode_json_fields", "line_ends"]
 
 _READ_BLOCK_BYTES = 8 << 20
 
@@ -39,7 +39,7 @@ _READ_BLOCK_BYTES = 8 << 20
 class _LineIndex:
     """Byte offset after each complete line of one file, grown as it grows."""
 
-    __slots__ = ("inode", "scanned", "ends")
+    __slots__ = ("ends", "inode", "scanned")
 
     def __init__(self, inode: int):
         self.inode = inode

@@ -43,7 +43,7 @@ def connect(url: str | None = None) -> Any:
     url = url or os.environ.get("STORMSHIFT_REDIS_URL") or os.environ.get("REDIS_URL")
     if not url:
         return embedded()
-    if url.startswith("redis+cluster://") or url.startswith("rediss+cluster://"):
+    if url.startswith(("redis+cluster://", "rediss+cluster://")):
         from redis.cluster import RedisCluster
 
         return RedisCluster.from_url(url.replace("+cluster", "", 1))
@@ -98,10 +98,33 @@ SHA: dict[str, str] = {n: hashlib.sha1(s.encode()).hexdigest() for n, s in SCRIP
 Call = tuple[str, Sequence[Any], Sequence[Any]]  # (script name, keys, args)
 
 
+def _is_cluster(r: Any) -> bool:
+    return hasattr(r, "nodes_manager")
+
+
 def load_scripts(r: Any) -> None:
     """SCRIPT LOAD every script (on every primary of a cluster)."""
-    for src in SCRIPTS.values():
-        r.script_load(src)
+    clients = [n.redis_connection for n in r.get_primaries()] if _is_cluster(r) else [r]
+    for client in clients:
+        for src in SCRIPTS.values():
+            client.script_load(src)
+
+
+def _cluster_round(r: Any, calls: Sequence[Call]) -> list[Any]:
+    """One pipelined round per primary that owns a called slot (each script's keys share
+    one slot by construction); results come back in call order."""
+    by_node: dict[str, tuple[Any, list[int]]] = {}
+    for i, (_name, keys, _args) in enumerate(calls):
+        node = r.nodes_manager.get_node_from_slot(r.keyslot(keys[0]))
+        by_node.setdefault(node.name, (node.redis_connection, []))[1].append(i)
+    results: list[Any] = [None] * len(calls)
+    for client, idx in by_node.values():
+        for i, res in zip(idx, _round(client, [calls[i] for i in idx])):
+            if isinstance(res, rex.ResponseError) and str(res).startswith(("MOVED", "ASK")):
+                r.nodes_manager.initialize()  # slots moved: refresh the map and retry the round
+                raise rex.TryAgainError(str(res))
+            results[i] = res
+    return results
 
 
 def _streamable(r: Any) -> bool:
@@ -113,6 +136,8 @@ def _round(r: Any, calls: Sequence[Call]) -> list[Any]:
     packed, so Redis executes early calls while later ones are still being encoded."""
     if _streamable(r):
         return _stream_round(r, calls)
+    if _is_cluster(r):
+        return _cluster_round(r, calls)
     pipe = r.pipeline(transaction=False)
     for name, keys, args in calls:
         pipe.evalsha(SHA[name], len(keys), *keys, *args)

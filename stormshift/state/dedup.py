@@ -26,7 +26,7 @@ from stormshift.state import keys as K
 from stormshift.state.connection import retrying, run_scripts
 from stormshift.state.scope import TaskScope, current_scope
 
-__all__ = ["ExactDedup", "BloomDedup", "false_positive_rate", "expected_false_drops", "choose"]
+__all__ = ["BloomDedup", "ExactDedup", "choose", "expected_false_drops", "false_positive_rate"]
 
 
 def false_positive_rate(n: int, m: int, k: int) -> float:

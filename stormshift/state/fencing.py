@@ -19,7 +19,7 @@ from stormshift.errors import FencedError
 from stormshift.state import keys as K
 from stormshift.state.connection import retrying, run_scripts
 
-__all__ = ["acquire_epoch", "current_epoch", "FencedWriter", "FencedError"]
+__all__ = ["FencedError", "FencedWriter", "acquire_epoch", "current_epoch"]
 
 
 @retrying

@@ -12,7 +12,7 @@ from typing import Any
 from stormshift.state import keys as K
 from stormshift.state.codec import committed_view, decode_key, encode_key
 
-__all__ = ["namespaces", "map_kinds", "map_items", "map_get", "namespace_keys"]
+__all__ = ["map_get", "map_items", "map_kinds", "namespace_keys", "namespaces"]
 
 
 def _s(x: Any) -> str:

@@ -34,7 +34,7 @@ KINDS = ("transactional", "opaque", "plain")
 _MISSING = object()
 # The running TaskScope (set by scope.TaskScope; lives here so the hot path needs no import).
 _current: contextvars.ContextVar[Any] = contextvars.ContextVar("stormshift_task_scope", default=None)
-__all__ = ["MapHandle", "MapBuffer", "opaque_map", "transactional_map", "plain_map", "KINDS"]
+__all__ = ["KINDS", "MapBuffer", "MapHandle", "opaque_map", "plain_map", "transactional_map"]
 
 
 class MapBuffer:
@@ -46,7 +46,7 @@ class MapBuffer:
     whose stored txid is already ours (replay: their writes are dropped).
     """
 
-    __slots__ = ("scope", "name", "kind", "ops", "base", "applied")
+    __slots__ = ("applied", "base", "kind", "name", "ops", "scope")
 
     def __init__(self, scope: Any, name: str, kind: str):
         self.scope = scope
@@ -107,7 +107,7 @@ class MapBuffer:
 class MapHandle:
     """A named map, bound to whichever TaskScope is running when it is used."""
 
-    __slots__ = ("name", "kind", "_scope", "_buf")
+    __slots__ = ("_buf", "_scope", "kind", "name")
 
     def __init__(self, name: str, kind: str):
         if kind not in KINDS:
@@ -130,7 +130,7 @@ class MapHandle:
             self._buf = scope.buffer(self.name, self.kind)
         return self._buf
 
-    def increment(self, key: Any, by: int | float = 1) -> None:
+    def increment(self, key: Any, by: float = 1) -> None:
         """Add ``by`` to the value at ``key`` (absent counts as 0); no read needed."""
         buf = self._buf
         if buf is None or _current.get() is not self._scope:

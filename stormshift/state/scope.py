@@ -16,9 +16,10 @@ flush means a newer attempt owns the task: stop, do not retry.
 from __future__ import annotations
 
 import contextvars
-from zlib import crc32
 from dataclasses import dataclass
-from typing import Any
+from types import TracebackType
+from typing import Any, Self
+from zlib import crc32
 
 from stormshift.errors import StateError
 from stormshift.state import keys as K
@@ -27,7 +28,7 @@ from stormshift.state.connection import retrying, run_scripts
 from stormshift.state.keys import KEY_GROUPS
 from stormshift.state.maps import MapBuffer, _current
 
-__all__ = ["TaskScope", "ScopeStats", "current_scope"]
+__all__ = ["ScopeStats", "TaskScope", "current_scope"]
 
 
 def current_scope() -> TaskScope | None:
@@ -71,11 +72,13 @@ class TaskScope:
         self._token: contextvars.Token | None = None
         self._done = False
 
-    def __enter__(self) -> TaskScope:
+    def __enter__(self) -> Self:
         self._token = _current.set(self)
         return self
 
-    def __exit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         if self._token is not None:
             _current.reset(self._token)
             self._token = None
@@ -188,6 +191,8 @@ class TaskScope:
     def _annotate(self, e: Exception) -> None:
         if e.args and isinstance(e.args[0], str) and self.component not in e.args[0]:
             e.args = (
-                f"component {self.component!r} task {self.task_index} txid {self.txid} "
-                f"epoch {self.epoch}: {e.args[0]}",
+                (
+                    f"component {self.component!r} task {self.task_index} txid {self.txid} "
+                    f"epoch {self.epoch}: {e.args[0]}"
+                ),
             ) + e.args[1:]

@@ -29,7 +29,7 @@ log = logging.getLogger("stormshift.state.snapshots")
 MAGIC = b"SSNAP1"
 HMAC_ENV = "STORMSHIFT_STATE_HMAC_KEY"
 DEFAULT_WARN_BYTES = 16 * 1024 * 1024
-__all__ = ["SnapshotStore", "sign", "verify", "HMAC_ENV"]
+__all__ = ["HMAC_ENV", "SnapshotStore", "sign", "verify"]
 
 
 def _digest(key: bytes, context: bytes, payload: bytes) -> bytes:

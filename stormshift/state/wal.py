@@ -29,6 +29,7 @@ from typing import Any
 
 import msgpack
 
+from stormshift.errors import StateError
 from stormshift.state.fencing import FencedWriter, acquire_epoch
 
 __all__ = ["WriteAheadLog", "Entry", "WAL_TXID"]
@@ -48,12 +49,14 @@ class WriteAheadLog:
         self.task_index = task_index
         self._writer = FencedWriter(r, namespace, component, task_index, WAL_TXID, 0)
         self.key = self._writer.key("wal")
+        self._head: int | None = None
 
     # -- planner side ------------------------------------------------------
     def open_for_append(self) -> int:
         """Take a new epoch (fencing any older planner) and return the logged head seq."""
         self._writer.epoch = acquire_epoch(self.r, self.namespace, self.component, self.task_index)
-        return self.head()
+        self._head = self.head()
+        return self._head
 
     def head(self) -> int:
         """Seq after the last logged tuple (0 for an empty log)."""
@@ -65,15 +68,22 @@ class WriteAheadLog:
     def append(self, start_seq: int, entries: Sequence[Entry]) -> int:
         """Log ``entries`` as the chunk starting at ``start_seq``; returns the new head.
 
-        Raises FencedError if a newer planner owns the task, and a Redis error
-        if ``start_seq`` is not the head (ids must grow), so no gap or overlap
-        can be written.
+        Raises FencedError if a newer planner owns the task, and StateError if
+        ``start_seq`` is not the head, so no gap or overlap can be written.
         """
+        if self._head is None:
+            raise StateError(f"spout {self.component!r} task {self.task_index}: write-ahead log "
+                             "appended before open_for_append()")
+        if start_seq != self._head:
+            raise StateError(
+                f"spout {self.component!r} task {self.task_index}: write-ahead log chunk starts at "
+                f"seq {start_seq} but the log ends at {self._head} (a gap or an overlap)")
         if not entries:
             return start_seq
         end = start_seq + len(entries)
         payload = msgpack.packb([start_seq, [list(e) for e in entries]], use_bin_type=True)
         self._writer.call("XADD", self.key, f"{end}-0", "c", payload)
+        self._head = end
         return end
 
     def trim(self, committed_seq: int) -> None:

@@ -9,7 +9,7 @@ only grow across checkpoints). The protocol, one numbered step each:
 2. the batch's ticks (recorded under the txid: a re-run sees the same ones);
 3. build one DataFrame per stage (rows for the head -> ``repartitionById`` ->
    ``mapInArrow``); an output feeding several stages is persisted, so it is
-   computed once; run each terminal stage (an action each): STAGES_DONE;
+   computed once; run every terminal stage in one action: STAGES_DONE;
 4. gather the tasks' counters (Redis) for progress and summary;
 5. record ``committed = txid`` in Redis: COMMITTED; only then return, so Spark
    writes its own commit log after ours.
@@ -124,6 +124,7 @@ class BatchRunner:
             first = layout.first_task(stage.head)
             parts = [frames[p] for p in producers[stage.head]]
             consumed.update(producers[stage.head])
+            parts.append(_beacons(df.sparkSession, first, stage.par))
             rows = reduce(lambda a, b: a.unionAll(b), parts)
             rows = rows.where((F.col("dest") >= first) & (F.col("dest") < first + stage.par))
             rows = rows.repartitionById(stage.par, (F.col("dest") - F.lit(first)).cast("int"))
@@ -135,10 +136,9 @@ class BatchRunner:
             frames[stage.head] = out
         terminals = [frames[s.head] for s in layout.stages if s.head not in consumed]
         try:
-            # One action per terminal stage, never a union of them: a union renumbers
-            # partitions, and a stage task learns its task index from its partition id.
-            for frame in terminals:
-                frame.write.format("noop").mode("overwrite").save()
+            if terminals:
+                everything = reduce(lambda a, b: a.unionAll(b), terminals)
+                everything.write.format("noop").mode("overwrite").save()
         finally:
             for frame in persisted:
                 frame.unpersist()
@@ -183,6 +183,20 @@ def _producers(layout: Layout) -> dict[str, list[str]]:
                 names.append(name)
         out[stage.head] = names
     return out
+
+
+def _beacons(spark: Any, first: int, par: int) -> Any:
+    """One empty row per task (``src = -1``): every task runs (ticks, snapshots) and
+    learns its task index from its rows -- Spark partition ids are renumbered by unions."""
+    from pyspark.sql import functions as F
+
+    return spark.range(par).select(
+        (F.col("id") + F.lit(first)).cast("int").alias("dest"),
+        F.lit(-1).cast("int").alias("src"),
+        F.lit(-1).cast("long").alias("seq"),
+        F.lit(-1).cast("int").alias("sid"),
+        F.lit(b"").cast("binary").alias("v"),
+    )
 
 
 def _stage_fn(job: StageJob) -> Callable[[Any], Any]:

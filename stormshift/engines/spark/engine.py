@@ -17,7 +17,9 @@ API (also used by ``bench/spark_adclicks.py``)::
 - ``until_done``: stop once every spout reached end of input and its last batch committed.
 - ``batch_max_tuples``: tuples per spout task per batch (default 10,000).
 - ``sink``: ``jsonl:DIR`` (default ``<checkpoint>/sink``), ``redis:STREAM`` or ``drop``.
-- ``run(max_tuples=N)`` stops generic spouts after N tuples in all (then like ``until_done``).
+- ``run(max_tuples=N)`` stops generic spouts after N tuples in all (then like ``until_done``);
+  ``run(max_batches=N)`` stops the query once N batches committed (the next one may be cut
+  short: it is re-run from the checkpoint by the next ``run``).
 
 ``run`` returns a ``RunSummary`` (per component tuples in/out, acks, fails,
 errors, dead-lettered; leaf outputs read back from a jsonl sink).
@@ -106,7 +108,8 @@ class SparkEngine:
 
     # -- run -----------------------------------------------------------------
     def run(self, max_tuples: int | None = None, duration_secs: float | None = None,
-            on_progress: Callable[[str], None] | None = None) -> RunSummary:
+            on_progress: Callable[[str], None] | None = None,
+            max_batches: int | None = None) -> RunSummary:
         from stormshift.state.commit import CommitLog
         from stormshift.state.connection import connect, url_of
         from stormshift.state.keys import ns_key
@@ -130,7 +133,10 @@ class SparkEngine:
         cfg = BatchConfig(self.layout, self.namespace, url, state_key, self.sink, base, self.max_attempts)
         ticks = TickRecorder(r, ns_key(self.namespace, "spark:ticks"), intervals)
 
+        batches: list[BatchResult] = []
+
         def on_batch(result: BatchResult) -> None:
+            batches.append(result)
             _accumulate(summary, result)
             if on_progress is not None:
                 on_progress(format_progress(result, self.layout))
@@ -153,13 +159,15 @@ class SparkEngine:
             .start()
         )
         finite = self.until_done or max_tuples is not None
-        summary.stop_reason = self._wait(query, finite, duration_secs, started)
+        enough = (lambda: len(batches) >= max_batches) if max_batches else (lambda: False)
+        summary.stop_reason = self._wait(query, finite, duration_secs, started, enough)
         summary.elapsed_ms = (time.perf_counter() - started) * 1000
         if self.sink.kind == "jsonl":
             summary.outputs = read_jsonl_outputs(self.sink.target)
         return summary
 
-    def _wait(self, query: Any, finite: bool, duration_secs: float | None, started: float) -> str:
+    def _wait(self, query: Any, finite: bool, duration_secs: float | None, started: float,
+              enough: Callable[[], bool]) -> str:
         """Block until end of input (``finite``), ``duration_secs`` or a failure."""
         try:
             while query.isActive:
@@ -168,6 +176,8 @@ class SparkEngine:
                     return "done"
                 if duration_secs is not None and time.perf_counter() - started >= duration_secs:
                     return "duration"
+                if enough():
+                    return "max_batches"
             exc = query.exception()
             if exc is not None:
                 raise StormshiftError(f"spark engine: the streaming query failed: {stop_reason_from(exc)}")

@@ -36,6 +36,15 @@ def sorted_table(batches: Iterable[pa.RecordBatch]) -> pa.Table:
     return table
 
 
+def split_beacons(table: pa.Table, first_task: int) -> tuple[int | None, pa.Table]:
+    """``(task index, data rows)``: beacons (``src = -1``) sort first and name the task."""
+    n = pc.sum(pc.equal(table.column("src"), -1)).as_py() or 0 if table.num_rows else 0
+    if n == 0:
+        return None, table
+    task = table.column("dest")[0].as_py() - first_task
+    return task, table.slice(n)
+
+
 def iter_values(column: pa.ChunkedArray) -> Iterator[Any]:
     """Decode every msgpack cell of a binary column, chunk by chunk, in one Unpacker each."""
     for chunk in column.chunks:

@@ -17,7 +17,8 @@ Retry policy: a tuple whose ``process()`` raises is retried in the task up to
 ``max_attempts`` times in all (emits of a failed attempt are discarded), then
 dead-lettered with its error and traceback; the batch goes on without it. A
 tuple of the wrong arity or whose emit cannot be encoded is dead-lettered at
-once (retrying cannot change it).
+once (retrying cannot change it), and so is a tuple the bolt ``fail()``s
+itself (Storm would replay it from the spout; a batch engine has no replay).
 """
 
 from __future__ import annotations
@@ -165,12 +166,19 @@ class _Member:
     def _execute(self, tup: Any, outbox: Any) -> None:
         last: ComponentFailure | None = None
         for _attempt in range(self.job.max_attempts):
+            fails = len(outbox.fails)
             try:
                 self.host.execute(tup)
             except ComponentFailure as exc:
                 outbox.emits.clear()
                 last = exc
                 continue
+            if len(outbox.fails) > fails and tup.id in outbox.fails[fails:]:
+                # The bolt failed the tuple itself: Storm would replay it from the spout
+                # (forever, if the failure is deterministic); here it is dead-lettered once.
+                self._dead_letter(tup.stream, list(tup.values),
+                                  TupleError("the bolt called fail() on this tuple",
+                                             component=self.name, stream=tup.stream), "")
             if outbox.emits:
                 try:
                     self._dispatch(outbox.emits)
@@ -259,13 +267,13 @@ def _plain(values: Any) -> Any:
 
 def run_partition(job: StageJob, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """mapInArrow body for one task of ``job.stage`` (module doc steps 1-4)."""
-    from pyspark import TaskContext
-
     from stormshift.state.scope import TaskScope
 
     ensure_paths(job.layout.graph)
-    task = TaskContext.get().partitionId()
     table = R.sorted_table(batches)  # Step 1.
+    task, table = R.split_beacons(table, job.layout.first_task(job.stage.head))
+    if task is None:
+        return  # no beacon: a partition the plan did not make (cannot happen with repartitionById)
     r = redis_for(job.redis_url)
     out = R.RowBuilder()
     members = job.stage.members

@@ -29,7 +29,7 @@ from pathlib import Path
 from stormshift.errors import TopologyError
 from stormshift.topology.graph import TopologyGraph
 
-__all__ = ["SubmitPlan", "build_submit_command", "build_submit_plan", "run_submit", "find_spark_submit"]
+__all__ = ["SubmitPlan", "build_submit_command", "build_submit_plan", "find_spark_submit", "run_submit"]
 
 _ZIP_DATE = (1980, 1, 1, 0, 0, 0)
 _SKIP_DIRS = {"__pycache__", ".git", ".stormshift", "_build", ".pytest_cache", ".mypy_cache"}

@@ -1,0 +1,337 @@
+"""Every Lua script of the state layer (format version ``keys.FORMAT_VERSION``).
+
+Each write script first runs the fence check (stale epoch, txid at or below
+the committed one) and validates every key before it writes anything, so a
+rejected call leaves no partial write. A script only touches keys of one key
+group (one hash slot), which keeps it valid on Redis Cluster. Scripts must run
+on Redis's Lua 5.1 and on fakeredis's Lua 5.4 (no cmsgpack, no struct).
+"""
+
+from __future__ import annotations
+
+# Shared prelude: the fence check every write script runs before touching data.
+# Returns an error string (prefixed FENCED) or nil; never writes before checks pass.
+_FENCE = r"""
+local unpack = unpack or table.unpack
+local function fence(fkey, who, epoch_s, txid_s)
+  local epoch = tonumber(epoch_s)
+  local txid = tonumber(txid_s)
+  local cur_s = redis.call('HGET', fkey, who) or '-1'
+  if epoch < tonumber(cur_s) then
+    return 'FENCED stale epoch ' .. epoch_s .. ' for task ' .. who .. ' (current epoch ' .. cur_s .. ')'
+  end
+  local com_s = redis.call('HGET', fkey, '__committed') or '-1'
+  if txid <= tonumber(com_s) then
+    return 'FENCED txid ' .. txid_s .. ' is at or below the committed txid ' .. com_s
+  end
+  if epoch > tonumber(cur_s) then redis.call('HSET', fkey, who, epoch_s) end
+  return nil
+end
+"""
+
+# Server-side numeric add on encoded values ('i<int>' / 'f<float>'; '' = absent = 0).
+# Integers below 1e14 print exactly with '..' (Lua's %.14g); larger ones via %d.
+_ADD = r"""
+local sub, find, byte, fmt = string.sub, string.find, string.byte, string.format
+local LIM = 9007199254740992
+local operands = {}
+local function add(a, b)
+  local ta, x
+  if a == '' then ta = 105; x = 0 else ta = byte(a, 1); x = tonumber(sub(a, 2)) end
+  local tb, y = 105, operands[b]
+  if y == nil then tb = byte(b, 1); y = tonumber(sub(b, 2)); if tb == 105 then operands[b] = y end end
+  if x == nil or y == nil or (ta ~= 105 and ta ~= 102) or (tb ~= 105 and tb ~= 102) then
+    return nil, 'NOTNUM cannot increment a non-numeric value'
+  end
+  local s = x + y
+  if ta == 105 and tb == 105 then
+    if s < 1e14 and s > -1e14 then return 'i' .. s end
+    if s >= LIM or s <= -LIM or x >= LIM or x <= -LIM then
+      return nil, 'OVERFLOW integer increment beyond 2^53'
+    end
+    return 'i' .. fmt('%d', s)
+  end
+  return 'f' .. fmt('%.17g', s)
+end
+"""
+
+# KEYS: fence, map. ARGV: epoch, txid, who, op, then (field, operand)*. op 's' set | 'i' incr.
+# Record: "<txid>|<value>"; a stored txid equal to ours means already applied: skip.
+TRANSACTIONAL_WRITE = _FENCE + _ADD + r"""
+local err = fence(KEYS[1], ARGV[3], ARGV[1], ARGV[2])
+if err then return redis.error_reply(err) end
+local txid = ARGV[2]
+local txn = tonumber(txid)
+local op = ARGV[4]
+local n = (#ARGV - 4) / 2
+local fields = {}
+for j = 1, n do fields[j] = ARGV[2 * j + 3] end
+local recs = redis.call('HMGET', KEYS[2], unpack(fields))
+local out = {}
+for j = 1, n do
+  local rec = recs[j]
+  local v = ARGV[2 * j + 4]
+  local cur = ''
+  local skip = false
+  if rec then
+    local a = find(rec, '|', 1, true)
+    local t = tonumber(sub(rec, 1, a - 1))
+    if t > txn then return redis.error_reply('FENCED key already holds newer txid ' .. t) end
+    if t == txn then skip = true else cur = sub(rec, a + 1) end
+  end
+  if not skip then
+    local new, e = v, nil
+    if op == 'i' then new, e = add(cur, v) end
+    if not new then return redis.error_reply(e) end
+    out[#out + 1] = fields[j]
+    out[#out + 1] = txid .. '|' .. new
+  end
+end
+if #out > 0 then redis.call('HSET', KEYS[2], unpack(out)) end
+return #out / 2
+"""
+
+# Record: "<txid>|<len(prev)>|<prev><curr>"; prev '' = absent.
+# Stored txid equal to ours: recompute from prev; else curr becomes prev.
+OPAQUE_WRITE = _FENCE + _ADD + r"""
+local err = fence(KEYS[1], ARGV[3], ARGV[1], ARGV[2])
+if err then return redis.error_reply(err) end
+local match = string.match
+local txid = ARGV[2]
+local ntx = #txid
+local op = ARGV[4]
+local n = (#ARGV - 4) / 2
+local fields = {}
+for j = 1, n do fields[j] = ARGV[2 * j + 3] end
+local recs = redis.call('HMGET', KEYS[2], unpack(fields))
+local out = {}
+local o = 0
+for j = 1, n do
+  local rec = recs[j]
+  local base = ''
+  if rec then
+    local t, lp = match(rec, '^(%d+)|(%d+)|')
+    local h = #t + #lp + 3
+    lp = tonumber(lp)
+    if t == txid then
+      base = sub(rec, h, h + lp - 1)
+    else
+      if #t > ntx or (#t == ntx and t > txid) then
+        return redis.error_reply('FENCED key already holds newer txid ' .. t)
+      end
+      base = sub(rec, h + lp)
+    end
+  end
+  local new, e = ARGV[2 * j + 4], nil
+  if op == 'i' then new, e = add(base, new) end
+  if not new then return redis.error_reply(e) end
+  out[o + 1] = fields[j]
+  out[o + 2] = txid .. '|' .. #base .. '|' .. base .. new
+  o = o + 2
+end
+if o > 0 then redis.call('HSET', KEYS[2], unpack(out)) end
+return o / 2
+"""
+
+# Plain (non-transactional) map: fenced, but values carry no txid; increments add.
+PLAIN_WRITE = _FENCE + _ADD + r"""
+local err = fence(KEYS[1], ARGV[3], ARGV[1], ARGV[2])
+if err then return redis.error_reply(err) end
+local op = ARGV[4]
+local n = (#ARGV - 4) / 2
+local fields = {}
+for j = 1, n do fields[j] = ARGV[2 * j + 3] end
+local recs = redis.call('HMGET', KEYS[2], unpack(fields))
+local out = {}
+for j = 1, n do
+  local v = ARGV[2 * j + 4]
+  local new, e = v, nil
+  if op == 'i' then new, e = add(recs[j] or '', v) end
+  if not new then return redis.error_reply(e) end
+  out[#out + 1] = fields[j]
+  out[#out + 1] = new
+end
+if #out > 0 then redis.call('HSET', KEYS[2], unpack(out)) end
+return #out / 2
+"""
+
+# KEYS: fence. ARGV: who, epoch. Raises the group's copy of a task's epoch (never lowers).
+FENCE_EPOCH = r"""
+local cur = tonumber(redis.call('HGET', KEYS[1], ARGV[1]) or '-1')
+if tonumber(ARGV[2]) > cur then redis.call('HSET', KEYS[1], ARGV[1], ARGV[2]) end
+return 1
+"""
+
+# KEYS: fence. ARGV: txid. Raises the group's copy of the committed txid.
+FENCE_COMMITTED = r"""
+local cur = tonumber(redis.call('HGET', KEYS[1], '__committed') or '-1')
+if tonumber(ARGV[1]) > cur then redis.call('HSET', KEYS[1], '__committed', ARGV[1]) end
+return 1
+"""
+
+# KEYS: commit. ARGV: txid, format. Txids never go backwards; same txid is a no-op.
+RECORD_COMMIT = r"""
+local cur = tonumber(redis.call('HGET', KEYS[1], 'committed') or '-1')
+local t = tonumber(ARGV[1])
+if t < cur then
+  return redis.error_reply('FENCED commit of txid ' .. ARGV[1] .. ' below committed ' .. cur)
+end
+redis.call('HSET', KEYS[1], 'committed', ARGV[1], 'format', ARGV[2])
+return cur
+"""
+
+# KEYS: fence, snapshot hash. ARGV: epoch, txid, who, payload.
+# Keeps the in-flight versions (> committed) and the newest committed one.
+SNAPSHOT_SAVE = _FENCE + r"""
+local err = fence(KEYS[1], ARGV[3], ARGV[1], ARGV[2])
+if err then return redis.error_reply(err) end
+redis.call('HSET', KEYS[2], ARGV[2], ARGV[4])
+local committed = tonumber(redis.call('HGET', KEYS[1], '__committed') or '-1')
+local versions = redis.call('HKEYS', KEYS[2])
+local keep = -1
+for _, v in ipairs(versions) do
+  local t = tonumber(v)
+  if t <= committed and t > keep then keep = t end
+end
+local dropped = 0
+for _, v in ipairs(versions) do
+  local t = tonumber(v)
+  if t <= committed and t ~= keep then redis.call('HDEL', KEYS[2], v); dropped = dropped + 1 end
+end
+return dropped
+"""
+
+# KEYS: fence, target. ARGV: epoch, txid, who, command, args...
+# Fenced generic write for task-owned keys (WAL appends and trims, sinks).
+FENCED_COMMANDS = ("XADD", "XTRIM", "XDEL", "SET", "DEL", "HSET", "HDEL", "RPUSH", "LTRIM", "PEXPIRE")
+FENCED_CALL = _FENCE + r"""
+local err = fence(KEYS[1], ARGV[3], ARGV[1], ARGV[2])
+if err then return redis.error_reply(err) end
+local args = {}
+for i = 5, #ARGV do args[#args + 1] = ARGV[i] end
+return redis.call(ARGV[4], KEYS[2], unpack(args))
+"""
+
+# KEYS: dlq stream, dlq ids hash. ARGV: digest, field/value pairs.
+# Idempotent: a replayed batch dead-letters the same tuple once.
+DLQ_ADD = r"""
+local unpack = unpack or table.unpack
+local have = redis.call('HGET', KEYS[2], ARGV[1])
+if have then return have end
+local f = {}
+for i = 2, #ARGV do f[#f + 1] = ARGV[i] end
+local id = redis.call('XADD', KEYS[1], '*', unpack(f))
+redis.call('HSET', KEYS[2], ARGV[1], id)
+return id
+"""
+
+# KEYS: fence, live bucket hashes newest first. ARGV: epoch, txid, who, ttl_ms, ids...
+# id -> first txid that saw it; a duplicate is an id seen under ANOTHER txid (a replay of
+# the same batch is not its own duplicate). Returns 1/0 per id.
+DEDUP_EXACT = _FENCE + r"""
+local err = fence(KEYS[1], ARGV[3], ARGV[1], ARGV[2])
+if err then return redis.error_reply(err) end
+local txid = ARGV[2]
+local out = {}
+for i = 5, #ARGV do
+  local id = ARGV[i]
+  local dup, found = 0, false
+  for b = 2, #KEYS do
+    local t = redis.call('HGET', KEYS[b], id)
+    if t then
+      found = true
+      if t ~= txid then dup = 1 end
+      break
+    end
+  end
+  if not found then redis.call('HSET', KEYS[2], id, txid) end
+  out[#out + 1] = dup
+end
+if redis.call('EXISTS', KEYS[2]) == 1 then redis.call('PEXPIRE', KEYS[2], ARGV[4]) end
+return out
+"""
+
+# Time-segmented Bloom filter. KEYS: fence, pending bitmap, pending meta hash, expired
+# segment, live segments newest first (KEYS[5] = current). ARGV: epoch, txid, who, ttl_ms,
+# m, k, then h1, h2 per id (positions (h1 + i*h2) % m, i < k). Bits of the running txid go
+# to the pending bitmap, merged into their segment once a later txid arrives, so a
+# replayed batch never counts its own ids as duplicates.
+_BLOOM_HAS = r"""
+local function has(key, h1, h2, m, k)
+  for i = 0, k - 1 do
+    if redis.call('GETBIT', key, (h1 + i * h2) % m) == 0 then return false end
+  end
+  return true
+end
+"""
+DEDUP_BLOOM = _FENCE + _BLOOM_HAS + r"""
+local err = fence(KEYS[1], ARGV[3], ARGV[1], ARGV[2])
+if err then return redis.error_reply(err) end
+local txid = ARGV[2]
+local ttl, m, k = ARGV[4], tonumber(ARGV[5]), tonumber(ARGV[6])
+local pend = redis.call('HMGET', KEYS[3], 'txid', 'seg')
+if pend[1] and pend[1] ~= txid then
+  if redis.call('EXISTS', KEYS[2]) == 1 then
+    for s = 5, #KEYS do  -- merge into the segment the bits were written in, if still live
+      if KEYS[s] == pend[2] then redis.call('BITOP', 'OR', KEYS[s], KEYS[s], KEYS[2]) end
+    end
+    redis.call('DEL', KEYS[2])
+  end
+end
+if pend[1] ~= txid then redis.call('HSET', KEYS[3], 'txid', txid, 'seg', KEYS[5]) end
+redis.call('DEL', KEYS[4])
+local live = {}
+for s = 5, #KEYS do
+  if redis.call('EXISTS', KEYS[s]) == 1 then live[#live + 1] = KEYS[s] end
+end
+local out = {}
+for i = 7, #ARGV, 2 do
+  local h1, h2 = tonumber(ARGV[i]), tonumber(ARGV[i + 1])
+  local dup = 0
+  for _, key in ipairs(live) do
+    if has(key, h1, h2, m, k) then dup = 1; break end
+  end
+  if dup == 0 then
+    for j = 0, k - 1 do redis.call('SETBIT', KEYS[2], (h1 + j * h2) % m, 1) end
+  end
+  out[#out + 1] = dup
+end
+for _, key in ipairs({KEYS[2], KEYS[3], KEYS[5]}) do
+  if redis.call('EXISTS', key) == 1 then redis.call('PEXPIRE', key, ttl) end
+end
+return out
+"""
+
+# Read-only membership. KEYS: bitmaps to look in. ARGV: m, k, then h1, h2 per id.
+BLOOM_CHECK = _BLOOM_HAS + r"""
+local m, k = tonumber(ARGV[1]), tonumber(ARGV[2])
+local live = {}
+for s = 1, #KEYS do
+  if redis.call('EXISTS', KEYS[s]) == 1 then live[#live + 1] = KEYS[s] end
+end
+local out = {}
+for i = 3, #ARGV, 2 do
+  local h1, h2 = tonumber(ARGV[i]), tonumber(ARGV[i + 1])
+  local hit = 0
+  for _, key in ipairs(live) do
+    if has(key, h1, h2, m, k) then hit = 1; break end
+  end
+  out[#out + 1] = hit
+end
+return out
+"""
+
+SCRIPTS: dict[str, str] = {
+    "dedup_exact": DEDUP_EXACT,
+    "dedup_bloom": DEDUP_BLOOM,
+    "bloom_check": BLOOM_CHECK,
+    "dlq_add": DLQ_ADD,
+    "transactional": TRANSACTIONAL_WRITE,
+    "opaque": OPAQUE_WRITE,
+    "plain": PLAIN_WRITE,
+    "fence_epoch": FENCE_EPOCH,
+    "fence_committed": FENCE_COMMITTED,
+    "record_commit": RECORD_COMMIT,
+    "snapshot_save": SNAPSHOT_SAVE,
+    "fenced_call": FENCED_CALL,
+}
