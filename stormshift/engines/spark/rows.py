@@ -99,6 +99,24 @@ class RowBuilder:
         self.sid.append(sid)
         self.v.append(v)
 
+    def add_emit(self, src: int, sid: int, v: bytes | None, dests: tuple[int, ...]) -> None:
+        """One emit of task ``src``: its next seq, one row per destination task."""
+        seq = self._seq.get(src, 0)
+        self._seq[src] = seq + 1
+        n = len(dests)
+        if n == 1:
+            self.dest.append(dests[0])
+            self.src.append(src)
+            self.seq.append(seq)
+            self.sid.append(sid)
+            self.v.append(v)
+        elif n:
+            self.dest.extend(dests)
+            self.src.extend([src] * n)
+            self.seq.extend([seq] * n)
+            self.sid.extend([sid] * n)
+            self.v.extend([v] * n)
+
     def __len__(self) -> int:
         return len(self.dest)
 

@@ -108,7 +108,9 @@ class _Member:
         self.codes = {s: layout.stream_code[(name, s)] for s in self.comp.outputs}
         self.leaf_streams = {s for (c, s) in layout.leaf_streams if c == name}
         self.fused = frozenset(queues)
+        self.keep_leaves = job.sink.kind != "drop"  # a drop sink only counts them
         self.packer = msgpack.Packer(use_bin_type=True)
+        self.plans: dict[Any, tuple[tuple[int, ...], tuple[str, ...]]] = {}
         self.host: Any = None
 
     # -- lifecycle -------------------------------------------------------
@@ -139,23 +141,49 @@ class _Member:
 
     # -- processing ------------------------------------------------------
     def run_tuples(self, items: Iterator[tuple[int, int, Any]]) -> None:
-        """Execute ``(src task id, stream code or -1, values)`` items in order."""
+        """Execute ``(src task id, stream code or -1, values)`` items in order.
+
+        The first attempt of each tuple is inlined here (the per-tuple path);
+        ``_execute`` runs the retries after a ``ComponentFailure``.
+        """
         layout, host, stats = self.job.layout, self.host, self.stats
         outbox = host.outbox
+        emits, fails = outbox.emits, outbox.fails
+        execute, dispatch = host.execute, self._dispatch
         makers: dict[tuple[int, int], Any] = {}
         prefix = f"{self.job.txid}:{self.task}:"
         n = 0
+        last: tuple[int, int] | None = None
+        mk: Any = None
         for src, sid, values in items:
-            mk = makers.get((src, sid))
-            if mk is None:
-                mk = makers[(src, sid)] = self._maker(src, sid)
+            if last is None or src != last[0] or sid != last[1]:  # rows come grouped by src
+                last = (src, sid)
+                mk = makers.get(last)
+                if mk is None:
+                    mk = makers[last] = self._maker(src, sid)
             n += 1
             try:
                 tup = mk(values, prefix + str(n), src)
             except TupleError as exc:
                 self._dead_letter(layout.streams[sid][1] if sid >= 0 else "default", values, exc, "")
                 continue
-            self._execute(tup, outbox)
+            before = len(fails)
+            try:
+                execute(tup)
+            except ComponentFailure as exc:
+                emits.clear()
+                self._execute(tup, outbox, exc, self.job.max_attempts - 1)
+                continue
+            if len(fails) > before and tup.id in fails[before:]:
+                self._bolt_failed(tup)
+            if emits:
+                try:
+                    dispatch(emits)
+                except (TypeError, ValueError, OverflowError) as exc:
+                    emits.clear()
+                    self._dead_letter(tup.stream, list(tup.values), _encode_error(self.name, exc), "")
+                    continue
+                emits.clear()
         stats.tuples_in += n
 
     def _maker(self, src: int, sid: int) -> Any:
@@ -163,9 +191,16 @@ class _Member:
         stream = self.job.layout.streams[sid][1]
         return self.host.tuple_factory.maker(owner, stream)
 
-    def _execute(self, tup: Any, outbox: Any) -> None:
-        last: ComponentFailure | None = None
-        for _attempt in range(self.job.max_attempts):
+    def _bolt_failed(self, tup: Any) -> None:
+        # The bolt failed the tuple itself: Storm would replay it from the spout
+        # (forever, if the failure is deterministic); here it is dead-lettered once.
+        self._dead_letter(tup.stream, list(tup.values),
+                          TupleError("the bolt called fail() on this tuple",
+                                     component=self.name, stream=tup.stream), "")
+
+    def _execute(self, tup: Any, outbox: Any, last: ComponentFailure, attempts: int) -> None:
+        """Retry ``tup`` after a failed attempt, up to ``attempts`` more times."""
+        for _attempt in range(attempts):
             fails = len(outbox.fails)
             try:
                 self.host.execute(tup)
@@ -174,11 +209,7 @@ class _Member:
                 last = exc
                 continue
             if len(outbox.fails) > fails and tup.id in outbox.fails[fails:]:
-                # The bolt failed the tuple itself: Storm would replay it from the spout
-                # (forever, if the failure is deterministic); here it is dead-lettered once.
-                self._dead_letter(tup.stream, list(tup.values),
-                                  TupleError("the bolt called fail() on this tuple",
-                                             component=self.name, stream=tup.stream), "")
+                self._bolt_failed(tup)
             if outbox.emits:
                 try:
                     self._dispatch(outbox.emits)
@@ -188,7 +219,6 @@ class _Member:
                     return
                 outbox.emits.clear()
             return
-        assert last is not None
         self.stats.errors += 1
         self._dead_letter(tup.stream, list(tup.values), last, last.traceback_text)
 
@@ -212,22 +242,35 @@ class _Member:
 
     def _dispatch(self, emits: list[Any]) -> None:
         """Route one tuple's emits: encode all first, so a bad value drops none of them half-way."""
-        packed = [self.packer.pack(e.values) if e.targets else b"" for e in emits]
-        out, stats = self.out, self.stats
+        pack = self.packer.pack
+        if len(emits) == 1:  # the usual case: no list of encodings to build
+            e = emits[0]
+            packed = [pack(e.values) if e.targets else None]
+        else:
+            packed = [pack(e.values) if e.targets else None for e in emits]
+        stats, plans = self.stats, self.plans
+        stats.tuples_out += len(emits)
         for e, v in zip(emits, packed):
-            stats.tuples_out += 1
-            if not e.targets:
+            targets = e.targets
+            if not targets:
                 if e.stream in self.leaf_streams:
-                    self.leaves.append((e.stream, list(e.values)))
                     stats.leaf += 1
+                    if self.keep_leaves:
+                        self.leaves.append((e.stream, list(e.values)))
                 continue
-            code = self.codes[e.stream]
-            seq = out.next_seq(self.task_id)
-            for consumer, index in e.targets:
-                if consumer in self.fused:
-                    self.queues[consumer].append((self.task_id, code, list(e.values)))
-                else:
-                    out.add(self.first_task[consumer] + index, self.task_id, seq, code, v)
+            plan = plans.get((e.stream, targets))
+            if plan is None:
+                plan = plans[(e.stream, targets)] = self._plan(targets)
+            dests, fused = plan
+            self.out.add_emit(self.task_id, self.codes[e.stream], v, dests)  # seq even if all fused
+            for consumer in fused:
+                self.queues[consumer].append((self.task_id, self.codes[e.stream], list(e.values)))
+
+    def _plan(self, targets: Any) -> tuple[tuple[int, ...], tuple[str, ...]]:
+        """``(global task ids of rows to other stages, fused consumers)`` of one target set."""
+        dests = tuple(self.first_task[c] + i for c, i in targets if c not in self.fused)
+        fused = tuple(c for c, _ in targets if c in self.fused)
+        return dests, fused
 
     def drain_counts(self) -> None:
         outbox = self.host.outbox
