@@ -37,6 +37,27 @@ def _clock(opts: Opts, start: dict) -> int:
     return now_ms() // opts.tick_ms if opts.tick_ms > 0 else 0
 
 
+DRAIN_TICKS = 4
+"""Tick intervals the query keeps running after end of input, so bolts that
+flush on ticks (BatchingBolt: on the tick after the one that filled it) emit
+what they hold before ``--until-done`` stops the query."""
+
+
+def _after_done(opts: Opts, start: dict) -> dict:
+    """End of input is in a batch: drain ticks, then the ``fin`` batch.
+
+    Without ticking bolts ``fin`` comes at once. Otherwise the tick clock ``k``
+    keeps moving for ``DRAIN_TICKS`` intervals; an unchanged offset plans no batch.
+    """
+    drained = int(start.get("drain", 0))
+    if opts.tick_ms <= 0 or drained >= DRAIN_TICKS:
+        return {**start, "fin": True}
+    k = _clock(opts, start)
+    if k == start.get("k"):
+        return start
+    return {**start, "k": k, "drain": drained + 1}
+
+
 class WalPlanner:
     """Generic spout tasks + their write-ahead logs (module ``source`` doc)."""
 
@@ -72,7 +93,7 @@ class WalPlanner:
 
     def latest_offset(self, start: dict) -> dict:
         if start.get("done"):
-            return {**start, "fin": True}
+            return _after_done(self.opts, start)
         t = list(start["t"])
         for i in range(len(self.hosts)):
             if self.heads[i] - t[i] < self.opts.batch_max and not self._capped():
@@ -168,7 +189,7 @@ class ReplayPlanner:
 
     def latest_offset(self, start: dict) -> dict:
         if start.get("done"):
-            return {**start, "fin": True}
+            return _after_done(self.opts, start)
         end = self.spout.replay_latest_offsets(dict(start["p"]), self.opts.batch_max)
         done = bool(self.spout.replay_exhausted(end))
         return {"p": end, "done": done, "fin": False, "k": start.get("k", 0) if done else _clock(self.opts, start)}
