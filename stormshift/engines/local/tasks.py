@@ -39,11 +39,9 @@ _LEVELS = {
 
 def msg_key(msg_id: Any) -> Hashable:
     """A hashable, stable stand-in for a JSON msg_id (lists and dicts become JSON text)."""
-    try:
-        hash(msg_id)
-        return msg_id  # type: ignore[no-any-return]
-    except TypeError:
+    if isinstance(msg_id, (list, dict, set)):
         return json.dumps(msg_id, sort_keys=True, default=repr)
+    return msg_id  # type: ignore[no-any-return]
 
 
 class TaskSet:
