@@ -197,6 +197,7 @@ def bolt_emit(
             ids = _ids(anchors)
         t = type(tup)
         if (t is list or t is tuple) and check_wire:
+            # wire_values() inlined: bolt emits are the per-tuple hot path
             values = list(tup)
             for v in values:  # the cheap wire check; anything unusual takes to_wire
                 tv = type(v)
@@ -233,6 +234,22 @@ def bolt_emit(
     return batching_emit
 
 
+def wire_values(tup: Any, component: str, stream: str, fields: Any) -> list[Any]:
+    """``tup`` as a list of wire values: plain JSON scalars pass, anything else takes to_wire."""
+    values = list(tup)
+    for v in values:
+        tv = type(v)
+        if tv is str or v is None or tv is bool:
+            continue
+        if tv is int:
+            if -_INT64 <= v < _INT64:
+                continue
+        elif tv is float and v - v == 0.0:
+            continue
+        return to_wire(tup, component, stream, fields)
+    return values
+
+
 def spout_emit(instance: Any, emitter: Emitter, reliable: bool) -> Callable[..., Any]:
     """Fast ``emit`` with pystorm ``Spout.emit`` (or ``ReliableSpout.emit``) semantics."""
     routes = emitter.router.routes
@@ -258,18 +275,7 @@ def spout_emit(instance: Any, emitter: Emitter, reliable: bool) -> Callable[...,
             raise undeclared(stream, tup)
         t = type(tup)
         if (t is list or t is tuple) and check_wire:
-            values = list(tup)
-            for v in values:  # the cheap wire check; anything unusual takes to_wire
-                tv = type(v)
-                if tv is str or v is None or tv is bool:
-                    continue
-                if tv is int:
-                    if -_INT64 <= v < _INT64:
-                        continue
-                elif tv is float and v - v == 0.0:
-                    continue
-                values = to_wire(tup, component, stream, fields[stream])
-                break
+            values = wire_values(tup, component, stream, fields[stream])
         else:
             values = values_of(tup, stream)
         targets = route(values, direct_task)
