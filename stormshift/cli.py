@@ -21,10 +21,11 @@ console = Console(stderr=True)
 out = Console()
 
 
-def _load(path: str, name: str | None, environment: str | None) -> Any:
+def _load(path: str, name: str | None, environment: str | None,
+          overrides: dict[str, Any] | None = None) -> Any:
     from stormshift.topology.loader import load_topology
 
-    return load_topology(path, name=name, environment=environment)
+    return load_topology(path, name=name, environment=environment, overrides=overrides or None)
 
 
 @click.group(context_settings={"auto_envvar_prefix": "STORMSHIFT", "help_option_names": ["-h", "--help"]})
@@ -72,22 +73,28 @@ def _as_list(obj: Any) -> list[Any]:
 @click.option("--reset-state", is_flag=True, help="Wipe existing state bound to another checkpoint.")
 @click.option("--adopt-state", is_flag=True, help="Continue existing state from a new checkpoint.")
 @click.option("--json", "as_json", is_flag=True, help="Print the final summary as JSON.")
+@click.option("-o", "--option", "config_options", multiple=True, metavar="KEY=VALUE",
+              help="Override a topology config entry (value parsed as JSON, else text); repeatable.")
+@click.option("--conf", "confs", multiple=True, metavar="KEY=VALUE",
+              help="Spark setting for the session (e.g. spark.speculation=true); repeatable.")
 def run(path: str, name: str | None, environment: str | None, engine: str,
         max_tuples: int | None, duration: float | None, until_done: bool, master: str,
         checkpoint_dir: str | None, trigger_secs: float, batch_max_tuples: int | None,
         redis_url: str | None, sink: str | None, reset_state: bool, adopt_state: bool,
-        as_json: bool) -> None:
+        as_json: bool, config_options: tuple[str, ...], confs: tuple[str, ...]) -> None:
     """Run a topology (a project dir, topologies/NAME.py, or module:Class)."""
+    from stormshift.cli_options import parse_confs, parse_overrides
     from stormshift.runner import RunOptions, run_topology
 
     if reset_state and adopt_state:
         raise click.UsageError("--reset-state and --adopt-state exclude each other")
-    graph = _load(path, name, environment)
+    graph = _load(path, name, environment, parse_overrides(config_options))
     options = RunOptions(
         engine=engine, max_tuples=max_tuples, duration_secs=duration, until_done=until_done,
         master=master, checkpoint_dir=checkpoint_dir, trigger_secs=trigger_secs,
         batch_max_tuples=batch_max_tuples, redis_url=redis_url, sink=sink,
         state_mode="reset" if reset_state else "adopt" if adopt_state else "strict",
+        spark_conf=tuple(parse_confs(confs).items()),
     )
     summary = run_topology(graph, options, progress=None if as_json else console)
     if as_json:

@@ -30,6 +30,7 @@ class RunOptions:
     redis_url: str | None = None
     sink: str | None = None
     state_mode: Literal["strict", "reset", "adopt"] = "strict"
+    spark_conf: tuple[tuple[str, str], ...] = ()  # extra SparkSession settings (--conf)
 
 
 def run_topology(graph: TopologyGraph, options: RunOptions, progress: Console | None = None) -> Any:
@@ -55,6 +56,7 @@ def run_topology(graph: TopologyGraph, options: RunOptions, progress: Console | 
         batch_max_tuples=options.batch_max_tuples,
         sink=options.sink,
         state_mode=options.state_mode,
+        spark_conf=dict(options.spark_conf),
     )
     return engine.run(
         max_tuples=options.max_tuples,
@@ -74,8 +76,13 @@ def _progress_printer(console: Console | None) -> Any:
 
 
 def print_summary(graph: TopologyGraph, summary: Any, console: Console, top: int = 10) -> None:
-    """The per-component table, then the latest value per key of each leaf stream."""
+    """The per-component table, the accounting line(s), then the latest value per key of each
+    leaf stream."""
     console.print(summary.table())
+    from stormshift.engines.accounting import accounting_lines
+
+    for line in accounting_lines(summary):
+        console.print(line, highlight=False, markup=False)
     for component, stream in sorted(summary.outputs):
         latest = summary.latest(component, stream)
         if latest:

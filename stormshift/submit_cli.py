@@ -36,20 +36,32 @@ __all__ = ["submit_command"]
 @click.option("--no-ship-stormshift", is_flag=True,
               help="Do not ship stormshift.zip (the cluster has stormshift installed).")
 @click.option("--spark-submit", "spark_submit", help="spark-submit to use (default: PATH, then pyspark's).")
+@click.option("-o", "--option", "config_options", multiple=True, metavar="KEY=VALUE",
+              help="Override a topology config entry (value parsed as JSON, else text); repeatable.")
+@click.option("--conf", "confs", multiple=True, metavar="KEY=VALUE",
+              help="Spark setting, passed to spark-submit as --conf; repeatable.")
 @click.argument("spark_args", nargs=-1, type=click.UNPROCESSED)
 def submit_command(path: str, name: str | None, environment: str | None, master: str, do_run: bool,
                    checkpoint_dir: str | None, redis_url: str | None, trigger_secs: float | None,
                    until_done: bool, batch_max_tuples: int | None, sink: str | None,
                    reset_state: bool, adopt_state: bool, build_dir: str | None, no_ship_stormshift: bool, spark_submit: str | None,
+                   config_options: tuple[str, ...], confs: tuple[str, ...],
                    spark_args: tuple[str, ...]) -> None:
     """Ship a streamparse project to a Spark cluster with spark-submit."""
+    from stormshift.cli_options import parse_confs, parse_overrides
+    from stormshift.topology.loader import load_topology
+
     if reset_state and adopt_state:
         raise click.UsageError("--reset-state and --adopt-state exclude each other")
+    overrides = parse_overrides(config_options)  # checked here; the driver parses them again
     forwarded = run_args(checkpoint_dir, redis_url, trigger_secs, until_done, batch_max_tuples, sink)
     forwarded += ["--reset-state"] if reset_state else ["--adopt-state"] if adopt_state else []
+    forwarded += [arg for text in config_options for arg in ("-o", text)]
+    conf_args = [arg for key, value in parse_confs(confs).items() for arg in ("--conf", f"{key}={value}")]
+    graph = load_topology(path, name=name, environment=environment, overrides=overrides or None)
     plan = build_submit_plan(
-        path, master, name=name, environment=environment, run_args=forwarded,
-        spark_args=spark_args, build_dir=build_dir, ship_stormshift=not no_ship_stormshift,
+        graph, master, name=name, environment=environment, run_args=forwarded,
+        spark_args=[*conf_args, *spark_args], build_dir=build_dir, ship_stormshift=not no_ship_stormshift,
         spark_submit=spark_submit,
     )
     click.echo(shlex.join(plan.command))

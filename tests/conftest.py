@@ -67,3 +67,12 @@ def namespace(redis_url: str) -> Iterator[str]:
     for pattern in (f"ss:{{{ns}}}:*", f"ss:{{{ns}:*}}:*", f"*{ns}*"):
         for key in client.scan_iter(match=pattern, count=1000):
             client.delete(key)
+
+
+def pytest_terminal_summary(terminalreporter: Any) -> None:
+    """The exactly-once suite's table (tests/test_faults.py), when any of it ran."""
+    harness = sys.modules.get("fault_harness")
+    if harness is None or not harness.ROWS:
+        return
+    terminalreporter.section("exactly-once under faults (Spark engine) vs Storm semantics (local engine)")
+    terminalreporter.write_line(harness.table())

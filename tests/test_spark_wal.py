@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import msgpack
 import pytest
 
 from stormshift.errors import FencedError, StateError
@@ -48,3 +49,46 @@ def test_zombie_planner_is_fenced_and_gaps_refused(redis_url, namespace):
     with pytest.raises(StateError, match="overlap"):
         new.append(head - 1, entries(2, 4))
     assert new.append(head, entries(3, 4)) == 4
+
+
+def _keyed(start: int, stop: int, salt: bytes = b"") -> tuple[list, list]:
+    from stormshift.state.wal import content_digest
+
+    rows = entries(start, stop)
+    keys = [(msgpack.packb(n), content_digest(code, packed + salt)) for n, (code, _t, packed) in zip(range(start, stop), rows)]
+    return rows, keys
+
+
+def test_replayed_msg_ids_are_found_with_the_seq_of_their_original(redis_url, namespace):
+    wal = WriteAheadLog(connect(redis_url), namespace, "spout", 3, seen_window=4)
+    head = wal.open_for_append()
+    for lo in range(0, 12, 3):  # 4 chunks over 3 buckets of 4 seqs
+        rows, keys = _keyed(lo, lo + 3)
+        head = wal.append(head, rows, keys)
+    assert head == 12
+    _rows, keys = _keyed(0, 12)
+    found = wal.replays(keys)
+    # bucket = seq // 4; at head 12 the window is buckets 3 (empty) and 2 (seqs 8..11):
+    # at least seen_window tuples back, at most twice that
+    assert found[8:] == [8, 9, 10, 11]
+    assert found[:8] == [None] * 8
+    assert not r_exists(wal, 0)  # bucket 0 was deleted when bucket 2 began
+    # same msg id, other content: a new tuple, not a replay
+    _rows, other = _keyed(8, 12, salt=b"x")
+    assert wal.replays(other) == [None] * 4
+    assert wal.replays([None]) == [None]
+
+
+def r_exists(wal: WriteAheadLog, bucket: int) -> bool:
+    return bool(wal.r.exists(wal._bucket(bucket * wal.seen_window)))
+
+
+def test_msg_keys_land_with_their_chunk_or_not_at_all(redis_url, namespace):
+    r = connect(redis_url)
+    old = WriteAheadLog(r, namespace, "spout", 4)
+    head = old.append(old.open_for_append(), *_keyed(0, 3))
+    WriteAheadLog(r, namespace, "spout", 4).open_for_append()  # a newer planner fences the old one
+    with pytest.raises(FencedError):
+        old.append(head, *_keyed(3, 5))
+    assert old.replays(_keyed(3, 5)[1]) == [None, None]  # neither the chunk nor its ids
+    assert old.replays(_keyed(0, 3)[1]) == [0, 1, 2]

@@ -17,7 +17,12 @@ shadow runs and tests read one shape. Vocabulary:
   at-least-once double counting, made visible.
 - *restarts*: task instances re-created after a crash (in-memory state lost).
 - *dead_lettered*: tuples sent to the dead-letter store (always 0 locally:
-  Storm has none).
+  Storm has none); ``dead_letter_reasons`` counts them per bolt and reason
+  (``raised``, ``arity``, ``emit``, ``encode``, ``fail``: see the retry policy
+  in ``engines/spark/stage.py``).
+- *redriven*: dead letters replayed into a bolt (``stormshift deadletter replay``).
+
+``accounting()`` checks that every tuple is accounted for (``accounting.py``).
 - *complete_latency_ms* (spouts): mean engine time from a spout emit to its
   tree's completion, as Storm's UI reports it (0 when not measured).
 
@@ -41,6 +46,7 @@ _COLUMNS = (
     "timeouts",
     "errors",
     "dead_lettered",
+    "redriven",
     "replays",
     "duplicates",
     "restarts",
@@ -63,6 +69,7 @@ class ComponentStats:
     timeouts: int = 0
     errors: int = 0
     dead_lettered: int = 0
+    redriven: int = 0
     replays: int = 0
     duplicates: int = 0
     restarts: int = 0
@@ -96,12 +103,23 @@ class RunSummary:
     pending_trees: int = 0
     outputs: dict[tuple[str, str], list[list[Any]]] = field(default_factory=dict)
     error_messages: list[str] = field(default_factory=list)
+    dead_letter_reasons: dict[str, dict[str, int]] = field(default_factory=dict)
+    first_hop: dict[str, Any] = field(default_factory=dict)  # accounting.first_hop(graph)
 
     @classmethod
     def for_graph(cls, graph: Any, engine: str) -> RunSummary:
         """Empty counters for every component of ``graph`` (topological order)."""
+        from stormshift.engines.accounting import first_hop
+
         stats = {c.name: ComponentStats(c.name, c.kind.value, c.par) for c in graph}
-        return cls(topology=graph.name, engine=engine, components=stats)
+        return cls(topology=graph.name, engine=engine, components=stats, first_hop=first_hop(graph))
+
+    def accounting(self) -> dict[str, Any]:
+        """Per bolt: in, acked, failed, dead-lettered, and whether in == acked + dead-lettered;
+        topology: spout tuples vs first-hop bolt inputs (``accounting.py``)."""
+        from stormshift.engines.accounting import accounting
+
+        return accounting(self)
 
     # -- reading results ----------------------------------------------------
     def __getitem__(self, component: str) -> ComponentStats:
@@ -150,6 +168,8 @@ class RunSummary:
             "components": {n: s.to_dict() for n, s in self.components.items()},
             "outputs": {f"{c}:{s}": len(v) for (c, s), v in self.outputs.items()},
             "errors": list(self.error_messages),
+            "dead_letter_reasons": {c: dict(r) for c, r in self.dead_letter_reasons.items()},
+            "accounting": self.accounting(),
         }
 
     def table(self, columns: Sequence[str] | None = None) -> Any:

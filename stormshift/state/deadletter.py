@@ -2,9 +2,29 @@
 
 Bad input (wrong arity, undecodable payload, a bolt that raises on one
 tuple) goes here instead of stopping the topology. Entries live in a Redis
-stream per namespace. ``add`` is idempotent per (component, stream, txid,
-values): a replayed batch dead-letters the same tuple once. Values are
-msgpack-encoded (never pickled).
+stream per namespace. Values are msgpack-encoded (never pickled).
+
+Identity: ``add`` is idempotent per (component, stream, txid, values,
+``tuple_key``). ``tuple_key`` is the tuple's deterministic identity in its
+batch (the Spark stage passes its tuple id ``txid:task:n``; a replayable
+spout passes ``partition:offset``), so a replayed batch dead-letters each
+tuple once while two identical bad tuples of one batch stay two entries --
+the counts add up. Without ``tuple_key`` identical tuples collapse (the old
+behaviour, kept for callers that have no identity to give).
+
+Every entry also says where the tuple came from (``source``: the component
+that emitted it; ``task``: the index of the consuming task) and why it is
+here (``reason``: ``raised``, ``arity``, ``emit``, ``encode``, ``fail`` --
+the retry policy in ``engines/spark/stage.py`` --, ``decode``: a spout record
+that is no tuple, ``redrive``: a replayed entry that no longer fits the
+topology). Entries written before these fields existed decode with them as None.
+
+Transactional with the batch: an entry of txid N is also indexed under N
+until N commits (``settle``). A batch that is re-run (its driver died before
+the commit) first ``discard``s what its earlier attempt dead-lettered; the
+re-run adds back what it dead-letters itself, so a tuple that failed only in
+the lost attempt (a transient error) is not left behind to be redriven and
+counted twice. Spout records (txid -1) are keyed by offset and never discarded.
 """
 
 from __future__ import annotations
@@ -17,9 +37,37 @@ from typing import Any
 import msgpack
 
 from stormshift.state import keys as K
-from stormshift.state.connection import retrying, run_scripts
+from stormshift.state.connection import retrying
 
-__all__ = ["DeadLetter", "DeadLetters"]
+# KEYS: dlq stream, dlq ids hash, [txid index hash]. ARGV: digest, field/value pairs.
+# Idempotent: a replayed batch dead-letters the same tuple once.
+_ADD = r"""
+local unpack = unpack or table.unpack
+local have = redis.call('HGET', KEYS[2], ARGV[1])
+if have then return have end
+local f = {}
+for i = 2, #ARGV do f[#f + 1] = ARGV[i] end
+local id = redis.call('XADD', KEYS[1], '*', unpack(f))
+redis.call('HSET', KEYS[2], ARGV[1], id)
+if KEYS[3] then
+  redis.call('HSET', KEYS[3], id, ARGV[1])
+  redis.call('EXPIRE', KEYS[3], 604800)
+end
+return id
+"""
+
+# KEYS: dlq stream, dlq ids hash, txid index hash. Deletes the txid's entries.
+_DISCARD = r"""
+local kv = redis.call('HGETALL', KEYS[3])
+for i = 1, #kv, 2 do
+  redis.call('XDEL', KEYS[1], kv[i])
+  redis.call('HDEL', KEYS[2], kv[i + 1])
+end
+redis.call('DEL', KEYS[3])
+return #kv / 2
+"""
+
+__all__ = ["DeadLetter", "DeadLetters", "decode_entry"]
 
 
 @dataclass(frozen=True)
@@ -33,12 +81,17 @@ class DeadLetter:
     error: str
     traceback: str
     txid: int
+    source: str | None = None
+    tuple_key: str | None = None
+    task: int | None = None
+    reason: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "id": self.id, "component": self.component, "stream": self.stream,
             "values": self.values, "error": self.error, "traceback": self.traceback,
-            "txid": self.txid,
+            "txid": self.txid, "source": self.source, "tuple_key": self.tuple_key,
+            "task": self.task, "reason": self.reason,
         }
 
 
@@ -56,7 +109,14 @@ class DeadLetters:
         self.r = r
         self.namespace = K.check_name("namespace", namespace)
         self.key = K.dlq_key(namespace)
+        self.ids_key = K.dlq_ids_key(namespace)
+        self._add = r.register_script(_ADD)
+        self._discard = r.register_script(_DISCARD)
 
+    def txid_key(self, txid: int) -> str:
+        return K.ns_key(self.namespace, f"dlq-tx:{int(txid)}")
+
+    @retrying
     def add(
         self,
         component: str,
@@ -65,25 +125,44 @@ class DeadLetters:
         error: str,
         traceback: str,
         txid: int,
+        *,
+        source: str | None = None,
+        tuple_key: str | None = None,
+        task: int | None = None,
+        reason: str | None = None,
     ) -> str:
         """Dead-letter one tuple; returns its entry id (the existing one on a replay)."""
         packed = _pack(values)
-        digest = hashlib.sha256(
-            b"|".join([component.encode(), stream.encode(), str(txid).encode(), packed])
-        ).hexdigest()
-        fields = ["component", component, "stream", stream, "values", packed,
-                  "error", error, "traceback", traceback, "txid", txid]
-        (entry_id,) = run_scripts(
-            self.r, [("dlq_add", [self.key, K.dlq_ids_key(self.namespace)], [digest, *fields])]
-        )
+        parts = [component.encode(), stream.encode(), str(txid).encode(), packed]
+        if tuple_key is not None:
+            parts.append(b"key=" + tuple_key.encode())
+        digest = hashlib.sha256(b"|".join(parts)).hexdigest()
+        fields: list[Any] = ["component", component, "stream", stream, "values", packed,
+                             "error", error, "traceback", traceback, "txid", txid]
+        for name, value in (("source", source), ("tuple_key", tuple_key), ("task", task),
+                            ("reason", reason)):
+            if value is not None:
+                fields += [name, value]
+        keys = [self.key, self.ids_key] + ([self.txid_key(txid)] if txid >= 0 else [])
+        entry_id = self._add(keys=keys, args=[digest, *fields])
         return entry_id.decode() if isinstance(entry_id, bytes) else str(entry_id)
+
+    @retrying
+    def discard(self, txid: int) -> int:
+        """Drop what an uncommitted earlier attempt of batch ``txid`` dead-lettered (module doc)."""
+        return int(self._discard(keys=[self.key, self.ids_key, self.txid_key(txid)]))
+
+    @retrying
+    def settle(self, txid: int) -> None:
+        """Batch ``txid`` committed: its entries are final (only the index goes)."""
+        self.r.delete(self.txid_key(txid))
 
     @retrying
     def list(self, component: str | None = None, limit: int | None = None) -> list[DeadLetter]:
         """Entries oldest first, optionally of one component."""
         out = []
         for entry_id, raw in self.r.xrange(self.key):
-            d = _decode(entry_id, raw)
+            d = decode_entry(entry_id, raw)
             if component is None or d.component == component:
                 out.append(d)
                 if limit is not None and len(out) >= limit:
@@ -114,8 +193,14 @@ class DeadLetters:
         return done
 
 
-def _decode(entry_id: Any, raw: dict[bytes, bytes]) -> DeadLetter:
+def _text(raw: bytes | None) -> str | None:
+    return None if raw is None else raw.decode(errors="replace")
+
+
+def decode_entry(entry_id: Any, raw: dict[bytes, bytes]) -> DeadLetter:
+    """One stream entry (dead-letter or redrive stream) as a DeadLetter."""
     g = {k.decode(): v for k, v in raw.items()}
+    task = g.get("task")
     return DeadLetter(
         id=entry_id.decode() if isinstance(entry_id, bytes) else str(entry_id),
         component=g["component"].decode(),
@@ -124,4 +209,9 @@ def _decode(entry_id: Any, raw: dict[bytes, bytes]) -> DeadLetter:
         error=g["error"].decode(errors="replace"),
         traceback=g["traceback"].decode(errors="replace"),
         txid=int(g["txid"]),
+        source=_text(g.get("source")),
+        tuple_key=_text(g.get("tuple_key")),
+        task=None if task is None else int(task),
+        reason=_text(g.get("reason")),
     )
+

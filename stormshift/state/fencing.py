@@ -60,8 +60,8 @@ class FencedWriter:
         self.task_index = task_index
         self.txid = txid
         self.epoch = epoch
-        self._fence = K.fence_key(namespace, K.task_group(component, task_index))
-        self._who = K.who(component, task_index)
+        self.fence_key = K.fence_key(namespace, K.task_group(component, task_index))
+        self.who = K.who(component, task_index)
 
     def key(self, suffix: str) -> str:
         return K.task_key(self.namespace, self.component, self.task_index, suffix)
@@ -80,6 +80,6 @@ class FencedWriter:
             if not key.startswith(self.key("")):
                 raise ValueError(f"FencedWriter: key {key!r} is not owned by this task; build it with .key()")
             calls.append(
-                ("fenced_call", [self._fence, key], [self.epoch, self.txid, self._who, cmd, *args])
+                ("fenced_call", [self.fence_key, key], [self.epoch, self.txid, self.who, cmd, *args])
             )
         return run_scripts(self.r, calls)

@@ -212,6 +212,32 @@ for i = 5, #ARGV do args[#args + 1] = ARGV[i] end
 return redis.call(ARGV[4], KEYS[2], unpack(args))
 """
 
+# KEYS: fence, wal stream, seen-id hashes. ARGV: epoch, txid, who, chunk id, payload, then per
+# seen key: op ('hset' | 'del'), n, then n (field, value) pairs for 'hset'.
+# One script, so a chunk and the msg ids it logs land together or not at all: a crash
+# between them would either re-log a replayed tuple or drop a tuple as a replay.
+WAL_APPEND = _FENCE + r"""
+local err = fence(KEYS[1], ARGV[3], ARGV[1], ARGV[2])
+if err then return redis.error_reply(err) end
+redis.call('XADD', KEYS[2], ARGV[4], 'c', ARGV[5])
+local i = 6
+for k = 3, #KEYS do
+  local op, n = ARGV[i], tonumber(ARGV[i + 1])
+  i = i + 2
+  if op == 'del' then
+    redis.call('DEL', KEYS[k])
+  else
+    local last = i + 2 * n - 1
+    while i <= last do
+      local stop = math.min(i + 1999, last)
+      redis.call('HSET', KEYS[k], unpack(ARGV, i, stop))
+      i = stop + 1
+    end
+  end
+end
+return 1
+"""
+
 # KEYS: dlq stream, dlq ids hash. ARGV: digest, field/value pairs.
 # Idempotent: a replayed batch dead-letters the same tuple once.
 DLQ_ADD = r"""
@@ -334,4 +360,5 @@ SCRIPTS: dict[str, str] = {
     "record_commit": RECORD_COMMIT,
     "snapshot_save": SNAPSHOT_SAVE,
     "fenced_call": FENCED_CALL,
+    "wal_append": WAL_APPEND,
 }

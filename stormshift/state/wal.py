@@ -16,6 +16,18 @@ Words:
 - *entry*: one logged tuple: ``[stream code, target task ids, packed values]``
   (values already msgpack bytes, so executors forward them without re-encoding).
 
+Replays: a reliable spout that restarts re-emits tuples it had emitted
+before (Storm: everything not yet acked; a tailer without saved offsets:
+everything). ``append`` logs, in the same script as the chunk, each
+tuple's *msg key* (its packed msg id) -> ``[seq, digest of stream and
+values]``; ``replays`` finds the emits whose msg id AND content were
+already logged, so the planner drops them instead of counting them twice.
+A reused msg id with different values is a new tuple (Storm only requires
+ids unique among pending tuples). Msg keys are kept for a window of the
+last ``seen_window`` .. 2x ``seen_window`` logged tuples per task (two
+alternating hashes): a spout must not re-emit older tuples than that.
+Tuples emitted without a msg id (unreliable in Storm) cannot be recognised.
+
 Writes (append, trim) are fenced by the spout task's epoch (FencedWriter):
 a zombie planner cannot interleave chunks with its successor. WAL writes are
 not tied to a txid (batches are numbered only later, by Spark), so they use
@@ -24,17 +36,20 @@ not tied to a txid (batches are numbered only later, by Spark), so they use
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Iterator, Sequence
 from typing import Any
 
 import msgpack
 
 from stormshift.errors import StateError
+from stormshift.state.connection import run_scripts
 from stormshift.state.fencing import FencedWriter, acquire_epoch
 
-__all__ = ["WriteAheadLog", "Entry", "WAL_TXID"]
+__all__ = ["WriteAheadLog", "Entry", "WAL_TXID", "DEFAULT_SEEN_WINDOW", "content_digest"]
 
 WAL_TXID = 2**53  # fencing by epoch only: WAL chunks precede any txid
+DEFAULT_SEEN_WINDOW = 500_000
 Entry = tuple[int, Sequence[int], bytes]  # (stream code, target task ids, packed values)
 
 
@@ -42,8 +57,10 @@ class WriteAheadLog:
     """The log of one spout task. Planner: ``open_for_append`` then ``append``/``trim``;
     executors: ``read`` only (no epoch needed)."""
 
-    def __init__(self, r: Any, namespace: str, component: str, task_index: int):
+    def __init__(self, r: Any, namespace: str, component: str, task_index: int,
+                 seen_window: int = DEFAULT_SEEN_WINDOW):
         self.r = r
+        self.seen_window = max(int(seen_window), 1)
         self.namespace = namespace
         self.component = component
         self.task_index = task_index
@@ -65,11 +82,14 @@ class WriteAheadLog:
             return 0
         return _end_of(last[0][0])
 
-    def append(self, start_seq: int, entries: Sequence[Entry]) -> int:
+    def append(self, start_seq: int, entries: Sequence[Entry],
+               msg_keys: Sequence[tuple[bytes, bytes] | None] | None = None) -> int:
         """Log ``entries`` as the chunk starting at ``start_seq``; returns the new head.
 
-        Raises FencedError if a newer planner owns the task, and StateError if
-        ``start_seq`` is not the head, so no gap or overlap can be written.
+        ``msg_keys[i]`` is ``(msg key, content digest)`` of entry i (None: no msg id);
+        they are recorded atomically with the chunk. Raises FencedError if a newer
+        planner owns the task, and StateError if ``start_seq`` is not the head, so
+        no gap or overlap can be written.
         """
         if self._head is None:
             raise StateError(f"spout {self.component!r} task {self.task_index}: write-ahead log "
@@ -82,9 +102,60 @@ class WriteAheadLog:
             return start_seq
         end = start_seq + len(entries)
         payload = msgpack.packb([start_seq, [list(e) for e in entries]], use_bin_type=True)
-        self._writer.call("XADD", self.key, f"{end}-0", "c", payload)
+        keys, args = self._seen_writes(start_seq, end, msg_keys or ())
+        w = self._writer
+        run_scripts(self.r, [("wal_append", [w.fence_key, self.key, *keys],
+                              [w.epoch, w.txid, w.who, f"{end}-0", payload, *args])])
         self._head = end
         return end
+
+    def _bucket(self, seq: int) -> str:
+        return self._writer.key(f"wal-seen:{seq // self.seen_window}")
+
+    def _seen_writes(self, start: int, end: int,
+                     msg_keys: Sequence[tuple[bytes, bytes] | None]) -> tuple[list[str], list[Any]]:
+        """Keys and args of ``wal_append`` for the msg keys of seqs ``start..end-1``."""
+        by_bucket: dict[int, list[bytes]] = {}
+        for seq, item in enumerate(msg_keys, start):
+            if item is not None:
+                field, digest = item
+                by_bucket.setdefault(seq // self.seen_window, []).extend(
+                    [field, msgpack.packb([seq, digest], use_bin_type=True)])
+        keys: list[str] = []
+        args: list[Any] = []
+        first, last = start // self.seen_window, (end - 1) // self.seen_window
+        for b in range(first, last + 1):  # entering bucket b: bucket b-2 leaves the window
+            if b >= 2 and start <= b * self.seen_window < end:
+                keys.append(self._writer.key(f"wal-seen:{b - 2}"))
+                args += ["del", 0]
+        for b, flat in sorted(by_bucket.items()):
+            keys.append(self._writer.key(f"wal-seen:{b}"))
+            args += ["hset", len(flat) // 2, *flat]
+        return keys, args
+
+    def replays(self, msg_keys: Sequence[tuple[bytes, bytes] | None]) -> list[int | None]:
+        """Per item: the seq under which the same msg id with the same content was
+        logged (a replay), else None. Looks in the live window of msg keys."""
+        wanted = [item[0] for item in msg_keys if item is not None]
+        if not wanted:
+            return [None] * len(msg_keys)
+        head = self._head if self._head is not None else self.head()
+        cur = head // self.seen_window
+        pipe = self.r.pipeline(transaction=False)
+        for b in (cur, cur - 1):
+            if b >= 0:
+                pipe.hmget(self._writer.key(f"wal-seen:{b}"), wanted)
+        found: dict[bytes, tuple[int, bytes]] = {}
+        for values in pipe.execute():
+            for field, raw in zip(wanted, values):
+                if raw is not None and field not in found:
+                    seq, digest = msgpack.unpackb(raw, raw=False)
+                    found[field] = (int(seq), bytes(digest))
+        out: list[int | None] = []
+        for item in msg_keys:
+            hit = found.get(item[0]) if item is not None else None
+            out.append(hit[0] if hit is not None and item is not None and hit[1] == item[1] else None)
+        return out
 
     def trim(self, committed_seq: int) -> None:
         """Drop chunks whose tuples all lie below ``committed_seq`` (their batch committed)."""
@@ -108,8 +179,15 @@ class WriteAheadLog:
                 return
 
     def delete(self) -> None:
-        """Remove the whole log (tests, ``state reset``)."""
+        """Remove the whole log and its msg keys (tests, ``state reset``)."""
         self.r.delete(self.key)
+        for key in self.r.scan_iter(match=self._writer.key("wal-seen:*")):
+            self.r.delete(key)
+
+
+def content_digest(code: int, packed_values: bytes) -> bytes:
+    """8 bytes identifying a tuple's stream and values (replay = same msg id, same digest)."""
+    return hashlib.blake2b(b"%d|" % code + packed_values, digest_size=8).digest()
 
 
 def _end_of(stream_id: bytes | str) -> int:

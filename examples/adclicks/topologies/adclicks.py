@@ -18,6 +18,7 @@ class AdClicks(Topology):
         "adclicks.malformed_rate": 0.0,
         "adclicks.duplicate_rate": 0.01,
         "adclicks.late_rate": 0.02,
+        "adclicks.max_replays": 3,
     }
 
     ad_log_spout = AdLogSpout.spec(par=1)

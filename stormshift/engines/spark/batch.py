@@ -6,13 +6,18 @@ only grow across checkpoints). The protocol, one numbered step each:
 
 1. txid of the batch; if ``committed >= txid`` the batch already committed
    before a crash: SKIPPED (return, Spark writes its commit log);
-2. the batch's ticks (recorded under the txid: a re-run sees the same ones);
-3. build one DataFrame per stage (rows for the head -> ``repartitionById`` ->
+2. the batch's ticks (recorded under the txid: a re-run sees the same ones),
+   and the dead letters it redrives (claimed under the txid, same rule:
+   ``state/redrive.py``, rows built by ``redrive.py``); dead letters of an
+   earlier, uncommitted attempt of the txid are discarded (the run re-adds its own);
+3. build one DataFrame per stage (rows for the head, redriven rows
+   included -> ``repartitionById`` ->
    ``mapInArrow``); an output feeding several stages is persisted, so it is
    computed once; run every terminal stage in one action: STAGES_DONE;
 4. gather the tasks' counters (Redis) for progress and summary;
 5. record ``committed = txid`` in Redis: COMMITTED; only then return, so Spark
-   writes its own commit log after ours.
+   writes its own commit log after ours. The txid's dead letters are final and its
+   redrive claim is trimmed.
 
 A failure in 3-5 leaves the batch FAILED and raises: Spark stops the query,
 and a restart re-runs the batch id with the same input (its offset log).
@@ -29,7 +34,9 @@ from typing import Any
 
 import msgpack
 
+from stormshift.engines.spark import faults
 from stormshift.engines.spark.layout import ROW_SCHEMA_DDL, Layout, Stage
+from stormshift.engines.spark.redrive import RedrivePlan, plan_redrive
 from stormshift.engines.spark.sink import SinkSpec
 from stormshift.engines.spark.stage import StageJob, run_partition, stats_key
 from stormshift.engines.spark.ticks import TickRecorder
@@ -55,6 +62,7 @@ class BatchResult:
     duration_ms: float = 0.0
     counters: dict[str, dict[str, int]] = field(default_factory=dict)  # component -> counter -> n
     spout_tuples: int = 0
+    reasons: dict[str, dict[str, int]] = field(default_factory=dict)  # component -> dead-letter reason -> n
 
     def advance(self, expected: BatchStatus, new: BatchStatus) -> None:
         """Move forward only from ``expected`` (a protocol step run out of order is a bug)."""
@@ -81,6 +89,11 @@ class BatchRunner:
                  on_batch: Callable[[BatchResult], None], now_ms: Callable[[], int]):
         self.cfg, self.r, self.commit_log, self.ticks = cfg, r, commit_log, ticks
         self.on_batch, self.now_ms = on_batch, now_ms
+        from stormshift.state.deadletter import DeadLetters
+        from stormshift.state.redrive import Redrive
+
+        self.redrive = Redrive(r, cfg.namespace)
+        self.dead_letters = DeadLetters(r, cfg.namespace)
 
     def __call__(self, df: Any, batch_id: int) -> None:
         started = time.perf_counter()
@@ -92,11 +105,18 @@ class BatchRunner:
             return
         try:
             ticks = self.ticks.ticks_for(result.txid, self.now_ms())  # Step 2.
-            self._run_stages(df, result.txid, ticks)  # Step 3.
+            redrive = self._redrive(result.txid)
+            faults.hit("driver.before_stages", txid=result.txid)
+            self._run_stages(df, result.txid, ticks, redrive)  # Step 3.
             result.advance(BatchStatus.STARTED, BatchStatus.STAGES_DONE)
             self._gather(result)  # Step 4.
+            for name, n in redrive.counts.items():
+                result.counters.setdefault(name, dict.fromkeys(COUNTERS, 0))["redriven"] = n
             self.commit_log.record_commit(result.txid)  # Step 5.
             result.advance(BatchStatus.STAGES_DONE, BatchStatus.COMMITTED)
+            faults.hit("driver.after_commit", txid=result.txid)
+            self.dead_letters.settle(result.txid)
+            self.redrive.trim(result.txid)
         except BaseException:
             result.status = BatchStatus.FAILED
             raise
@@ -104,8 +124,16 @@ class BatchRunner:
             result.duration_ms = (time.perf_counter() - started) * 1000
         self.on_batch(result)
 
+    def _redrive(self, txid: int) -> RedrivePlan:
+        """Step 2: the dead letters this txid redrives (the same ones on a re-run)."""
+        self.dead_letters.discard(txid)
+        plan = plan_redrive(self.cfg.layout, self.redrive.claim(txid))
+        plan.dead_letter_rejected(self.r, self.cfg.namespace, txid)
+        return plan
+
     # -- step 3 ------------------------------------------------------------
-    def _run_stages(self, df: Any, txid: int, ticks: frozenset[str]) -> None:
+    def _run_stages(self, df: Any, txid: int, ticks: frozenset[str],
+                    redrive: RedrivePlan | None = None) -> None:
         from pyspark.sql import functions as F
 
         layout = self.cfg.layout
@@ -125,6 +153,9 @@ class BatchRunner:
             parts = [frames[p] for p in producers[stage.head]]
             consumed.update(producers[stage.head])
             parts.append(_beacons(df.sparkSession, first, stage.par))
+            redriven = redrive.frame(df.sparkSession, stage.head) if redrive else None
+            if redriven is not None:
+                parts.append(redriven)
             rows = reduce(lambda a, b: a.unionAll(b), parts)
             rows = rows.where((F.col("dest") >= first) & (F.col("dest") < first + stage.par))
             rows = rows.repartitionById(stage.par, (F.col("dest") - F.lit(first)).cast("int"))
@@ -162,6 +193,10 @@ class BatchRunner:
                 counters[column] += n
             for src, top in values[len(COUNTERS)]:
                 spout_seq[src] = max(spout_seq.get(src, -1), top)
+            if len(values) > len(COUNTERS) + 1 and values[len(COUNTERS) + 1]:  # by reason
+                reasons = result.reasons.setdefault(name, {})
+                for reason, n in values[len(COUNTERS) + 1].items():
+                    reasons[reason] = reasons.get(reason, 0) + n
         for src, top in spout_seq.items():
             owner = layout.task_owner[src][0]
             if layout.graph.component(owner).is_spout:

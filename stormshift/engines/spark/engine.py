@@ -17,6 +17,7 @@ API (also used by ``bench/spark_adclicks.py``)::
 - ``until_done``: stop once every spout reached end of input and its last batch committed.
 - ``batch_max_tuples``: tuples per spout task per batch (default 10,000).
 - ``sink``: ``jsonl:DIR`` (default ``<checkpoint>/sink``), ``redis:STREAM`` or ``drop``.
+- ``spark_conf``: extra settings for the session it builds (``--conf``; unused with ``spark``).
 - ``run(max_tuples=N)`` stops generic spouts after N tuples in all (then like ``until_done``);
   ``run(max_batches=N)`` stops the query once N batches committed (the next one may be cut
   short: it is re-run from the checkpoint by the next ``run``).
@@ -28,6 +29,7 @@ errors, dead-lettered; leaf outputs read back from a jsonl sink).
 from __future__ import annotations
 
 import json
+import logging
 import os
 import re
 import secrets
@@ -40,6 +42,7 @@ from typing import Any
 from stormshift.engines.spark.batch import BatchConfig, BatchResult, BatchRunner
 from stormshift.engines.spark.layout import Layout
 from stormshift.engines.spark.progress import format_progress, stop_reason_from
+from stormshift.engines.spark.recovery import check_not_behind, durability_warning
 from stormshift.engines.spark.sink import parse_sink, read_jsonl_outputs
 from stormshift.engines.spark.source import SOURCE_NAME, SpoutSource, now_ms, source_options
 from stormshift.engines.spark.ticks import TickRecorder, tick_intervals_ms
@@ -47,6 +50,8 @@ from stormshift.engines.summary import RunSummary
 from stormshift.errors import StormshiftError
 
 __all__ = ["SparkEngine"]
+
+log = logging.getLogger("stormshift.engines.spark")
 
 DEFAULT_BATCH_MAX = 10_000
 POLL_SECS = 0.1
@@ -57,7 +62,8 @@ class SparkEngine:
                  redis_url: str | None = None, trigger_secs: float = 0.0, until_done: bool = False,
                  batch_max_tuples: int | None = None, sink: str | None = None,
                  state_mode: str = "strict", spark: Any = None, namespace: str | None = None,
-                 budget_ms: int = 500, max_attempts: int = 3):
+                 budget_ms: int = 500, max_attempts: int = 3,
+                 spark_conf: dict[str, str] | None = None):
         self.graph = graph
         self.layout = Layout(graph)
         self.master = master
@@ -73,13 +79,15 @@ class SparkEngine:
         self.namespace = namespace or _safe(graph.name)
         self.budget_ms = budget_ms
         self.max_attempts = max_attempts
+        self.spark_conf = dict(spark_conf or {})
 
     # -- setup ---------------------------------------------------------------
     def _session(self) -> Any:
         from stormshift.engines.spark.session import build_session, configure_session
 
         if self.spark is None:
-            self.spark = build_session(self.master, app_name=f"stormshift-{self.graph.name}")
+            self.spark = build_session(self.master, app_name=f"stormshift-{self.graph.name}",
+                                       conf=self.spark_conf)
         else:
             configure_session(self.spark)
         self.spark.dataSource.register(SpoutSource)
@@ -124,6 +132,11 @@ class SparkEngine:
         state_key = self._state_key()
         commit_log = CommitLog(r, self.namespace)
         base = commit_log.bind_checkpoint(self._checkpoint_id(), self.state_mode)  # type: ignore[arg-type]
+        where = re.sub(r"//[^@/]*@", "//***@", url)
+        check_not_behind(os.path.join(self.checkpoint_dir, "spark"), base, commit_log.committed(), where)
+        warning = durability_warning(r, where)
+        if warning:
+            log.warning("%s", warning)
         snapshots = SnapshotStore(r, self.namespace, state_key)
         for bolt in self.graph.bolts:
             snapshots.check_par(bolt.name, bolt.par)
@@ -208,8 +221,13 @@ def _accumulate(summary: RunSummary, result: BatchResult) -> None:
         stats = summary.components.get(name)
         if stats is None:
             continue
-        for column in ("tuples_in", "tuples_out", "acks", "fails", "errors", "dead_lettered"):
+        for column in ("tuples_in", "tuples_out", "acks", "fails", "errors", "dead_lettered",
+                       "redriven"):
             setattr(stats, column, getattr(stats, column) + counters.get(column, 0))
+    for name, reasons in result.reasons.items():
+        mine = summary.dead_letter_reasons.setdefault(name, {})
+        for reason, n in reasons.items():
+            mine[reason] = mine.get(reason, 0) + n
     summary.spout_tuples += result.spout_tuples
 
 

@@ -13,8 +13,10 @@ from typing import Any
 
 import msgpack
 
+from stormshift.engines.spark import faults
 from stormshift.engines.spark.layout import Layout
 from stormshift.engines.spark.source import Opts, ReplayPartition, WalPartition, now_ms
+from stormshift.state.wal import content_digest
 
 __all__ = ["make_planner", "WalPlanner", "ReplayPlanner"]
 
@@ -64,7 +66,7 @@ class WalPlanner:
     def __init__(self, opts: Opts):
         from stormshift.adapters.host import SpoutHost
         from stormshift.engines.spark.stage import redis_for
-        from stormshift.state.wal import WriteAheadLog
+        from stormshift.state.wal import DEFAULT_SEEN_WINDOW, WriteAheadLog
 
         self.opts = opts
         self.comp = opts.graph.component(opts.spout)
@@ -72,7 +74,8 @@ class WalPlanner:
         self.codes = {s: layout.stream_code[(opts.spout, s)] for s in self.comp.outputs}
         self.first = {c.name: c.first_task_id for c in opts.graph}
         r = redis_for(opts.redis_url)
-        self.wals = [WriteAheadLog(r, opts.namespace, opts.spout, i) for i in range(self.comp.par)]
+        window = int(opts.graph.config.get("stormshift.spout.seen_window", DEFAULT_SEEN_WINDOW))
+        self.wals = [WriteAheadLog(r, opts.namespace, opts.spout, i, window) for i in range(self.comp.par)]
         self.heads = [w.open_for_append() for w in self.wals]
         self.hosts = []
         for i in range(self.comp.par):
@@ -83,7 +86,10 @@ class WalPlanner:
         self.unacked: list[collections.deque[tuple[int, list[Any]]]] = [
             collections.deque() for _ in self.hosts
         ]
+        # replays the log already holds: per task, (seq of the logged original, msg id)
+        self.replayed: list[list[tuple[int, Any]]] = [[] for _ in self.hosts]
         self.logged = 0
+        self.dropped_replays = 0
         self.packer = msgpack.Packer(use_bin_type=True)
 
     def initial_offset(self) -> dict:
@@ -107,13 +113,41 @@ class WalPlanner:
         return 0 <= self.opts.max_total <= self.logged
 
     def _pull(self, i: int, want: int) -> None:
-        """Run task i's next_tuple() until ``want`` tuples, the time budget or end of input."""
-        from stormshift.errors import ComponentFailure
-
-        host = self.hosts[i]
+        """Run task i's next_tuple() until ``want`` new tuples, the time budget or end of input;
+        log them. Replays of tuples already logged (same msg id and content) are dropped."""
         if self.opts.max_total >= 0:
             want = min(want, self.opts.max_total - self.logged)
         deadline = time.monotonic() + self.opts.budget_ms / 1000
+        host = self.hosts[i]
+        while want > 0 and not host.exhausted:
+            entries, msg_ids = self._emits(host, want, deadline)
+            if not entries:
+                return
+            entries, msg_ids = self._drop_replays(i, entries, msg_ids)
+            if entries:
+                keys = [self._msg_key(m, e) for m, e in zip(msg_ids, entries)]
+                self.heads[i] = self.wals[i].append(self.heads[i], entries, keys)
+                self.unacked[i].append((self.heads[i], msg_ids))
+                self.logged += len(entries)
+                want -= len(entries)
+                faults.hit("source.after_wal_append", resume=lambda: self._restart(i),
+                           spout=self.opts.spout, task=i, head=self.heads[i])
+                return
+            if time.monotonic() >= deadline:
+                return
+
+    def _restart(self, i: int) -> None:
+        """A fresh instance of spout task i (what a restarted spout process is)."""
+        from stormshift.adapters.host import SpoutHost
+
+        host = SpoutHost(self.opts.graph, self.opts.spout, i)
+        host.open()
+        self.hosts[i] = host
+
+    def _emits(self, host: Any, want: int, deadline: float) -> tuple[list[Any], list[Any]]:
+        """Up to ``want`` emits of one spout task as WAL entries, with their msg ids."""
+        from stormshift.errors import ComponentFailure
+
         entries: list[tuple[int, list[int], bytes]] = []
         msg_ids: list[Any] = []
         calls = 0
@@ -138,10 +172,38 @@ class WalPlanner:
                 time.sleep(_EMPTY_SLEEP_SECS)
             if calls & 255 == 0 and time.monotonic() >= deadline:
                 break
-        if entries:
-            self.heads[i] = self.wals[i].append(self.heads[i], entries)
-            self.unacked[i].append((self.heads[i], msg_ids))
-            self.logged += len(entries)
+        return entries, msg_ids
+
+    def _msg_key(self, msg_id: Any, entry: tuple[int, list[int], bytes]) -> tuple[bytes, bytes] | None:
+        if msg_id is None:
+            return None
+        try:
+            field = self.packer.pack(msg_id)
+        except (TypeError, ValueError, OverflowError):
+            return None  # an id msgpack cannot encode cannot be recognised on replay
+        return field, content_digest(entry[0], entry[2])
+
+    def _drop_replays(self, i: int, entries: list[Any], msg_ids: list[Any]) -> tuple[list[Any], list[Any]]:
+        """Remove emits the log already holds; their acks wait for the original's batch."""
+        keys = [self._msg_key(m, e) for m, e in zip(msg_ids, entries)]
+        if not any(keys):
+            return entries, msg_ids
+        logged = self.wals[i].replays(keys)
+        here: dict[tuple[bytes, bytes], int] = {}  # replays inside this very pull
+        kept_e: list[Any] = []
+        kept_m: list[Any] = []
+        for entry, msg_id, key, seq in zip(entries, msg_ids, keys, logged):
+            if seq is None and key is not None:
+                seq = here.get(key)
+            if seq is not None:
+                self.replayed[i].append((seq, msg_id))
+                self.dropped_replays += 1
+                continue
+            if key is not None:
+                here[key] = self.heads[i] + len(kept_e)
+            kept_e.append(entry)
+            kept_m.append(msg_id)
+        return kept_e, kept_m
 
     def partitions(self, start: dict, end: dict) -> list[WalPartition]:
         return [WalPartition(i, s, e) for i, (s, e) in enumerate(zip(start["t"], end["t"])) if e > s]
@@ -154,6 +216,14 @@ class WalPlanner:
                 for msg_id in pending.popleft()[1]:
                     if msg_id is not None:
                         host.ack(msg_id)
+            if self.replayed[i]:
+                waiting = []
+                for orig, msg_id in self.replayed[i]:
+                    if orig < seq:
+                        host.ack(msg_id)  # the original is in a committed batch
+                    else:
+                        waiting.append((orig, msg_id))
+                self.replayed[i] = waiting
             self.wals[i].trim(seq)
 
     def close(self) -> None:

@@ -23,6 +23,9 @@ SCHEMA = pa.schema(
      ("v", pa.binary())]
 )
 OUT_ROWS_PER_BATCH = 1 << 17
+# Redriven dead letters (``redrive.py``) carry seqs from here up: they sort after
+# every real emit of their source task, and are no spout emits.
+REDRIVE_SEQ_BASE = 1 << 40
 
 
 def sorted_table(batches: Iterable[pa.RecordBatch]) -> pa.Table:
@@ -69,9 +72,15 @@ def iter_rows(table: pa.Table) -> Iterator[tuple[int, int, Any]]:
 
 
 def max_seq_by_src(table: pa.Table) -> dict[int, int]:
-    """Highest emit seq per source task (spout emit counts for the summary)."""
+    """Highest emit seq per source task (spout emit counts for the summary); redriven rows
+    (seq >= ``REDRIVE_SEQ_BASE``) are not emits of this batch and do not count."""
     if table.num_rows == 0:
         return {}
+    seq = table.column("seq")
+    if pc.max(seq).as_py() >= REDRIVE_SEQ_BASE:
+        table = table.filter(pc.less(seq, REDRIVE_SEQ_BASE))
+        if table.num_rows == 0:
+            return {}
     grouped = table.group_by("src").aggregate([("seq", "max")])
     return dict(zip(grouped.column("src").to_pylist(), grouped.column("seq_max").to_pylist()))
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 __all__ = ["build_session", "configure_session", "RUNTIME_CONF"]
@@ -15,8 +16,9 @@ RUNTIME_CONF = {
 }
 
 
-def build_session(master: str, *, app_name: str = "stormshift", shuffle_partitions: int | None = None) -> Any:
-    """A SparkSession for ``master`` with the engine's settings."""
+def build_session(master: str, *, app_name: str = "stormshift", shuffle_partitions: int | None = None,
+                  conf: Mapping[str, str] | None = None) -> Any:
+    """A SparkSession for ``master`` with the engine's settings, then ``conf`` (``--conf``) on top."""
     from pyspark.sql import SparkSession
 
     builder = (
@@ -28,6 +30,8 @@ def build_session(master: str, *, app_name: str = "stormshift", shuffle_partitio
     )
     if shuffle_partitions:
         builder = builder.config("spark.sql.shuffle.partitions", str(shuffle_partitions))
+    for key, value in (conf or {}).items():
+        builder = builder.config(key, value)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("WARN")
     configure_session(session)

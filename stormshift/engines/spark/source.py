@@ -144,7 +144,7 @@ def _read_wal(opts: Opts, part: WalPartition) -> Any:
     yield from out.batches()
 
 
-_REPLAY_HOSTS: dict[tuple[str, int], Any] = {}
+_REPLAY_HOSTS: dict[tuple[Any, ...], Any] = {}
 
 
 def _read_replay(opts: Opts, part: ReplayPartition) -> Any:
@@ -153,7 +153,11 @@ def _read_replay(opts: Opts, part: ReplayPartition) -> Any:
     from stormshift.engines.spark.layout import Layout
     from stormshift.spouts.base import read_range
 
-    key = (opts.spout, part.task)
+    comp = opts.graph.component(opts.spout)
+    # One live spout per task and configuration: a worker that outlives a run (a shared
+    # session) must not read another topology's files with this one's offsets.
+    key = (opts.namespace, opts.spout, part.task, comp.class_path,
+           repr(sorted(opts.graph.config.items())), repr(sorted(comp.config.items())))
     host = _REPLAY_HOSTS.get(key)
     if host is None:
         from stormshift.adapters.host import SpoutHost
@@ -162,7 +166,6 @@ def _read_replay(opts: Opts, part: ReplayPartition) -> Any:
         host.open()
     host.router.reset_seq()
     layout = Layout(opts.graph)
-    comp = opts.graph.component(opts.spout)
     src = comp.task_id(part.task)
     code = layout.stream_code[(opts.spout, "default")]
     first = {c.name: c.first_task_id for c in opts.graph}
@@ -171,11 +174,19 @@ def _read_replay(opts: Opts, part: ReplayPartition) -> Any:
     seq = 0
 
     def dead_letter(err: Any) -> None:
+        # A record that is no tuple. The reader knows no txid (Spark plans the batch id
+        # apart from the partitions), so the entry says txid -1; its identity is its
+        # place in the source, ``partition:offset``, the same on every re-read of the
+        # range: a replayed batch adds nothing, two equal bad records stay two entries.
+        # Not redrivable (no bolt failed it): fix the source data and append it again.
         from stormshift.engines.spark.stage import redis_for
+        from stormshift.spouts.base import msg_id_for
         from stormshift.state.deadletter import DeadLetters
 
         DeadLetters(redis_for(opts.redis_url), opts.namespace).add(
-            opts.spout, "default", err.values, f"{type(err).__name__}: {err}", "", -1)
+            opts.spout, "default", err.values, f"{type(err).__name__}: {err}", "", -1,
+            source=opts.spout, tuple_key=msg_id_for(err.partition, err.offset), task=part.task,
+            reason="decode")
 
     for pname, start, end in part.ranges:
         for values, _msg_id in read_range(host.instance, pname, start, end, dead_letter):

@@ -13,18 +13,23 @@ of every member of the stage (``repartitionById`` put it there). Per batch:
    stages as rows, and leaf emits to the sink;
 4. write the task's counters for the driver's progress line and summary.
 
-Retry policy: a tuple whose ``process()`` raises is retried in the task up to
-``max_attempts`` times in all (emits of a failed attempt are discarded), then
-dead-lettered with its error and traceback; the batch goes on without it. A
-tuple of the wrong arity or whose emit cannot be encoded is dead-lettered at
-once (retrying cannot change it), and so is a tuple the bolt ``fail()``s
-itself (Storm would replay it from the spout; a batch engine has no replay).
+Retry policy (the one place it is written down): a tuple whose ``process()``
+raises is retried in the task up to ``max_attempts`` times in all (emits of a
+failed attempt are discarded), then dead-lettered with its error and
+traceback (reason ``raised``); the batch goes on without it. Dead-lettered at
+once, because retrying cannot change the outcome: a tuple of the wrong arity
+(``arity``), one whose ``process()`` raised a ``TupleError`` (``emit``: it
+emitted the wrong arity or to an undeclared stream), one whose emit cannot be
+encoded (``encode``), and one the bolt ``fail()``s itself (``fail``: Storm
+would replay it from the spout; a batch engine has no replay). Every entry carries
+its reason, source component and tuple id (``txid:task:n``, deterministic:
+rows are sorted); the run summary counts dead letters per reason.
+``stormshift deadletter replay`` sends entries back after a fix (``redrive.py``).
 """
 
 from __future__ import annotations
 
 import sys
-import traceback as tb
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -32,8 +37,12 @@ from typing import Any
 import msgpack
 import pyarrow as pa
 
+from stormshift.engines.spark import faults
 from stormshift.engines.spark import rows as R
 from stormshift.engines.spark.layout import Layout, Stage
+from stormshift.engines.spark.poison import encode_error as _encode_error
+from stormshift.engines.spark.poison import retries as _retries
+from stormshift.engines.spark.poison import write_dead_letter
 from stormshift.engines.spark.sink import SinkSpec, write_leaf
 from stormshift.engines.spark.taskstate import TaskCache, dump_state, open_task
 from stormshift.errors import ComponentFailure, TupleError
@@ -91,6 +100,7 @@ class MemberStats:
     leaf: int = 0
     reused: int = 0
     maxseq: dict[int, int] = field(default_factory=dict)
+    reasons: dict[str, int] = field(default_factory=dict)  # dead letters per reason
 
 
 class _Member:
@@ -165,14 +175,15 @@ class _Member:
             try:
                 tup = mk(values, prefix + str(n), src)
             except TupleError as exc:
-                self._dead_letter(layout.streams[sid][1] if sid >= 0 else "default", values, exc, "")
+                self._dead_letter(layout.streams[sid][1] if sid >= 0 else "default", values, exc, "",
+                                  "arity", layout.task_owner[src][0], prefix + str(n))
                 continue
             before = len(fails)
             try:
                 execute(tup)
             except ComponentFailure as exc:
                 emits.clear()
-                self._execute(tup, outbox, exc, self.job.max_attempts - 1)
+                self._execute(tup, outbox, exc, _retries(exc, self.job.max_attempts))
                 continue
             if len(fails) > before and tup.id in fails[before:]:
                 self._bolt_failed(tup)
@@ -181,7 +192,8 @@ class _Member:
                     dispatch(emits)
                 except (TypeError, ValueError, OverflowError) as exc:
                     emits.clear()
-                    self._dead_letter(tup.stream, list(tup.values), _encode_error(self.name, exc), "")
+                    self._dead_letter(tup.stream, list(tup.values), _encode_error(self.name, exc), "",
+                                      "encode", tup.component, tup.id, acked=True)
                     continue
                 emits.clear()
         stats.tuples_in += n
@@ -196,7 +208,8 @@ class _Member:
         # (forever, if the failure is deterministic); here it is dead-lettered once.
         self._dead_letter(tup.stream, list(tup.values),
                           TupleError("the bolt called fail() on this tuple",
-                                     component=self.name, stream=tup.stream), "")
+                                     component=self.name, stream=tup.stream), "",
+                          "fail", tup.component, tup.id)
 
     def _execute(self, tup: Any, outbox: Any, last: ComponentFailure, attempts: int) -> None:
         """Retry ``tup`` after a failed attempt, up to ``attempts`` more times."""
@@ -215,12 +228,15 @@ class _Member:
                     self._dispatch(outbox.emits)
                 except (TypeError, ValueError, OverflowError) as exc:
                     outbox.emits.clear()
-                    self._dead_letter(tup.stream, list(tup.values), _encode_error(self.name, exc), "")
+                    self._dead_letter(tup.stream, list(tup.values), _encode_error(self.name, exc), "",
+                                      "encode", tup.component, tup.id, acked=True)
                     return
                 outbox.emits.clear()
             return
         self.stats.errors += 1
-        self._dead_letter(tup.stream, list(tup.values), last, last.traceback_text)
+        reason = "emit" if isinstance(last.cause, TupleError) else "raised"
+        self._dead_letter(tup.stream, list(tup.values), last, last.traceback_text,
+                          reason, tup.component, tup.id)
 
     def tick(self) -> None:
         """Deliver this batch's planned tick (BatchingBolt flushes follow it)."""
@@ -282,35 +298,23 @@ class _Member:
         outbox.errors.clear()
         del outbox.logs[:]
 
-    def _dead_letter(self, stream: str, values: Any, error: BaseException, trace: str) -> None:
-        from stormshift.state.deadletter import DeadLetters
-
-        self.stats.dead_lettered += 1
-        DeadLetters(self.r, self.job.namespace).add(
-            self.name, stream, _plain(values), f"{type(error).__name__}: {error}",
-            trace or "".join(tb.format_exception(error)), self.job.txid,
-        )
-
-
-def _encode_error(component: str, exc: BaseException) -> TupleError:
-    return TupleError(
-        f"an emitted value cannot be encoded ({exc}); fix: emit JSON-like values "
-        "(str, int, float, bool, None, bytes, lists, dicts)",
-        component=component,
-    )
-
-
-def _plain(values: Any) -> Any:
-    try:
-        msgpack.packb(values, use_bin_type=True)
-        return values
-    except (TypeError, ValueError, OverflowError):
-        return [repr(v) for v in values] if isinstance(values, (list, tuple)) else repr(values)
+    def _dead_letter(self, stream: str, values: Any, error: BaseException, trace: str,
+                     reason: str, source: str, tuple_id: str, acked: bool = False) -> None:
+        """Dead-letter one input tuple; ``acked``: the bolt acked it before its emit failed to
+        encode -- that ack is taken back, so a tuple counts once (acked or dead-lettered)."""
+        stats = self.stats
+        stats.dead_lettered += 1
+        stats.reasons[reason] = stats.reasons.get(reason, 0) + 1
+        acks = self.host.outbox.acks
+        if acked and acks and acks[-1] == tuple_id:
+            acks.pop()
+        write_dead_letter(self.r, self.job.namespace, self.job.txid, self.name, self.task, stream,
+                          values, error, trace, reason, source, tuple_id)
 
 
 def run_partition(job: StageJob, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
     """mapInArrow body for one task of ``job.stage`` (module doc steps 1-4)."""
-    from stormshift.state.scope import TaskScope
+    from stormshift.errors import FencedError
 
     ensure_paths(job.layout.graph)
     table = R.sorted_table(batches)  # Step 1.
@@ -318,27 +322,64 @@ def run_partition(job: StageJob, batches: Iterator[pa.RecordBatch]) -> Iterator[
     if task is None:
         return  # no beacon: a partition the plan did not make (cannot happen with repartitionById)
     r = redis_for(job.redis_url)
+    attempt = faults.attempt_number()
+    if attempt:
+        r.hincrby(attempts_key(job.namespace), "retried", 1)
+    faults.hit("stage.start", txid=job.txid, component=job.stage.head, task=task, attempt=attempt)
+    try:
+        done = _run_members(job, task, table, r)
+    except FencedError:
+        # A newer attempt of this task owns it (this one is a zombie): none of our writes landed.
+        r.hincrby(attempts_key(job.namespace), "fenced", 1)
+        raise
+    _write_stats(r, job, task, done[0])  # Step 4.
+    yield from done[1].batches()
+
+
+def _run_members(job: StageJob, task: int, table: pa.Table, r: Any) -> tuple[list[_Member], R.RowBuilder]:
+    """Step 2 for every member of the stage, in order (fused members read in process)."""
+    from stormshift.state.scope import TaskScope
+
     out = R.RowBuilder()
     members = job.stage.members
     queues: dict[str, list[tuple[int, int, list[Any]]]] = {m: [] for m in members[1:]}
     done: list[_Member] = []
-    for position, name in enumerate(members):  # Step 2.
+    for position, name in enumerate(members):
         member = _Member(job, name, task, r, out, {m: queues[m] for m in members[position + 1:]
                                                    if m in _fused_consumers(job, name)})
         member.open()
+        ctx = {"txid": job.txid, "component": name, "task": task}
         with TaskScope(r, job.namespace, name, task, job.txid, member.epoch):
             if position == 0:
                 member.stats.maxseq = R.max_seq_by_src(table)
-                member.run_tuples(R.iter_rows(table))
+                items: Iterator[Any] = R.iter_rows(table)
+                if faults.active():
+                    items = _midway(items, table.num_rows, ctx)
+                member.run_tuples(items)
             else:
                 member.run_tuples(iter(queues.pop(name)))
             if name in job.ticks:
                 member.tick()
         member.drain_counts()
+        faults.hit("task.before_close", resume=member.close, **ctx)
         member.close()
         done.append(member)
-    _write_stats(r, job, task, done)  # Step 4.
-    yield from out.batches()
+    return done, out
+
+
+def _midway(items: Iterator[Any], total: int, ctx: dict[str, Any]) -> Iterator[Any]:
+    """``items``, calling the ``task.midway`` fault point after half of them."""
+    for n, item in enumerate(items):
+        if n == total // 2:
+            faults.hit("task.midway", **ctx)
+        yield item
+
+
+def attempts_key(namespace: str) -> str:
+    """Counters of task attempts: ``retried`` (attempt > 0) and ``fenced`` (a zombie's writes refused)."""
+    from stormshift.state import keys as K
+
+    return K.ns_key(namespace, "spark:attempts")
 
 
 def _fused_consumers(job: StageJob, name: str) -> set[str]:
@@ -353,7 +394,7 @@ def _write_stats(r: Any, job: StageJob, task: int, members: list[_Member]) -> No
         s = m.stats
         mapping[f"{m.name}:{task}"] = msgpack.packb(
             [s.tuples_in, s.tuples_out, s.acks, s.fails, s.errors, s.dead_lettered, s.leaf,
-             s.reused, list(s.maxseq.items())], use_bin_type=True,
+             s.reused, list(s.maxseq.items()), s.reasons], use_bin_type=True,
         )
     key = stats_key(job.namespace, job.txid)
     pipe = r.pipeline(transaction=False)

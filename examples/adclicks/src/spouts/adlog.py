@@ -4,6 +4,8 @@ from streamparse import Spout
 
 from adgen import DEFAULTS, GenConfig, generate_lines
 
+DEFAULT_MAX_REPLAYS = 3  # storm-kafka-client's retry services give up after N retries too
+
 
 def task_position(context):
     """(index of this task among its component's tasks, number of tasks)."""
@@ -21,6 +23,18 @@ def open_lines(path):
                 yield line
 
 
+def max_replays_of(stormconf):
+    """``adclicks.max_replays`` as a non-negative int (default 3)."""
+    value = stormconf.get("adclicks.max_replays")
+    value = DEFAULT_MAX_REPLAYS if value is None else value
+    if type(value) is not int or value < 0:
+        raise ValueError(
+            f"AdLogSpout: adclicks.max_replays must be an integer >= 0 (0 = never replay), "
+            f"got {value!r}; fix the topology config or the -o override"
+        )
+    return value
+
+
 class AdLogSpout(Spout):
     """Emits the day's log lines in order, each with its offset as msg id.
 
@@ -29,6 +43,16 @@ class AdLogSpout(Spout):
     ``par > 1`` record ``i`` belongs to task ``i % par``. When the input is
     exhausted ``next_tuple`` raises ``StopIteration`` (the stormshift
     end-of-input convention; under Storm the spout would just go quiet).
+
+    Reliable like storm-kafka-client's retry service: an emitted line is kept
+    by msg id until acked; ``fail`` re-emits it at once with the same msg id,
+    at most ``adclicks.max_replays`` times (default 3; 0 = never, the old
+    tailer), then logs and drops it. Replaying from ``fail`` (as pystorm's
+    ReliableSpout does) works after end of input too, when Storm no longer
+    asks for ``next_tuple``. A malformed line fails on every attempt, so it is
+    tried ``1 + max_replays`` times and dropped. stormshift's Spark engine
+    never calls ``fail`` (tuples are acked when their batch commits; bad
+    lines go to the dead letters), so the kept lines only wait for that ack.
     """
 
     outputs = ["line"]
@@ -38,7 +62,11 @@ class AdLogSpout(Spout):
         path = stormconf.get("adclicks.path") or DEFAULTS["adclicks.path"]
         self.lines = open_lines(path) if path else generate_lines(GenConfig.from_conf(stormconf))
         self.offset = -1  # offset of the last line read, whichever task owns it
-        self.failed = 0
+        self.max_replays = max_replays_of(stormconf)
+        self.pending = {}  # msg id -> line: emitted, not yet acked (kept only if replaying)
+        self.replays = {}  # msg id -> replays so far
+        self.failed = 0  # fail() calls received
+        self.dropped = 0  # lines given up after max_replays replays
 
     def next_tuple(self):
         while True:
@@ -46,10 +74,28 @@ class AdLogSpout(Spout):
             self.offset += 1
             if self.offset % self.num_tasks == self.task_index:
                 break
+        if self.max_replays:
+            self.pending[self.offset] = line
         self.emit([line], tup_id=self.offset)
 
+    def ack(self, tup_id):
+        self.pending.pop(tup_id, None)
+        self.replays.pop(tup_id, None)
+
     def fail(self, tup_id):
-        # Only malformed lines are failed downstream; replaying one would fail
-        # again forever, so the tailer logs it and moves on (as it always did).
         self.failed += 1
-        self.logger.warning("ad log record at offset %s failed downstream; not replayed", tup_id)
+        line = self.pending.get(tup_id)
+        if line is None:  # max_replays = 0 (or an id this instance never emitted)
+            self.logger.warning("ad log record at offset %s failed downstream; not replayed", tup_id)
+            return
+        tries = self.replays.get(tup_id, 0)
+        if tries >= self.max_replays:
+            del self.pending[tup_id]
+            self.replays.pop(tup_id, None)
+            self.dropped += 1
+            self.logger.warning(
+                "ad log record at offset %s failed after %d replays; dropped", tup_id, tries
+            )
+            return
+        self.replays[tup_id] = tries + 1
+        self.emit([line], tup_id=tup_id)

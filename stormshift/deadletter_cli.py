@@ -1,0 +1,188 @@
+"""``stormshift deadletter ...``: look at dead letters and send them back after a fix.
+
+    stormshift deadletter ls [PROJECT | --namespace NS] [--component C] [--json]
+    stormshift deadletter replay PROJECT [--component C] [--id ID ...]
+
+``replay`` does not run anything: it MOVES the chosen dead letters (each once,
+atomically) into the namespace's redrive stream; the next batch that a
+``stormshift run`` of the project (Spark engine) runs takes them, exactly once
+(``state/redrive.py``, ``engines/spark/redrive.py``). A batch runs when there
+is input: a bounded run whose checkpoint already reached its end plans none,
+so give it new input, or a new checkpoint with ``--adopt-state``. Only dead letters of bolts can go back: a
+spout record that could not be decoded (reason ``decode``) never was a
+tuple -- fix the source data and append it again.
+
+``--redis`` (or ``STORMSHIFT_REDIS`` / ``STORMSHIFT_REDIS_URL``) picks the
+server; without it the embedded Redis of the current directory is used, as
+``stormshift run`` does. PROJECT's namespace is the one ``stormshift run``
+uses: the topology name.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import click
+
+__all__ = ["deadletter_group", "namespace_of", "redrive_refusal"]
+
+VALUES_WIDTH = 60
+ERROR_WIDTH = 70
+
+
+def namespace_of(graph: Any) -> str:
+    """The state namespace ``stormshift run`` gives ``graph`` (as ``SparkEngine`` does)."""
+    return re.sub(r"[^A-Za-z0-9_.\-]", "-", graph.name)[:100] or "topology"
+
+
+def _short(text: str, width: int) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _json_default(x: Any) -> Any:
+    if isinstance(x, bytes):
+        try:
+            return x.decode()
+        except UnicodeDecodeError:
+            return {"hex": x.hex()}
+    return repr(x)
+
+
+def _load(project: str, name: str | None, environment: str | None) -> Any:
+    from stormshift.topology.loader import load_topology
+
+    return load_topology(project, name=name, environment=environment)
+
+
+def _target(project: str | None, namespace: str | None, name: str | None,
+            environment: str | None) -> tuple[Any, str]:
+    if namespace:
+        return None, namespace
+    if not project:
+        raise click.UsageError("give a PROJECT (its topology name is the namespace) or --namespace NS")
+    graph = _load(project, name, environment)
+    return graph, namespace_of(graph)
+
+
+_project_options = [
+    click.option("--redis", "redis_url", envvar="STORMSHIFT_REDIS", default=None,
+                 help="Redis URL (default: embedded, as `stormshift run`)."),
+    click.option("--namespace", default=None, help="State namespace (default: PROJECT's topology name)."),
+    click.option("-n", "--name", default=None, help="Topology name (topologies/NAME.py) in a project dir."),
+    click.option("-e", "--environment", default=None, help="Environment for par dicts / config.json envs."),
+    click.option("--component", default=None, help="Only dead letters of this component."),
+]
+
+
+def _with_options(fn: Any) -> Any:
+    for option in reversed(_project_options):
+        fn = option(fn)
+    return fn
+
+
+@click.group("deadletter")
+def deadletter_group() -> None:
+    """Dead letters: tuples that could not be processed, with their reason."""
+
+
+@deadletter_group.command("ls")
+@click.argument("project", required=False)
+@_with_options
+@click.option("--json", "as_json", is_flag=True, help="One JSON object per entry.")
+@click.option("--limit", type=int, default=None, help="At most this many entries.")
+def ls_cmd(project: str | None, redis_url: str | None, namespace: str | None, name: str | None,
+           environment: str | None, component: str | None, as_json: bool, limit: int | None) -> None:
+    """List dead letters oldest first: id, txid, component, source, stream, error, values."""
+    from rich.console import Console
+    from rich.table import Table
+
+    from stormshift.state.commit import CommitLog
+    from stormshift.state.connection import connect
+    from stormshift.state.deadletter import DeadLetters
+    from stormshift.state.redrive import Redrive
+
+    _graph, ns = _target(project, namespace, name, environment)
+    r = connect(redis_url)
+    letters = DeadLetters(r, ns).list(component=component, limit=limit)
+    if as_json:
+        for d in letters:
+            click.echo(json.dumps(d.as_dict(), default=_json_default, ensure_ascii=False))
+        return
+    table = Table(title=f"dead letters of {ns}: {len(letters)}"
+                        + (f" of {component}" if component else ""))
+    for col in ("id", "txid", "component", "source", "stream", "reason", "error", "values"):
+        table.add_column(col, overflow="fold" if col in ("error", "values") else "ellipsis")
+    for d in letters:
+        table.add_row(d.id, str(d.txid), d.component, d.source or "?", d.stream, d.reason or "?",
+                      _short(d.error, ERROR_WIDTH),
+                      _short(json.dumps(d.values, default=_json_default), VALUES_WIDTH))
+    console = Console(width=max(Console().width, 160))
+    console.print(table)
+    redrive = Redrive(r, ns)
+    waiting = len(redrive.waiting())
+    claimed = redrive.claimed(above=CommitLog(r, ns).committed())
+    if waiting or claimed:
+        held = sum(claimed.values())
+        click.echo(f"queued for redrive: {waiting} waiting for the next run"
+                   + (f", {held} taken by uncommitted txid(s) {sorted(claimed)}" if claimed else ""))
+
+
+def redrive_refusal(graph: Any, layout: Any, letter: Any, committed: int) -> str | None:
+    """Why ``letter`` cannot be redriven into ``graph`` now (None: it can)."""
+    from stormshift.engines.spark.redrive import plan_redrive
+
+    comp = graph.components.get(letter.component)
+    if letter.reason == "decode" or (comp is not None and comp.is_spout):
+        return ("a spout record that could not be decoded is no tuple and cannot be redriven; "
+                "fix the source data and append it to the source again")
+    if letter.txid > committed:
+        return (f"its batch (txid {letter.txid}) has not committed yet (committed: {committed}); "
+                "let the run finish first")
+    rejected = plan_redrive(layout, [letter]).rejected
+    return rejected[0][1] if rejected else None
+
+
+@deadletter_group.command("replay")
+@click.argument("project")
+@_with_options
+@click.option("--id", "ids", multiple=True, help="Only this entry id (repeatable).")
+def replay_cmd(project: str, redis_url: str | None, namespace: str | None, name: str | None,
+               environment: str | None, component: str | None, ids: tuple[str, ...]) -> None:
+    """Send dead letters back (after a fix): the next `stormshift run PROJECT` processes them once."""
+    from stormshift.engines.spark.layout import Layout
+    from stormshift.state.commit import CommitLog
+    from stormshift.state.connection import connect
+    from stormshift.state.deadletter import DeadLetters
+    from stormshift.state.redrive import Redrive
+
+    graph = _load(project, name, environment)
+    ns = namespace or namespace_of(graph)
+    if component is not None and component not in graph.components:
+        raise click.UsageError(f"no component {component!r} in topology {graph.name!r}; "
+                               f"components are {sorted(graph.components)}")
+    r = connect(redis_url)
+    layout = Layout(graph)
+    committed = CommitLog(r, ns).committed()
+    letters = DeadLetters(r, ns).list(component=component)
+    if ids:
+        letters = [d for d in letters if d.id in set(ids)]
+        missing = sorted(set(ids) - {d.id for d in letters})
+        if missing:
+            click.echo(f"not in the dead-letter stream of {ns}: {', '.join(missing)}", err=True)
+    chosen: list[str] = []
+    refused: dict[str, list[str]] = {}
+    for d in letters:
+        why = redrive_refusal(graph, layout, d, committed)
+        if why is None:
+            chosen.append(d.id)
+        else:
+            refused.setdefault(why, []).append(d.id)
+    moved = Redrive(r, ns).move(chosen)
+    click.echo(f"{len(moved)} dead letter(s) of {ns} queued for redrive; the next batch of "
+               f"`stormshift run {project}` processes each exactly once")
+    for why, entry_ids in refused.items():
+        shown = ", ".join(entry_ids[:5]) + (" ..." if len(entry_ids) > 5 else "")
+        click.echo(f"{len(entry_ids)} left in the dead-letter stream ({shown}): {why}", err=True)

@@ -1,0 +1,119 @@
+"""Where every tuple went: the bookkeeping identity of a run (``RunSummary.accounting``).
+
+Per bolt: every tuple it got is *settled* exactly once -- acked, or
+dead-lettered (Spark engine; a tuple retried and then acked counts once,
+its failed attempts show in ``failed``) / failed (local engine: Storm has no
+dead-letter store, a failed tuple goes back to its spout). So
+``in == acked + dead_lettered`` (local: ``acked + failed``); a gap is tuples
+neither acked nor dead-lettered: a bolt that never acks (``auto_ack = False``
+and no ``ack()``), or a BatchingBolt holding tuples it has not flushed yet.
+
+Topology level: the *first-hop* bolts (every input is a spout) get each spout
+emit once per subscription (``all`` grouping: once per task), plus the dead
+letters redriven into them; that is the run's *input*, and it must equal what
+they processed (acked) plus what they dead-lettered. Spouts with several
+output streams make the expected count unknown (emits are not counted per
+stream); then only the per-bolt identities are checked.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["FirstHop", "accounting", "accounting_lines", "first_hop"]
+
+# bolt -> ((spout, deliveries per emit), ...), or None when a spout has several streams
+FirstHop = dict[str, "tuple[tuple[str, int], ...] | None"]
+
+
+def first_hop(graph: Any) -> FirstHop:
+    """The first-hop bolts of ``graph`` and how many deliveries each spout emit makes."""
+    from stormshift.topology.graph import GroupingKind
+
+    out: FirstHop = {}
+    for comp in graph.bolts:
+        sources = [graph.component(i.source) for i in comp.inputs]
+        if not sources or not all(s.is_spout for s in sources):
+            continue
+        if any(len(s.outputs) != 1 for s in sources):
+            out[comp.name] = None
+            continue
+        out[comp.name] = tuple(
+            (i.source, comp.par if i.grouping.kind is GroupingKind.ALL else 1) for i in comp.inputs
+        )
+    return out
+
+
+def accounting(summary: Any) -> dict[str, Any]:
+    """``{"bolts": {name: {...}}, "topology": {...}}`` (see module doc); JSON-ready."""
+    local = summary.engine == "local"
+    bolts: dict[str, dict[str, Any]] = {}
+    for s in summary.components.values():
+        if s.kind == "spout":
+            continue
+        settled = s.acks + (s.fails if local else s.dead_lettered)
+        bolts[s.name] = {
+            "in": s.tuples_in, "acked": s.acks, "failed": s.fails,
+            "dead_lettered": s.dead_lettered, "redriven": s.redriven,
+            "unsettled": s.tuples_in - settled, "holds": s.tuples_in == settled,
+        }
+    hop = summary.first_hop
+    names = [n for n in hop if n in bolts]
+    top: dict[str, Any] = {
+        "spout_tuples": sum(s.tuples_out for s in summary.components.values() if s.kind == "spout"),
+        "first_hop_bolts": names,
+        "input": sum(bolts[n]["in"] for n in names),
+        "redriven": sum(bolts[n]["redriven"] for n in names),
+        "processed": sum(bolts[n]["acked"] for n in names),
+        "dead_lettered": sum(bolts[n]["dead_lettered"] for n in names),
+        "failed": sum(bolts[n]["failed"] for n in names),
+    }
+    expected: int | None = top["redriven"]
+    for n in names:
+        spec = hop[n]
+        if spec is None or expected is None:
+            expected = None
+            continue
+        expected += sum(summary.components[sp].tuples_out * k for sp, k in spec if sp in summary.components)
+    top["expected_input"] = expected
+    settled = top["processed"] + (top["failed"] if local else top["dead_lettered"])
+    top["holds"] = (
+        top["input"] == settled
+        and (expected is None or expected == top["input"])
+        and all(b["holds"] for b in bolts.values())
+    )
+    return {"bolts": bolts, "topology": top}
+
+
+def accounting_lines(summary: Any) -> list[str]:
+    """The lines ``print_summary`` shows: the topology identity, then every bolt where it fails."""
+    acc = accounting(summary)
+    top, local = acc["topology"], summary.engine == "local"
+    if not top["first_hop_bolts"]:
+        return []
+    what = "failed" if local else "dead-lettered"
+    settled = top["failed"] if local else top["dead_lettered"]
+    source = ""
+    if top["redriven"]:
+        source = f" ({top['input'] - top['redriven']:,} from spouts + {top['redriven']:,} redriven)"
+    verdict = "holds" if top["holds"] else "does NOT hold"
+    head = (f"accounting: input {top['input']:,}{source} = processed {top['processed']:,} "
+            f"+ {what} {settled:,} ({verdict})")
+    lines = [head]
+    if top["expected_input"] is not None and top["expected_input"] != top["input"]:
+        lines.append(f"  spouts emitted {top['spout_tuples']:,}: first-hop bolts should have got "
+                     f"{top['expected_input']:,}, got {top['input']:,}")
+    for name, b in acc["bolts"].items():
+        if b["holds"]:
+            continue
+        gap = b["unsettled"]
+        why = (f"{gap:,} neither acked nor {what}: never acked, or still batched" if gap > 0
+               else f"{-gap:,} settled twice")
+        lines.append(f"  {name}: in {b['in']:,} != acked {b['acked']:,} + {what} "
+                     f"{b['failed'] if local else b['dead_lettered']:,} ({why})")
+    reasons = getattr(summary, "dead_letter_reasons", {})
+    for name, counts in reasons.items():
+        if counts:
+            parts = ", ".join(f"{r} {n:,}" for r, n in sorted(counts.items()))
+            lines.append(f"  {name} dead letters by reason: {parts}")
+    return lines

@@ -1,0 +1,51 @@
+"""Poison tuples in a Spark stage task: how each one is dead-lettered (policy: stage.py doc).
+
+Kept apart from ``stage.py`` (the per-tuple hot path) because none of this runs
+for a good tuple.
+"""
+
+from __future__ import annotations
+
+import traceback as tb
+from typing import Any
+
+import msgpack
+
+from stormshift.errors import ComponentFailure, TupleError
+
+__all__ = ["encode_error", "retries", "write_dead_letter"]
+
+
+def retries(failure: ComponentFailure, max_attempts: int) -> int:
+    """Attempts left after the first: none for a TupleError (same values, same error)."""
+    return 0 if isinstance(failure.cause, TupleError) else max_attempts - 1
+
+
+def encode_error(component: str, exc: BaseException) -> TupleError:
+    return TupleError(
+        f"an emitted value cannot be encoded ({exc}); fix: emit JSON-like values "
+        "(str, int, float, bool, None, bytes, lists, dicts)",
+        component=component,
+    )
+
+
+def plain(values: Any) -> Any:
+    """``values`` if msgpack can keep them, else their reprs (a dead letter is never lost)."""
+    try:
+        msgpack.packb(values, use_bin_type=True)
+        return values
+    except (TypeError, ValueError, OverflowError):
+        return [repr(v) for v in values] if isinstance(values, (list, tuple)) else repr(values)
+
+
+def write_dead_letter(r: Any, namespace: str, txid: int, component: str, task: int, stream: str,
+                      values: Any, error: BaseException, trace: str, reason: str, source: str,
+                      tuple_id: str) -> None:
+    """One entry, keyed by the tuple id (``txid:task:n``): a re-run of the batch adds nothing."""
+    from stormshift.state.deadletter import DeadLetters
+
+    DeadLetters(r, namespace).add(
+        component, stream, plain(values), f"{type(error).__name__}: {error}",
+        trace or "".join(tb.format_exception(error)), txid,
+        source=source, tuple_key=tuple_id, task=task, reason=reason,
+    )
