@@ -7,9 +7,8 @@ the Spark fault in ``tests/test_faults.py``, then compares the bolts' final
 running totals (their last emit per key: what the CTR dashboard and billing
 read) with the independent computation (``examples/adclicks/expected.py``;
 wordcount's cycle of words by hand). Storm has no batches: a fault hits the
-tuples in flight, here one suite-sized *batch* of B = events // 6 lines (the
-suite's 2,000 of 12,000), placed where the suite places it (batch 2 = lines
-[2B, 3B)). A driver kill in Spark takes every process down; on Storm the
+tuples in flight, here one *batch* of B = events // 6 lines, placed as the
+suite places its fault (in batch 2: lines [2B, 3B)). A driver kill in Spark takes every process down; on Storm the
 question is what became of the tuples it caught, so each row below picks
 the point of their path the Spark fault stops them at.
 
@@ -32,9 +31,8 @@ are lost for good; faults on the ack path (driver-after-commit, speculation)
 change nothing; the spout has no position to rewind (driver-during-wal-append,
 spout-reemit) and Redis is not in its path: those return the failure-free run.
 
-Measured (seed 7; adclicks 12,000 lines with malformed_rate 0.002, wordcount
-20,000 words): see ``tests/test_faults_storm.py`` and the report of the
-commit that added this module.
+``tests/test_faults_storm.py`` pins these outcomes; ``tests/test_faults.py``
+prints them beside the Spark engine's result for the same fault.
 """
 
 from __future__ import annotations
