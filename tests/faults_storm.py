@@ -8,8 +8,8 @@ running totals (their last emit per key: what the CTR dashboard and billing
 read) with the independent computation (``examples/adclicks/expected.py``;
 wordcount's cycle of words by hand). Storm has no batches: a fault hits the
 tuples in flight, here one *batch* of B = events // 6 lines, placed as the
-suite places its fault (in batch 2: lines [2B, 3B)). A driver kill in Spark takes every process down; on Storm the
-question is what became of the tuples it caught, so each row below picks
+suite places its fault (in batch 2: lines [2B, 3B)). A driver kill in Spark
+takes every process down; on Storm the question is what became of the tuples it caught, so each row below picks
 the point of their path the Spark fault stops them at.
 
 | Spark fault | Storm analogue injected (adclicks) |
