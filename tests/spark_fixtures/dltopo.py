@@ -11,8 +11,8 @@ meet on one task) keeps a running sum per key and emits ``(key, sum)``:
 - n == 23 raises OSError while the file ``poison.service_file`` (if set) is
   missing: a transient failure, gone once the file exists.
 
-Every check happens before the state changes, so a dead-lettered tuple leaves
-no trace in the sums. ``PoisonLines`` is the same bolt behind a replayable
+The sum changes *before* the checks that raise: a dead-lettered tuple must
+still leave no trace in the sums, and a retried one count once. ``PoisonLines`` is the same bolt behind a replayable
 JSON-lines spout (``jsonlines.path``), whose input a later run can extend.
 """
 
@@ -52,6 +52,12 @@ class Checker(Bolt):
 
     def process(self, tup):
         n, key = tup.values
+        if n == FAILS:
+            self.fail(tup)
+            return
+        # State changes first, then the checks: a tuple that raises after changing
+        # state must still leave no trace once dead-lettered (the member is redone).
+        self.sums[key] += n
         # The flag is read from the conf, not kept in an attribute: attributes are
         # state, restored from the snapshot (a flag kept there would stay False).
         if n == RAISES and not self.storm_conf.get("poison.fixed", False):
@@ -59,13 +65,9 @@ class Checker(Bolt):
         service = self.storm_conf.get("poison.service_file")
         if n == TRANSIENT and service and not os.path.exists(service):
             raise OSError(f"service down ({service} missing)")
-        if n == FAILS:
-            self.fail(tup)
-            return
         if n == WRONG_ARITY:
             self.emit([key])
             return
-        self.sums[key] += n
         self.emit([key, self.sums[key]])
 
 

@@ -129,6 +129,17 @@ class RowBuilder:
     def __len__(self) -> int:
         return len(self.dest)
 
+    def mark(self) -> tuple[int, dict[int, int]]:
+        """A point to ``rewind`` to: rows so far and the emit counters."""
+        return len(self.dest), dict(self._seq)
+
+    def rewind(self, mark: tuple[int, dict[int, int]]) -> None:
+        """Forget every row added after ``mark`` (a member's run being redone)."""
+        n, seqs = mark
+        for column in (self.dest, self.src, self.seq, self.sid, self.v):
+            del column[n:]
+        self._seq = dict(seqs)
+
     def batches(self) -> Iterator[pa.RecordBatch]:
         n = len(self.dest)
         for lo in range(0, n, OUT_ROWS_PER_BATCH):

@@ -16,7 +16,13 @@ of every member of the stage (``repartitionById`` put it there). Per batch:
 Retry policy (the one place it is written down): a tuple whose ``process()``
 raises is retried in the task up to ``max_attempts`` times in all (emits of a
 failed attempt are discarded), then dead-lettered with its error and
-traceback (reason ``raised``); the batch goes on without it. Dead-lettered at
+traceback (reason ``raised``); the batch goes on without it. A failed attempt
+may have changed the bolt's attributes before it raised, so a member that saw
+one is *redone*: its rows, fused queues and state maps of this batch are
+dropped, and it runs again from the state of txid-1 with the dead-lettered
+tuples skipped (a tuple raising in a redo is dead-lettered at once and forces
+another redo). A dead-lettered tuple thus leaves no trace in state, and one
+that succeeded on a retry counts once. Dead-lettered at
 once, because retrying cannot change the outcome: a tuple of the wrong arity
 (``arity``), one whose ``process()`` raised a ``TupleError`` (``emit``: it
 emitted the wrong arity or to an undeclared stream), one whose emit cannot be
@@ -103,12 +109,21 @@ class MemberStats:
     reasons: dict[str, int] = field(default_factory=dict)  # dead letters per reason
 
 
+class _Redo(Exception):
+    """A member's run saw a failed attempt: drop its effects and run it again (module doc)."""
+
+
 class _Member:
     """One hosted bolt task of the stage, with its output routing."""
 
     def __init__(self, job: StageJob, name: str, task: int, r: Any, out: R.RowBuilder,
-                 queues: dict[str, list[tuple[int, int, list[Any]]]]):
+                 queues: dict[str, list[tuple[int, int, list[Any]]]],
+                 poison: dict[int, str] | None = None, redo: bool = False):
         self.job, self.name, self.task, self.r, self.out, self.queues = job, name, task, r, out, queues
+        # Dead-lettered tuples of an earlier run of this member (by number n): skipped in a redo.
+        self.poison: dict[int, str] = poison if poison is not None else {}
+        self.redo = redo
+        self.tainted = False  # a process() attempt raised: state may hold part of it
         layout = job.layout
         self.comp = layout.graph.component(name)
         self.task_id = self.comp.task_id(task)
@@ -161,6 +176,7 @@ class _Member:
         emits, fails = outbox.emits, outbox.fails
         execute, dispatch = host.execute, self._dispatch
         makers: dict[tuple[int, int], Any] = {}
+        poison = self.poison
         prefix = f"{self.job.txid}:{self.task}:"
         n = 0
         last: tuple[int, int] | None = None
@@ -172,6 +188,9 @@ class _Member:
                 if mk is None:
                     mk = makers[last] = self._maker(src, sid)
             n += 1
+            if poison and n in poison:
+                self._skip_poison(poison[n])
+                continue
             try:
                 tup = mk(values, prefix + str(n), src)
             except TupleError as exc:
@@ -183,7 +202,9 @@ class _Member:
                 execute(tup)
             except ComponentFailure as exc:
                 emits.clear()
-                self._execute(tup, outbox, exc, _retries(exc, self.job.max_attempts))
+                self.tainted = True
+                retries = 0 if self.redo else _retries(exc, self.job.max_attempts)
+                self._execute(tup, outbox, exc, retries)
                 continue
             if len(fails) > before and tup.id in fails[before:]:
                 self._bolt_failed(tup)
@@ -235,8 +256,17 @@ class _Member:
             return
         self.stats.errors += 1
         reason = "emit" if isinstance(last.cause, TupleError) else "raised"
+        self.poison[int(tup.id.rsplit(":", 1)[1])] = reason
         self._dead_letter(tup.stream, list(tup.values), last, last.traceback_text,
                           reason, tup.component, tup.id)
+
+    def _skip_poison(self, reason: str) -> None:
+        """A tuple dead-lettered by an earlier run of this member: counted, not written again."""
+        stats = self.stats
+        stats.errors += 1
+        stats.fails += 1
+        stats.dead_lettered += 1
+        stats.reasons[reason] = stats.reasons.get(reason, 0) + 1
 
     def tick(self) -> None:
         """Deliver this batch's planned tick (BatchingBolt flushes follow it)."""
@@ -345,26 +375,50 @@ def _run_members(job: StageJob, task: int, table: pa.Table, r: Any) -> tuple[lis
     queues: dict[str, list[tuple[int, int, list[Any]]]] = {m: [] for m in members[1:]}
     done: list[_Member] = []
     for position, name in enumerate(members):
-        member = _Member(job, name, task, r, out, {m: queues[m] for m in members[position + 1:]
-                                                   if m in _fused_consumers(job, name)})
-        member.open()
+        feeds = {m: queues[m] for m in members[position + 1:] if m in _fused_consumers(job, name)}
         ctx = {"txid": job.txid, "component": name, "task": task}
-        with TaskScope(r, job.namespace, name, task, job.txid, member.epoch):
-            if position == 0:
-                member.stats.maxseq = R.max_seq_by_src(table)
-                items: Iterator[Any] = R.iter_rows(table)
-                if faults.active():
-                    items = _midway(items, table.num_rows, ctx)
-                member.run_tuples(items)
-            else:
-                member.run_tuples(iter(queues.pop(name)))
-            if name in job.ticks:
-                member.tick()
+        poison: dict[int, str] = {}
+        redo = False
+        while True:
+            mark, fed = out.mark(), {m: len(q) for m, q in feeds.items()}
+            member = _Member(job, name, task, r, out, feeds, dict(poison), redo)
+            member.open()
+            try:
+                with TaskScope(r, job.namespace, name, task, job.txid, member.epoch):
+                    _run_member(job, member, position, table, queues, ctx)
+                    if member.tainted:
+                        raise _Redo  # the scope drops this run's map writes
+            except _Redo:
+                out.rewind(mark)
+                for m, n in fed.items():
+                    del feeds[m][n:]
+                if redo and member.poison.keys() == poison.keys():  # pragma: no cover
+                    raise RuntimeError(f"{name}:{task}: a redo found no new dead letter") from None
+                # The next run restores the state of txid-1 (open() popped the live instance).
+                poison, redo = member.poison, True
+                continue
+            break
+        queues.pop(name, None)
         member.drain_counts()
         faults.hit("task.before_close", resume=member.close, **ctx)
         member.close()
         done.append(member)
     return done, out
+
+
+def _run_member(job: StageJob, member: _Member, position: int, table: pa.Table,
+                queues: dict[str, list[tuple[int, int, list[Any]]]], ctx: dict[str, Any]) -> None:
+    """One run of a member over its input: the partition's rows (head) or its fused queue."""
+    if position == 0:
+        member.stats.maxseq = R.max_seq_by_src(table)
+        items: Iterator[Any] = R.iter_rows(table)
+        if faults.active():
+            items = _midway(items, table.num_rows, ctx)
+        member.run_tuples(items)
+    else:
+        member.run_tuples(iter(queues[member.name]))
+    if member.name in job.ticks:
+        member.tick()
 
 
 def _midway(items: Iterator[Any], total: int, ctx: dict[str, Any]) -> Iterator[Any]:
