@@ -37,6 +37,7 @@ class TupleError(StormshiftError):
         self.component = component
         self.stream = stream
         self.values = values
+        self.msg_id: object = None  # a spout's tup_id, when a spout emitted it
         super().__init__(f"component {component!r}, stream {stream!r}: {message}")
 
 

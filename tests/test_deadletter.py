@@ -368,3 +368,23 @@ def test_spout_emit_counts_ignore_redriven_rows():
     table = R.to_batch([1, 1, 1, 2], [5, 5, 5, 6], [0, 3, R.REDRIVE_SEQ_BASE, R.REDRIVE_SEQ_BASE + 1],
                        [0, 0, 0, 0], [b"", b"", b"", b""])
     assert R.max_seq_by_src(pa.Table.from_batches([table])) == {5: 3}
+
+
+# -- generic spout emits that are no tuple ---------------------------------------------------
+def test_bad_spout_emits_are_dead_lettered_failed_and_counted(spark, redis_url, namespace, tmp_path):
+    failed = tmp_path / "failed.txt"
+    graph = load_topology(DLTOPO, name="BadEmits", overrides={"bademits.failed_file": str(failed)})
+    s = run(spark, graph, tmp_path / "ck", redis_url, namespace, batch=5)
+
+    letters = [d for d in DeadLetters(connect(redis_url), namespace).list() if d.source == "bademits"]
+    by_n = {str(d.values[0]): d for d in letters}  # values no codec keeps are kept as reprs
+    assert sorted(by_n) == ["11", "7"] and {d.reason for d in letters} == {"emit"}
+    assert by_n["7"].values == [7] and "declares 2 fields" in by_n["7"].error
+    assert "object" in by_n["11"].values[1] and "which Storm cannot send" in by_n["11"].error
+    assert {d.tuple_key for d in letters} == {"bademits:0:'m7'", "bademits:0:'m11'"}
+    assert failed.read_text().split() == ["m7", "m11"], "the spout is told they can never be delivered"
+    # the rest is counted, and the run reports the two with their reasons
+    assert sum(final_sums(s).values()) == sum(range(13)) - 7 - 11
+    assert s["bademits"].dead_lettered == 2
+    assert s.dead_letter_reasons["bademits"] == {"emit": 2}
+    assert s.accounting()["topology"]["holds"]

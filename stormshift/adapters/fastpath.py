@@ -35,6 +35,7 @@ from stormshift.adapters.logging_capture import STORM_LEVEL_NAMES
 from stormshift.adapters.outbox import Emit, Outbox
 from stormshift.adapters.routing import Router
 from stormshift.adapters.tuples import Tuple, to_wire
+from stormshift.errors import TupleError
 
 _LIBRARY_ROOTS = ("pystorm", "streamparse")
 _INT64 = 2**63  # JSON ints Storm (Java long) can carry: -2**63 <= v < 2**63
@@ -87,11 +88,15 @@ class Emitter:
         direct_task: int | None,
     ) -> tuple[tuple[str, int], ...]:
         stream = "default" if stream is None else stream
-        route = self.router.routes.get(stream)
-        if route is None:
-            raise self.router.undeclared(stream, tup)
-        values = self.values(tup, stream)
-        targets = route(values, direct_task)
+        try:
+            route = self.router.routes.get(stream)
+            if route is None:
+                raise self.router.undeclared(stream, tup)
+            values = self.values(tup, stream)
+            targets = route(values, direct_task)
+        except TupleError as exc:
+            exc.msg_id = msg_id  # a spout's: the engine dead-letters it and fail()s the id
+            raise
         self.outbox.emits.append(Emit(stream, values, targets, anchors, msg_id))
         return targets
 
@@ -270,15 +275,19 @@ def spout_emit(instance: Any, emitter: Emitter, reliable: bool) -> Callable[...,
     ) -> list[int] | None:
         if stream is None:
             stream = "default"
-        route = routes.get(stream)
-        if route is None:
-            raise undeclared(stream, tup)
-        t = type(tup)
-        if (t is list or t is tuple) and check_wire:
-            values = wire_values(tup, component, stream, fields[stream])
-        else:
-            values = values_of(tup, stream)
-        targets = route(values, direct_task)
+        try:  # free in 3.11 unless raised
+            route = routes.get(stream)
+            if route is None:
+                raise undeclared(stream, tup)
+            t = type(tup)
+            if (t is list or t is tuple) and check_wire:
+                values = wire_values(tup, component, stream, fields[stream])
+            else:
+                values = values_of(tup, stream)
+            targets = route(values, direct_task)
+        except TupleError as exc:
+            exc.msg_id = tup_id  # so the engine can dead-letter it and fail() that id
+            raise
         append(Emit(stream, values, targets, (), tup_id))
         if need_task_ids:
             return task_ids(targets)

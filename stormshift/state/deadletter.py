@@ -172,6 +172,20 @@ class DeadLetters:
     def count(self) -> int:
         return int(self.r.xlen(self.key))
 
+    @retrying
+    def last_id(self) -> str:
+        """The id of the newest entry ("0-0" if none): a mark for ``since``."""
+        newest = self.r.xrevrange(self.key, count=1)
+        if not newest:
+            return "0-0"
+        entry_id = newest[0][0]
+        return entry_id.decode() if isinstance(entry_id, bytes) else str(entry_id)
+
+    @retrying
+    def since(self, mark: str) -> list[DeadLetter]:
+        """Entries added after ``mark`` (from ``last_id``), oldest first."""
+        return [decode_entry(i, raw) for i, raw in self.r.xrange(self.key, min=f"({mark}")]
+
     def remove(self, ids: Sequence[str]) -> int:
         return int(self.r.xdel(self.key, *ids)) if ids else 0
 

@@ -90,3 +90,40 @@ class PoisonLines(Topology):
     config = {"jsonlines.fields": ["n", "key"], "jsonlines.bounded": True, "poison.fixed": False}
     numbers = NumberLines.spec(par=1)
     checker = Checker.spec(inputs={numbers: Grouping.fields("key")}, par=2)
+
+
+class BadEmitter(Spout):
+    """A generic spout emitting ``(n, key)`` for n < ``bademits.limit`` with msg id ``m<n>``:
+    n == 7 with one field (wrong arity), n == 11 with a value no codec can keep. Its
+    ``fail(msg_id)`` calls are appended to ``bademits.failed_file`` (it runs in Spark's
+    planner process, so a file is how a test sees them)."""
+
+    outputs = ["n", "key"]
+
+    def initialize(self, conf, ctx):
+        self.n = 0
+        self.limit = int(conf.get("bademits.limit", 13))
+        self.failed_file = conf.get("bademits.failed_file")
+
+    def next_tuple(self):
+        n = self.n
+        if n >= self.limit:
+            raise StopIteration
+        self.n += 1
+        if n == 7:
+            self.emit([n], tup_id=f"m{n}")
+        elif n == 11:
+            self.emit([n, object()], tup_id=f"m{n}")
+        else:
+            self.emit([n, f"k{n % 7}"], tup_id=f"m{n}")
+
+    def fail(self, tup_id):
+        if self.failed_file:
+            with open(self.failed_file, "a") as fh:
+                fh.write(f"{tup_id}\n")
+
+
+class BadEmits(Topology):
+    config = {"poison.fixed": False}
+    bademits = BadEmitter.spec(par=1)
+    checker = Checker.spec(inputs={bademits: Grouping.fields("key")}, par=2)

@@ -146,6 +146,10 @@ class SparkEngine:
         cfg = BatchConfig(self.layout, self.namespace, url, state_key, self.sink, base, self.max_attempts)
         ticks = TickRecorder(r, ns_key(self.namespace, "spark:ticks"), intervals)
 
+        from stormshift.state.deadletter import DeadLetters
+
+        dead_letters = DeadLetters(r, self.namespace)
+        dl_mark = dead_letters.last_id()
         batches: list[BatchResult] = []
 
         def on_batch(result: BatchResult) -> None:
@@ -174,6 +178,7 @@ class SparkEngine:
         finite = self.until_done or max_tuples is not None
         enough = (lambda: len(batches) >= max_batches) if max_batches else (lambda: False)
         summary.stop_reason = self._wait(query, finite, duration_secs, started, enough)
+        _count_spout_dead_letters(summary, dead_letters.since(dl_mark))
         summary.elapsed_ms = (time.perf_counter() - started) * 1000
         if self.sink.kind == "jsonl":
             summary.outputs = read_jsonl_outputs(self.sink.target)
@@ -229,6 +234,18 @@ def _accumulate(summary: RunSummary, result: BatchResult) -> None:
         for reason, n in reasons.items():
             mine[reason] = mine.get(reason, 0) + n
     summary.spout_tuples += result.spout_tuples
+
+
+def _count_spout_dead_letters(summary: RunSummary, letters: list[Any]) -> None:
+    """Spout records and emits that were no tuple (txid -1: dead-lettered while planning or
+    reading, outside any batch's counters) count for their spout."""
+    for d in letters:
+        stats = summary.components.get(d.component)
+        if d.txid != -1 or stats is None or stats.kind != "spout":
+            continue
+        stats.dead_lettered += 1
+        mine = summary.dead_letter_reasons.setdefault(d.component, {})
+        mine[d.reason or "?"] = mine.get(d.reason or "?", 0) + 1
 
 
 def _safe(name: str) -> str:

@@ -90,6 +90,7 @@ class WalPlanner:
         self.replayed: list[list[tuple[int, Any]]] = [[] for _ in self.hosts]
         self.logged = 0
         self.dropped_replays = 0
+        self.rejected = 0  # emits dead-lettered before they reached the log
         self.packer = msgpack.Packer(use_bin_type=True)
 
     def initial_offset(self) -> dict:
@@ -146,7 +147,7 @@ class WalPlanner:
 
     def _emits(self, host: Any, want: int, deadline: float) -> tuple[list[Any], list[Any]]:
         """Up to ``want`` emits of one spout task as WAL entries, with their msg ids."""
-        from stormshift.errors import ComponentFailure
+        from stormshift.errors import ComponentFailure, TupleError
 
         entries: list[tuple[int, list[int], bytes]] = []
         msg_ids: list[Any] = []
@@ -154,14 +155,27 @@ class WalPlanner:
         while len(entries) < want and not host.exhausted:
             try:
                 host.next_tuple()
-            except ComponentFailure:
-                pass  # counted by the host; Storm keeps calling next_tuple
+            except ComponentFailure as exc:
+                # A bad emit (wrong arity, undeclared stream) is a tuple: dead-lettered.
+                # Anything else is counted by the host; Storm keeps calling next_tuple.
+                if isinstance(exc.cause, TupleError):
+                    self._reject(host, exc.cause, exc.traceback_text, "emit")
             emits = host.outbox.emits
             calls += 1
             if emits:
                 for e in emits:
+                    try:
+                        packed = self.packer.pack(e.values)
+                    except (TypeError, ValueError, OverflowError) as err:
+                        bad = TupleError(
+                            f"an emitted value cannot be encoded ({err}); fix: emit JSON-like "
+                            "values (str, int, float, bool, None, bytes, lists, dicts)",
+                            component=self.opts.spout, stream=e.stream, values=e.values)
+                        bad.msg_id = e.msg_id
+                        self._reject(host, bad, "", "encode")
+                        continue
                     ids = [self.first[c] + x for c, x in e.targets]
-                    entries.append((self.codes[e.stream], ids, self.packer.pack(e.values)))
+                    entries.append((self.codes[e.stream], ids, packed))
                     msg_ids.append(e.msg_id)
                 emits.clear()
             elif entries:
@@ -173,6 +187,28 @@ class WalPlanner:
             if calls & 255 == 0 and time.monotonic() >= deadline:
                 break
         return entries, msg_ids
+
+    def _reject(self, host: Any, err: Any, trace: str, reason: str) -> None:
+        """Dead-letter a spout emit that is no tuple, then ``fail`` its msg id (it can never be
+        delivered; a replaying spout may send it again, and it is dead-lettered again)."""
+        from stormshift.engines.spark.poison import plain
+        from stormshift.engines.spark.stage import redis_for
+        from stormshift.state.deadletter import DeadLetters
+
+        self.rejected += 1
+        task = host.task_index
+        ident = repr(err.msg_id) if err.msg_id is not None else f"at-{self.heads[task]}-{self.rejected}"
+        DeadLetters(redis_for(self.opts.redis_url), self.opts.namespace).add(
+            self.opts.spout, err.stream, plain(err.values), f"{type(err).__name__}: {err}", trace, -1,
+            source=self.opts.spout, tuple_key=f"{self.opts.spout}:{task}:{ident}", task=task,
+            reason=reason)
+        if err.msg_id is not None:
+            from stormshift.errors import ComponentFailure
+
+            try:
+                host.fail(err.msg_id)
+            except ComponentFailure:
+                pass  # counted by the host
 
     def _msg_key(self, msg_id: Any, entry: tuple[int, list[int], bytes]) -> tuple[bytes, bytes] | None:
         if msg_id is None:
