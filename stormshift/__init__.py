@@ -9,5 +9,5 @@ semantics, tuple at a time), ``engines.spark`` (micro-batches), ``state``
 from stormshift.topology.graph import TopologyGraph
 from stormshift.topology.loader import load_topology
 
-__all__ = ["TopologyGraph", "load_topology", "__version__"]
+__all__ = ["TopologyGraph", "__version__", "load_topology"]
 __version__ = "0.1.0"

@@ -46,7 +46,7 @@ from stormshift.errors import StateError
 from stormshift.state.connection import run_scripts
 from stormshift.state.fencing import FencedWriter, acquire_epoch
 
-__all__ = ["WriteAheadLog", "Entry", "WAL_TXID", "DEFAULT_SEEN_WINDOW", "content_digest"]
+__all__ = ["DEFAULT_SEEN_WINDOW", "WAL_TXID", "Entry", "WriteAheadLog", "content_digest"]
 
 WAL_TXID = 2**53  # fencing by epoch only: WAL chunks precede any txid
 DEFAULT_SEEN_WINDOW = 500_000

@@ -41,7 +41,7 @@ from stormshift.engines.spark.sink import SinkSpec
 from stormshift.engines.spark.stage import StageJob, run_partition, stats_key
 from stormshift.engines.spark.ticks import TickRecorder
 
-__all__ = ["BatchStatus", "BatchResult", "BatchRunner", "COUNTERS"]
+__all__ = ["COUNTERS", "BatchResult", "BatchRunner", "BatchStatus"]
 
 COUNTERS = ("tuples_in", "tuples_out", "acks", "fails", "errors", "dead_lettered", "leaf", "reused")
 

@@ -40,7 +40,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["active", "hit", "zombie", "attempt_number", "FaultInjected"]
+__all__ = ["FaultInjected", "active", "attempt_number", "hit", "zombie"]
 
 ENV = "STORMSHIFT_FAULTS"
 DIR_ENV = "STORMSHIFT_FAULT_DIR"

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from stormshift.topology.graph import GroupingKind, TopologyGraph
 
-__all__ = ["ROW_SCHEMA_DDL", "Layout", "Stage", "plan_stages", "FUSABLE"]
+__all__ = ["FUSABLE", "ROW_SCHEMA_DDL", "Layout", "Stage", "plan_stages"]
 
 ROW_SCHEMA_DDL = "dest int, src int, seq long, sid int, v binary"
 FUSABLE = frozenset({GroupingKind.SHUFFLE, GroupingKind.NONE, GroupingKind.LOCAL_OR_SHUFFLE})

@@ -18,7 +18,7 @@ from stormshift.engines.spark.layout import Layout
 from stormshift.engines.spark.source import Opts, ReplayPartition, WalPartition, now_ms
 from stormshift.state.wal import content_digest
 
-__all__ = ["make_planner", "WalPlanner", "ReplayPlanner"]
+__all__ = ["ReplayPlanner", "WalPlanner", "make_planner"]
 
 _EMPTY_SLEEP_SECS = 0.001
 
@@ -266,7 +266,7 @@ class WalPlanner:
         for host in self.hosts:
             try:
                 host.deactivate()
-            except Exception:  # noqa: BLE001 - shutting down; the query already ended
+            except Exception:  # noqa: BLE001, S110 - shutting down; the query already ended
                 pass
 
 

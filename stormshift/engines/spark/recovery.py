@@ -15,7 +15,7 @@ from typing import Any
 
 from stormshift.errors import StateError
 
-__all__ = ["last_spark_commit", "check_not_behind", "durability_warning"]
+__all__ = ["check_not_behind", "durability_warning", "last_spark_commit"]
 
 
 def last_spark_commit(spark_checkpoint: str) -> int | None:

@@ -16,7 +16,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-__all__ = ["SCHEMA", "sorted_table", "iter_rows", "iter_values", "max_seq_by_src", "RowBuilder"]
+__all__ = ["SCHEMA", "RowBuilder", "iter_rows", "iter_values", "max_seq_by_src", "sorted_table"]
 
 SCHEMA = pa.schema(
     [("dest", pa.int32()), ("src", pa.int32()), ("seq", pa.int64()), ("sid", pa.int32()),

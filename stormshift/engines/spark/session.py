@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["build_session", "configure_session", "RUNTIME_CONF"]
+__all__ = ["RUNTIME_CONF", "build_session", "configure_session"]
 
 # Runtime SQL settings the per-batch plan relies on (set on a reused session too).
 RUNTIME_CONF = {

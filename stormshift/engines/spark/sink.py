@@ -23,7 +23,7 @@ from typing import Any
 
 from stormshift.errors import StormshiftError
 
-__all__ = ["SinkSpec", "parse_sink", "write_leaf", "read_jsonl_outputs"]
+__all__ = ["SinkSpec", "parse_sink", "read_jsonl_outputs", "write_leaf"]
 
 Leaf = tuple[str, list[Any]]  # (stream, values)
 

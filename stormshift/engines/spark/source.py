@@ -34,7 +34,7 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPart
 from stormshift.engines.spark import rows as R
 from stormshift.engines.spark.layout import ROW_SCHEMA_DDL
 
-__all__ = ["SpoutSource", "source_options", "SOURCE_NAME"]
+__all__ = ["SOURCE_NAME", "SpoutSource", "source_options"]
 
 SOURCE_NAME = "stormshift_spout"
 

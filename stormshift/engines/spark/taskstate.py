@@ -28,7 +28,7 @@ from typing import Any
 
 from pyspark import cloudpickle
 
-__all__ = ["FRAMEWORK_ATTRS", "state_of", "restore", "TaskCache", "CachedTask"]
+__all__ = ["FRAMEWORK_ATTRS", "CachedTask", "TaskCache", "restore", "state_of"]
 
 # Set by pystorm's Component/Bolt/BatchingBolt constructors or by the host.
 FRAMEWORK_ATTRS = frozenset(

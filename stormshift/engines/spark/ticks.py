@@ -14,7 +14,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["tick_intervals_ms", "plan_ticks", "TickRecorder"]
+__all__ = ["TickRecorder", "plan_ticks", "tick_intervals_ms"]
 
 TICK_KEY = "topology.tick.tuple.freq.secs"
 
