@@ -38,6 +38,19 @@ def test_trim_keeps_uncommitted_tail(redis_url, namespace):
     assert wal.head() == 10
 
 
+def test_fully_trimmed_log_keeps_its_head(redis_url, namespace):
+    """Every chunk committed and trimmed: a new planner continues after the last seq."""
+    r = connect(redis_url)
+    wal = WriteAheadLog(r, namespace, "spout", 5)
+    head = wal.append(wal.open_for_append(), entries(0, 6))
+    wal.trim(6)
+    assert r.xlen(wal.key) == 0
+    again = WriteAheadLog(r, namespace, "spout", 5)
+    assert again.open_for_append() == 6
+    assert again.append(6, entries(6, 9)) == 9 == head + 3
+    assert [e[2] for e in again.read(6, 9)] == [f"v{i}".encode() for i in range(6, 9)]
+
+
 def test_zombie_planner_is_fenced_and_gaps_refused(redis_url, namespace):
     r = connect(redis_url)
     old = WriteAheadLog(r, namespace, "spout", 2)

@@ -78,9 +78,15 @@ class WriteAheadLog:
     def head(self) -> int:
         """Seq after the last logged tuple (0 for an empty log)."""
         last = self.r.xrevrange(self.key, "+", "-", count=1)
-        if not last:
+        if last:
+            return _end_of(last[0][0])
+        # Empty: never written, or every chunk trimmed after its batch committed. The
+        # stream remembers its last id; a log restarting at 0 would be refused by XADD.
+        try:
+            info = self.r.xinfo_stream(self.key)
+        except Exception:  # noqa: BLE001 - ResponseError "no such key": never written
             return 0
-        return _end_of(last[0][0])
+        return _end_of(info["last-generated-id"])
 
     def append(self, start_seq: int, entries: Sequence[Entry],
                msg_keys: Sequence[tuple[bytes, bytes] | None] | None = None) -> int:
