@@ -187,9 +187,15 @@ class SparkEngine:
     def _wait(self, query: Any, finite: bool, duration_secs: float | None, started: float,
               enough: Callable[[], bool]) -> str:
         """Block until end of input (``finite``), ``duration_secs`` or a failure."""
+        from pyspark.errors import StreamingQueryException
+
         try:
             while query.isActive:
-                query.awaitTermination(POLL_SECS)
+                try:
+                    query.awaitTermination(POLL_SECS)
+                except StreamingQueryException as exc:
+                    raise StormshiftError(
+                        f"spark engine: the streaming query failed: {stop_reason_from(exc)}") from exc
                 if finite and _all_finished(query):
                     return "done"
                 if duration_secs is not None and time.perf_counter() - started >= duration_secs:

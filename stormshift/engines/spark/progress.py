@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 __all__ = ["format_progress", "stop_reason_from"]
@@ -27,10 +28,24 @@ def format_progress(result: Any, layout: Any) -> str:
     return " | ".join(parts)
 
 
+_RAISED = re.compile(r"^\s*([A-Za-z_][\w.]*(?:Error|Exception|Failure)): .+")
+_WRAPPERS = ("py4j.", "java.", "org.apache.", "scala.")
+
+
 def stop_reason_from(exc: Any) -> str:
-    """The first line of a StreamingQueryException that names the user's error."""
+    """The line of a StreamingQueryException that names the user's error.
+
+    Spark wraps a Python error raised in the driver's batch function in a Java
+    exception around a Python traceback: the line wanted is the traceback's
+    last ``SomeError: message`` that is not a Java or Py4J wrapper.
+    """
     text = str(exc)
-    for line in text.splitlines():
-        if "ComponentFailure" in line or "StormshiftError" in line or "Error:" in line:
-            return line.strip()
+    raised = [m.group(0).strip() for m in map(_RAISED.match, text.splitlines()) if m]
+    ours = [line for line in raised if "ComponentFailure" in line or "Stormshift" in line
+            or "StateError" in line or "FencedError" in line]
+    if ours:
+        return ours[-1]
+    plain = [line for line in raised if not line.startswith(_WRAPPERS)]
+    if plain:
+        return plain[-1]
     return text.splitlines()[0] if text else repr(exc)
