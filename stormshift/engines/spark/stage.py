@@ -147,7 +147,7 @@ class _Member:
         job = self.job
         self.epoch = acquire_epoch(self.r, job.namespace, self.name, self.task)
         self.store = SnapshotStore(self.r, job.namespace, job.state_key)
-        key = (job.namespace, self.name, self.task)
+        key = self.cache_key = (job.namespace, self.name, self.task, _config_of(job.layout.graph, self.comp))
         self.host, reused = open_task(
             key, job.txid, self.epoch, _CACHE,
             lambda: host_component(job.layout.graph, self.name, self.task),
@@ -160,7 +160,7 @@ class _Member:
         job = self.job
         # Step 4 of taskstate: snapshot at txid (fenced), then keep the live instance.
         self.store.save(self.name, self.task, job.txid, self.epoch, dump_state(self.host.instance))
-        _CACHE.put((job.namespace, self.name, self.task), self.host, job.txid, self.epoch)
+        _CACHE.put(self.cache_key, self.host, job.txid, self.epoch)
         marker = stats_key(job.namespace, job.txid) + f":sink:{self.name}:{self.task}"
         write_leaf(job.sink, self.r, marker, self.name, self.task, job.txid, self.leaves)
 
@@ -427,6 +427,11 @@ def _midway(items: Iterator[Any], total: int, ctx: dict[str, Any]) -> Iterator[A
         if n == total // 2:
             faults.hit("task.midway", **ctx)
         yield item
+
+
+def _config_of(graph: Any, comp: Any) -> str:
+    """What a live instance was initialized with: a run with other config builds a new one."""
+    return repr((sorted(graph.config.items()), sorted(comp.config.items()), comp.class_path))
 
 
 def attempts_key(namespace: str) -> str:

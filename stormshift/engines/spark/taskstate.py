@@ -82,24 +82,25 @@ class CachedTask:
 
 
 class TaskCache:
-    """Live hosted instances of this Python worker, keyed by (namespace, component, task)."""
+    """Live hosted instances of this Python worker, keyed by (namespace, component, task,
+    config): an instance initialized with other config is never reused."""
 
     def __init__(self) -> None:
-        self._tasks: dict[tuple[str, str, int], CachedTask] = {}
+        self._tasks: dict[tuple[str, str, int, str], CachedTask] = {}
 
-    def take(self, key: tuple[str, str, int], txid: int, epoch: int) -> Any | None:
+    def take(self, key: tuple[str, str, int, str], txid: int, epoch: int) -> Any | None:
         """The live host if it holds state txid-1 from epoch-1 exactly, else None."""
         cached = self._tasks.pop(key, None)
         if cached is not None and cached.txid == txid - 1 and cached.epoch == epoch - 1:
             return cached.host
         return None
 
-    def put(self, key: tuple[str, str, int], host: Any, txid: int, epoch: int) -> None:
+    def put(self, key: tuple[str, str, int, str], host: Any, txid: int, epoch: int) -> None:
         self._tasks[key] = CachedTask(host, txid, epoch)
 
 
 def open_task(
-    key: tuple[str, str, int],
+    key: tuple[str, str, int, str],
     txid: int,
     epoch: int,
     cache: TaskCache,
