@@ -13,7 +13,7 @@ import msgpack
 
 from stormshift.errors import ComponentFailure, TupleError
 
-__all__ = ["encode_error", "retries", "write_dead_letter"]
+__all__ = ["encode_error", "format_trace", "plain", "retries", "write_dead_letter"]
 
 
 def retries(failure: ComponentFailure, max_attempts: int) -> int:
@@ -38,6 +38,10 @@ def plain(values: Any) -> Any:
         return [repr(v) for v in values] if isinstance(values, (list, tuple)) else repr(values)
 
 
+def format_trace(error: BaseException) -> str:
+    return "".join(tb.format_exception(error))
+
+
 def write_dead_letter(r: Any, namespace: str, txid: int, component: str, task: int, stream: str,
                       values: Any, error: BaseException, trace: str, reason: str, source: str,
                       tuple_id: str) -> None:
@@ -46,6 +50,6 @@ def write_dead_letter(r: Any, namespace: str, txid: int, component: str, task: i
 
     DeadLetters(r, namespace).add(
         component, stream, plain(values), f"{type(error).__name__}: {error}",
-        trace or "".join(tb.format_exception(error)), txid,
+        trace or format_trace(error), txid,
         source=source, tuple_key=tuple_id, task=task, reason=reason,
     )

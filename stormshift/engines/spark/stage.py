@@ -29,7 +29,9 @@ emitted the wrong arity or to an undeclared stream), one whose emit cannot be
 encoded (``encode``), and one the bolt ``fail()``s itself (``fail``: Storm
 would replay it from the spout; a batch engine has no replay). Every entry carries
 its reason, source component and tuple id (``txid:task:n``, deterministic:
-rows are sorted); the run summary counts dead letters per reason.
+rows are sorted); the run summary counts dead letters per reason. They are
+written when the task closes, after its fenced snapshot: an attempt that dies
+or is fenced first leaves none behind for a tuple its retry then processes.
 ``stormshift deadletter replay`` sends entries back after a fix (``redrive.py``).
 """
 
@@ -47,8 +49,8 @@ from stormshift.engines.spark import faults
 from stormshift.engines.spark import rows as R
 from stormshift.engines.spark.layout import Layout, Stage
 from stormshift.engines.spark.poison import encode_error as _encode_error
+from stormshift.engines.spark.poison import format_trace, plain, write_dead_letter
 from stormshift.engines.spark.poison import retries as _retries
-from stormshift.engines.spark.poison import write_dead_letter
 from stormshift.engines.spark.sink import SinkSpec, write_leaf
 from stormshift.engines.spark.taskstate import TaskCache, dump_state, open_task
 from stormshift.errors import ComponentFailure, TupleError
@@ -118,10 +120,13 @@ class _Member:
 
     def __init__(self, job: StageJob, name: str, task: int, r: Any, out: R.RowBuilder,
                  queues: dict[str, list[tuple[int, int, list[Any]]]],
-                 poison: dict[int, str] | None = None, redo: bool = False):
+                 poison: dict[int, tuple[str, tuple[Any, ...]]] | None = None, redo: bool = False):
         self.job, self.name, self.task, self.r, self.out, self.queues = job, name, task, r, out, queues
         # Dead-lettered tuples of an earlier run of this member (by number n): skipped in a redo.
-        self.poison: dict[int, str] = poison if poison is not None else {}
+        self.poison: dict[int, tuple[str, tuple[Any, ...]]] = poison if poison is not None else {}
+        # Dead letters of this run, written by close() after the fenced snapshot: an attempt
+        # that dies or is fenced before it leaves none (a retry may well process the tuple).
+        self.letters: list[tuple[Any, ...]] = []
         self.redo = redo
         self.tainted = False  # a process() attempt raised: state may hold part of it
         layout = job.layout
@@ -160,6 +165,8 @@ class _Member:
         job = self.job
         # Step 4 of taskstate: snapshot at txid (fenced), then keep the live instance.
         self.store.save(self.name, self.task, job.txid, self.epoch, dump_state(self.host.instance))
+        for letter in self.letters:  # after the fenced save: a fenced zombie writes none
+            write_dead_letter(self.r, job.namespace, job.txid, self.name, self.task, *letter)
         _CACHE.put(self.cache_key, self.host, job.txid, self.epoch)
         marker = stats_key(job.namespace, job.txid) + f":sink:{self.name}:{self.task}"
         write_leaf(job.sink, self.r, marker, self.name, self.task, job.txid, self.leaves)
@@ -256,12 +263,14 @@ class _Member:
             return
         self.stats.errors += 1
         reason = "emit" if isinstance(last.cause, TupleError) else "raised"
-        self.poison[int(tup.id.rsplit(":", 1)[1])] = reason
-        self._dead_letter(tup.stream, list(tup.values), last, last.traceback_text,
-                          reason, tup.component, tup.id)
+        letter = self._dead_letter(tup.stream, list(tup.values), last, last.traceback_text,
+                                   reason, tup.component, tup.id)
+        self.poison[int(tup.id.rsplit(":", 1)[1])] = (reason, letter)
 
-    def _skip_poison(self, reason: str) -> None:
-        """A tuple dead-lettered by an earlier run of this member: counted, not written again."""
+    def _skip_poison(self, known: tuple[str, tuple[Any, ...]]) -> None:
+        """A tuple dead-lettered by an earlier run of this member: skipped, its letter kept."""
+        reason, letter = known
+        self.letters.append(letter)
         stats = self.stats
         stats.errors += 1
         stats.fails += 1
@@ -329,17 +338,18 @@ class _Member:
         del outbox.logs[:]
 
     def _dead_letter(self, stream: str, values: Any, error: BaseException, trace: str,
-                     reason: str, source: str, tuple_id: str, acked: bool = False) -> None:
-        """Dead-letter one input tuple; ``acked``: the bolt acked it before its emit failed to
-        encode -- that ack is taken back, so a tuple counts once (acked or dead-lettered)."""
+                     reason: str, source: str, tuple_id: str, acked: bool = False) -> tuple[Any, ...]:
+        """Dead-letter one input tuple (written by ``close``); ``acked``: the bolt acked it before
+        its emit failed to encode -- that ack is taken back, so a tuple counts once."""
         stats = self.stats
         stats.dead_lettered += 1
         stats.reasons[reason] = stats.reasons.get(reason, 0) + 1
         acks = self.host.outbox.acks
         if acked and acks and acks[-1] == tuple_id:
             acks.pop()
-        write_dead_letter(self.r, self.job.namespace, self.job.txid, self.name, self.task, stream,
-                          values, error, trace, reason, source, tuple_id)
+        letter = (stream, plain(values), error, trace or format_trace(error), reason, source, tuple_id)
+        self.letters.append(letter)
+        return letter
 
 
 def run_partition(job: StageJob, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
@@ -377,7 +387,7 @@ def _run_members(job: StageJob, task: int, table: pa.Table, r: Any) -> tuple[lis
     for position, name in enumerate(members):
         feeds = {m: queues[m] for m in members[position + 1:] if m in _fused_consumers(job, name)}
         ctx = {"txid": job.txid, "component": name, "task": task}
-        poison: dict[int, str] = {}
+        poison: dict[int, tuple[str, tuple[Any, ...]]] = {}
         redo = False
         while True:
             mark, fed = out.mark(), {m: len(q) for m, q in feeds.items()}
