@@ -52,12 +52,17 @@ def state_of(instance: Any) -> dict[str, Any]:
         value = vars(instance)[name]
         if isinstance(value, _NOT_STATE) or callable(value) and not hasattr(value, "__dict__"):
             continue
-        try:
-            cloudpickle.dumps(value)
-        except Exception:  # noqa: BLE001 - unpicklable means "re-made by initialize()"
-            continue
-        state[name] = value
+        if _picklable(value):  # unpicklable means "re-made by initialize()"
+            state[name] = value
     return state
+
+
+def _picklable(value: Any) -> bool:
+    try:
+        cloudpickle.dumps(value)
+    except Exception:  # noqa: BLE001 - any pickling error means "not state"
+        return False
+    return True
 
 
 def dump_state(instance: Any) -> bytes:
