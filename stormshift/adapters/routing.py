@@ -260,10 +260,19 @@ class Router:
             comp_name = self.component.name
             if len(positions) == 1:
                 pos = positions[0]
+                memo: dict[str, Targets] = {}  # str keys only, as in route_fields_one
 
                 def pick_field(values: Sequence[Any], s: int) -> Targets:
+                    v = values[pos]
+                    if type(v) is str:
+                        slot = memo.get(v)
+                        if slot is None:
+                            slot = slots[hash_one(v) % par]
+                            if len(memo) < _MEMO_MAX:
+                                memo[v] = slot
+                        return slot
                     try:
-                        return slots[hash_one(values[pos]) % par]
+                        return slots[hash_one(v) % par]
                     except TypeError as exc:
                         raise _unhashable(comp_name, stream, sub, exc, values) from None
 

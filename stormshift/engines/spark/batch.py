@@ -36,6 +36,7 @@ import msgpack
 
 from stormshift.engines.spark import faults
 from stormshift.engines.spark.layout import ROW_SCHEMA_DDL, Layout, Stage
+from stormshift.engines.spark.profiling import profiled
 from stormshift.engines.spark.redrive import RedrivePlan, plan_redrive
 from stormshift.engines.spark.sink import SinkSpec
 from stormshift.engines.spark.stage import StageJob, run_partition, stats_key
@@ -235,7 +236,9 @@ def _beacons(spark: Any, first: int, par: int) -> Any:
 
 
 def _stage_fn(job: StageJob) -> Callable[[Any], Any]:
+    label = f"stage-{job.txid}-{job.stage.head}"
+
     def fn(batches: Any) -> Any:
-        return run_partition(job, batches)
+        return profiled(label, run_partition(job, batches))
 
     return fn

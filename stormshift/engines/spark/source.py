@@ -125,10 +125,12 @@ class SpoutReader(DataSourceStreamReader):
         from stormshift.engines.spark.stage import ensure_paths
 
         ensure_paths(opts.graph)
+        from stormshift.engines.spark.profiling import profiled
+
         if isinstance(partition, WalPartition):
-            yield from _read_wal(opts, partition)
+            yield from profiled(f"source-{opts.spout}", _read_wal(opts, partition))
         else:
-            yield from _read_replay(opts, partition)
+            yield from profiled(f"source-{opts.spout}", _read_replay(opts, partition))
 
 
 def _read_wal(opts: Opts, part: WalPartition) -> Any:
