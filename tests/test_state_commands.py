@@ -56,3 +56,17 @@ def test_reset_is_guarded(redis_client, ns):
     assert "deleted" in cli("reset", ns, "--yes").output
     assert map_items(redis_client, ns, "count", "clicks") == {}
     assert CommitLog(redis_client, ns).committed() == 1  # fences stay unless --hard
+
+
+def test_hard_reset_clears_every_namespace_key_but_the_epochs(redis_client, ns):
+    from stormshift.state import keys as K
+    from stormshift.state.deadletter import DeadLetters
+
+    fill(redis_client, ns)
+    DeadLetters(redis_client, ns).add("count", "default", ["x"], "E", "", 1, tuple_key="1:0:1")
+    epochs = redis_client.hgetall(K.epochs_key(ns))
+    assert "deleted" in cli("reset", ns, "--yes", "--hard").output
+    left = sorted(k.decode() for k in redis_client.scan_iter(match=f"ss:{{{ns}*"))
+    assert left == [K.epochs_key(ns)]
+    assert redis_client.hgetall(K.epochs_key(ns)) == epochs and epochs
+    assert CommitLog(redis_client, ns).committed() < 1

@@ -118,3 +118,14 @@ def test_dead_letters_are_kept_once_per_replay_and_replayable(redis_client, ns):
     assert dl.replay(seen.append, component="split") == 1
     assert [d.error for d in seen] == ["ValueError: bad"]
     assert dl.count() == 1
+
+
+def test_a_removed_dead_letter_is_added_again_when_the_tuple_fails_again(redis_client, ns):
+    # A source record (txid -1, keyed by its offset) re-read after the user replayed and
+    # removed its entry must be dead-lettered again, not dropped by the dedup index.
+    dl = DeadLetters(redis_client, ns)
+    first = dl.add("spout", "default", "{not json", "ValueError: bad", "", -1, tuple_key="f:3")
+    assert dl.replay(lambda d: None) == 1 and dl.count() == 0
+    again = dl.add("spout", "default", "{not json", "ValueError: bad", "", -1, tuple_key="f:3")
+    assert again != first and dl.count() == 1
+    assert dl.add("spout", "default", "{not json", "ValueError: bad", "", -1, tuple_key="f:3") == again

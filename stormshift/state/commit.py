@@ -108,14 +108,23 @@ def _scan(r: Any, namespace: str, limit: int | None = None) -> Any:
                 return
 
 
+def _namespace_wide(r: Any, namespace: str) -> set[str]:
+    """Keys ``ss:{ns}:*`` (not in a key group)."""
+    keys = (k.decode() if isinstance(k, bytes) else k
+            for k in r.scan_iter(match=K.all_keys_pattern(namespace)[0], count=1000))
+    return {k for k in keys if (p := K.parse_key(k)) is not None and p[0] == namespace and p[1] is None}
+
+
 def reset_namespace(r: Any, namespace: str, *, keep_fences: bool = True) -> int:
     """Delete a namespace's data; with ``keep_fences`` epochs and commit record survive."""
     doomed = list(_scan(r, namespace))
     if not keep_fences:
-        doomed += [K.commit_key(namespace), K.checkpoints_key(namespace), K.par_key(namespace)]
-        doomed += [K.dlq_key(namespace)]
+        # Every namespace-wide key (commit record, checkpoint bindings, dead letters and
+        # their dedup index, redrive queues, batch stats) but the epoch counter, which never
+        # expires or resets: zombies of old runs stay fenced.
+        epochs = K.epochs_key(namespace)
+        doomed += sorted(k for k in _namespace_wide(r, namespace) if k != epochs)
         doomed += [K.fence_key(namespace, g) for g in range(K.KEY_GROUPS)]
-        # the epoch counter never expires or resets: zombies of old runs stay fenced
     else:
         doomed.append(K.par_key(namespace))
     for key in doomed:

@@ -40,11 +40,13 @@ from stormshift.state import keys as K
 from stormshift.state.connection import retrying
 
 # KEYS: dlq stream, dlq ids hash, [txid index hash]. ARGV: digest, field/value pairs.
-# Idempotent: a replayed batch dead-letters the same tuple once.
+# Idempotent: a replayed batch dead-letters the same tuple once. An index entry whose
+# stream entry is gone (replayed and removed, moved to redrive, trimmed) does not count:
+# the tuple failed again, so it is dead-lettered again rather than lost.
 _ADD = r"""
 local unpack = unpack or table.unpack
 local have = redis.call('HGET', KEYS[2], ARGV[1])
-if have then return have end
+if have and #redis.call('XRANGE', KEYS[1], have, have) == 1 then return have end
 local f = {}
 for i = 2, #ARGV do f[#f + 1] = ARGV[i] end
 local id = redis.call('XADD', KEYS[1], '*', unpack(f))
