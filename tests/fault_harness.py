@@ -240,7 +240,8 @@ def _last_json(stdout: str) -> dict[str, Any]:
 
 
 def table() -> str:
-    """The suite's table: fault, batches, tuples, retries, fenced writes, result, Storm's count."""
+    """The suite's table: fault, batches, tuples, retries (a task of a batch started again:
+    Spark retry or re-run after a driver restart), fenced writes, result, Storm's count."""
     header = ("topology", "fault", "runs", "batches", "tuples", "retries", "fenced", "result",
               "storm (local engine)")
     lines = [header] + [tuple(str(row.get(h.split(" ")[0], "")) for h in header) for row in ROWS]

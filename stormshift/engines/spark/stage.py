@@ -363,7 +363,7 @@ def run_partition(job: StageJob, batches: Iterator[pa.RecordBatch]) -> Iterator[
         return  # no beacon: a partition the plan did not make (cannot happen with repartitionById)
     r = redis_for(job.redis_url)
     attempt = faults.attempt_number()
-    if attempt:
+    if _count_attempt(r, job, task) > 1 or attempt:
         r.hincrby(attempts_key(job.namespace), "retried", 1)
     faults.hit("stage.start", txid=job.txid, component=job.stage.head, task=task, attempt=attempt)
     try:
@@ -445,10 +445,26 @@ def _config_of(graph: Any, comp: Any) -> str:
 
 
 def attempts_key(namespace: str) -> str:
-    """Counters of task attempts: ``retried`` (attempt > 0) and ``fenced`` (a zombie's writes refused)."""
+    """Counters of task attempts: ``retried`` (a task of a batch started again: Spark retry,
+    speculative copy, stage re-attempt, re-run after a driver restart) and ``fenced``
+    (a zombie's writes refused)."""
     from stormshift.state import keys as K
 
     return K.ns_key(namespace, "spark:attempts")
+
+
+def _count_attempt(r: Any, job: StageJob, task: int) -> int:
+    """How many times this task of this batch has started (this time included).
+
+    Spark's attempt number restarts at 0 when a stage is re-attempted after an
+    executor loss, and a driver restart re-runs the batch as new tasks, so only a
+    count kept beside the state says this is a retry. For reporting only.
+    """
+    key = f"{attempts_key(job.namespace)}:{job.txid}"
+    pipe = r.pipeline(transaction=False)
+    pipe.hincrby(key, f"{job.stage.head}:{task}", 1)
+    pipe.expire(key, 7 * 86400)
+    return int(pipe.execute()[0])
 
 
 def _fused_consumers(job: StageJob, name: str) -> set[str]:
