@@ -26,6 +26,8 @@ from typing import Any
 
 import click
 
+from stormshift.state.commands import json_default
+
 __all__ = ["deadletter_group", "namespace_of", "redrive_refusal"]
 
 VALUES_WIDTH = 60
@@ -40,15 +42,6 @@ def namespace_of(graph: Any) -> str:
 def _short(text: str, width: int) -> str:
     text = " ".join(text.split())
     return text if len(text) <= width else text[: width - 1] + "…"
-
-
-def _json_default(x: Any) -> Any:
-    if isinstance(x, bytes):
-        try:
-            return x.decode()
-        except UnicodeDecodeError:
-            return {"hex": x.hex()}
-    return repr(x)
 
 
 def _load(project: str, name: str | None, environment: str | None) -> Any:
@@ -109,7 +102,7 @@ def ls_cmd(project: str | None, redis_url: str | None, namespace: str | None, na
     letters = DeadLetters(r, ns).list(component=component, limit=limit)
     if as_json:
         for d in letters:
-            click.echo(json.dumps(d.as_dict(), default=_json_default, ensure_ascii=False))
+            click.echo(json.dumps(d.as_dict(), default=json_default, ensure_ascii=False))
         return
     table = Table(title=f"dead letters of {ns}: {len(letters)}"
                         + (f" of {component}" if component else ""))
@@ -118,7 +111,7 @@ def ls_cmd(project: str | None, redis_url: str | None, namespace: str | None, na
     for d in letters:
         table.add_row(d.id, str(d.txid), d.component, d.source or "?", d.stream, d.reason or "?",
                       _short(d.error, ERROR_WIDTH),
-                      _short(json.dumps(d.values, default=_json_default), VALUES_WIDTH))
+                      _short(json.dumps(d.values, default=json_default), VALUES_WIDTH))
     console = Console(width=max(Console().width, 160))
     console.print(table)
     redrive = Redrive(r, ns)

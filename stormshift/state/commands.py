@@ -28,7 +28,8 @@ from stormshift.state.snapshots import SnapshotStore
 __all__ = ["state"]
 
 
-def _json_default(x: Any) -> Any:
+def json_default(x: Any) -> Any:
+    """``json.dumps`` default for state and dead-letter values: bytes as text (or hex), tuples as lists."""
     if isinstance(x, bytes):
         try:
             return x.decode()
@@ -40,7 +41,7 @@ def _json_default(x: Any) -> Any:
 
 
 def _dumps(obj: Any) -> str:
-    return json.dumps(obj, default=_json_default, sort_keys=True, ensure_ascii=False)
+    return json.dumps(obj, default=json_default, sort_keys=True, ensure_ascii=False)
 
 
 def _parse_key(text: str) -> Any:
