@@ -117,3 +117,13 @@ def test_restart_from_checkpoint_loses_and_duplicates_nothing(spark, redis_url, 
         if n != sparktopo.KeySum.POISON:
             expected[f"k{n % 7}"] += n
     assert {k: v[1] for k, v in second.latest("sums").items()} == dict(expected)
+    # the same state adopted under a new checkpoint dir: its snapshots were signed with the
+    # key kept beside the old one, so the run stops at start-up naming the fix
+    from stormshift.errors import StateError
+
+    other = SparkEngine(graph, checkpoint_dir=str(tmp_path / "ck-new"), redis_url=redis_url,
+                        spark=spark, namespace=namespace, until_done=True, state_mode="adopt")
+    lines: list[str] = []
+    with pytest.raises(StateError, match="stormshift-state.key") as err:
+        other.run(on_progress=lines.append)
+    assert str(tmp_path / "ck-new") in str(err.value) and not lines

@@ -129,3 +129,18 @@ def test_a_removed_dead_letter_is_added_again_when_the_tuple_fails_again(redis_c
     again = dl.add("spout", "default", "{not json", "ValueError: bad", "", -1, tuple_key="f:3")
     assert again != first and dl.count() == 1
     assert dl.add("spout", "default", "{not json", "ValueError: bad", "", -1, tuple_key="f:3") == again
+
+
+def test_start_up_check_names_the_key_fix_before_any_task_runs(redis_client, ns):
+    store = SnapshotStore(redis_client, ns, KEY)
+    tasks = [("counter", 0), ("counter", 1)]
+    store.check_key(tasks, "nothing to check yet")  # no snapshots: nothing to refuse
+    save(store, redis_client, ns, 1, b"state", task=1)
+    save(store, redis_client, ns, 2, b"in flight", task=1)  # uncommitted: not what a run restores
+    commit(redis_client, ns, 1)
+    store.check_key(tasks, "the same key")
+    with pytest.raises(StateError) as err:
+        SnapshotStore(redis_client, ns, b"new-checkpoint-key").check_key(tasks, "/ck2/stormshift-state.key")
+    text = str(err.value)
+    assert "'counter' task 1" in text and "/ck2/stormshift-state.key" in text
+    assert "STORMSHIFT_STATE_HMAC_KEY" in text and "--reset-state" in text

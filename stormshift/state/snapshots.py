@@ -19,6 +19,7 @@ import hashlib
 import hmac
 import logging
 import os
+from collections.abc import Sequence
 from typing import Any
 
 from stormshift.errors import StateError
@@ -130,6 +131,29 @@ class SnapshotStore:
                 "Redis was tampered with. Fix: use the original key, or `stormshift state reset`"
             )
         return payload
+
+    def check_key(self, tasks: Sequence[tuple[str, int]], where_key: str) -> None:
+        """At start-up: the first committed snapshot found among ``tasks`` verifies with our key.
+
+        Otherwise the first batch would fail inside a Spark task; ``where_key`` says where
+        this run's key came from, so the message can name the fix.
+        """
+        committed = self._committed()
+        for component, task in tasks:
+            if any(v <= committed for v in self._versions(component, task)):
+                try:
+                    self.load(component, task, committed + 1)
+                except StateError as exc:
+                    raise StateError(
+                        f"state namespace {self.namespace!r} holds snapshots signed with another "
+                        f"key than this run's ({where_key}); component {component!r} task {task} "
+                        f"was refused, nothing was unpickled. This happens when state written "
+                        f"under one --checkpoint dir is adopted under another: the key was kept "
+                        f"in the old dir's stormshift-state.key. Fix: set {HMAC_ENV} (or "
+                        "state.hmac_key in the topology config) to that key, or discard the "
+                        "state with --reset-state"
+                    ) from exc
+                return
 
     def sizes(self) -> dict[tuple[str, int], dict[int, int]]:
         """Bytes per version per (component, task), for operators."""

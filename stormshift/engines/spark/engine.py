@@ -101,18 +101,21 @@ class SparkEngine:
             path.write_text(uuid.uuid4().hex, encoding="utf-8")
         return path.read_text(encoding="utf-8").strip()
 
-    def _state_key(self) -> bytes:
-        """HMAC key of snapshots: env, config, else a key file beside the checkpoint."""
+    def _state_key(self) -> tuple[bytes, str]:
+        """HMAC key of snapshots and where it came from: env, config, else a key file
+        beside the checkpoint (made on first use)."""
         from stormshift.state.snapshots import HMAC_ENV
 
-        key = os.environ.get(HMAC_ENV) or self.graph.config.get("state.hmac_key")
+        if os.environ.get(HMAC_ENV):
+            return os.environ[HMAC_ENV].encode(), f"${HMAC_ENV}"
+        key = self.graph.config.get("state.hmac_key")
         if key:
-            return key.encode() if isinstance(key, str) else key
+            return (key.encode() if isinstance(key, str) else key), "state.hmac_key in config"
         path = Path(self.checkpoint_dir) / "stormshift-state.key"
         path.parent.mkdir(parents=True, exist_ok=True)
         if not path.exists():
             path.write_text(secrets.token_hex(32), encoding="utf-8")
-        return path.read_text(encoding="utf-8").strip().encode()
+        return path.read_text(encoding="utf-8").strip().encode(), str(path)
 
     # -- run -----------------------------------------------------------------
     def run(self, max_tuples: int | None = None, duration_secs: float | None = None,
@@ -129,7 +132,7 @@ class SparkEngine:
         url = self.redis_url or url_of(r)
         if url is None:
             raise StormshiftError("spark engine: cannot tell executors how to reach Redis; fix: pass --redis URL")
-        state_key = self._state_key()
+        state_key, key_source = self._state_key()
         commit_log = CommitLog(r, self.namespace)
         base = commit_log.bind_checkpoint(self._checkpoint_id(), self.state_mode)  # type: ignore[arg-type]
         where = re.sub(r"//[^@/]*@", "//***@", url)
@@ -140,6 +143,7 @@ class SparkEngine:
         snapshots = SnapshotStore(r, self.namespace, state_key)
         for bolt in self.graph.bolts:
             snapshots.check_par(bolt.name, bolt.par)
+        snapshots.check_key([(b.name, t) for b in self.graph.bolts for t in range(b.par)], key_source)
         intervals = tick_intervals_ms(self.graph)
         tick_ms = min(intervals.values()) if intervals else 0
         summary = RunSummary.for_graph(self.graph, "spark")
