@@ -238,19 +238,6 @@ end
 return 1
 """
 
-# KEYS: dlq stream, dlq ids hash. ARGV: digest, field/value pairs.
-# Idempotent: a replayed batch dead-letters the same tuple once.
-DLQ_ADD = r"""
-local unpack = unpack or table.unpack
-local have = redis.call('HGET', KEYS[2], ARGV[1])
-if have then return have end
-local f = {}
-for i = 2, #ARGV do f[#f + 1] = ARGV[i] end
-local id = redis.call('XADD', KEYS[1], '*', unpack(f))
-redis.call('HSET', KEYS[2], ARGV[1], id)
-return id
-"""
-
 # KEYS: fence, live bucket hashes newest first. ARGV: epoch, txid, who, ttl_ms, ids...
 # id -> first txid that saw it; a duplicate is an id seen under ANOTHER txid (a replay of
 # the same batch is not its own duplicate). Returns 1/0 per id.
@@ -351,7 +338,6 @@ SCRIPTS: dict[str, str] = {
     "dedup_exact": DEDUP_EXACT,
     "dedup_bloom": DEDUP_BLOOM,
     "bloom_check": BLOOM_CHECK,
-    "dlq_add": DLQ_ADD,
     "transactional": TRANSACTIONAL_WRITE,
     "opaque": OPAQUE_WRITE,
     "plain": PLAIN_WRITE,
