@@ -60,6 +60,15 @@ def _after_done(opts: Opts, start: dict) -> dict:
     return {**start, "k": k, "drain": drained + 1}
 
 
+def _offset(opts: Opts, start: dict, name: str, position: Any, done: bool, empty: bool) -> dict:
+    """The next offset. End of input found with nothing new to read and no ticks to
+    drain: this empty batch is the ``fin`` batch itself (planning it commits, and so
+    acks, the last data batch), rather than one more empty batch after it."""
+    fin = done and empty and opts.tick_ms <= 0
+    k = start.get("k", 0) if done else _clock(opts, start)
+    return {name: position, "done": done, "fin": fin, "k": k}
+
+
 class WalPlanner:
     """Generic spout tasks + their write-ahead logs (module ``source`` doc)."""
 
@@ -108,7 +117,7 @@ class WalPlanner:
             t[i] = min(self.heads[i], t[i] + self.opts.batch_max)
         exhausted = all(h.exhausted for h in self.hosts) or self._capped()
         done = exhausted and t == self.heads
-        return {"t": t, "done": done, "fin": False, "k": start.get("k", 0) if done else _clock(self.opts, start)}
+        return _offset(self.opts, start, "t", t, done, t == list(start["t"]))
 
     def _capped(self) -> bool:
         return 0 <= self.opts.max_total <= self.logged
@@ -298,7 +307,7 @@ class ReplayPlanner:
             return _after_done(self.opts, start)
         end = self.spout.replay_latest_offsets(dict(start["p"]), self.opts.batch_max)
         done = bool(self.spout.replay_exhausted(end))
-        return {"p": end, "done": done, "fin": False, "k": start.get("k", 0) if done else _clock(self.opts, start)}
+        return _offset(self.opts, start, "p", end, done, end == dict(start["p"]))
 
     def partitions(self, start: dict, end: dict) -> list[ReplayPartition]:
         from stormshift.spouts.base import partitions_of_task

@@ -8,10 +8,12 @@ of the reader, and must only use its options and the partition.
 
 Offsets (JSON): ``t`` (generic spouts: logged seq per task) or ``p``
 (replayable spouts: offset per source partition), ``done`` (all input is in
-batches up to this offset), ``fin`` (the empty batch after ``done``: planning
-it makes Spark commit -- and so ack -- the last data batch; the engine stops
-once every source reports ``fin``), ``k`` (tick clock: changes every tick
-interval so batches run for tick tuples even without new input).
+batches up to this offset), ``fin`` (an empty batch at or after ``done``:
+planning it makes Spark commit -- and so ack -- the last data batch; the
+engine stops once every source reports ``fin``; when end of input is found
+with nothing new to read, that empty batch is ``done`` and ``fin`` at once),
+``k`` (tick clock: changes every tick interval so batches run for tick tuples
+even without new input).
 
 Generic spouts: ``latestOffset`` runs ``next_tuple()`` up to ``batch_max``
 tuples per task (or until ``budget_ms``), appends the emits to the
