@@ -90,7 +90,7 @@ def run(path: str, name: str | None, environment: str | None, engine: str,
         raise click.UsageError("--reset-state and --adopt-state exclude each other")
     graph = _load(path, name, environment, parse_overrides(config_options))
     options = RunOptions(
-        engine=engine, max_tuples=max_tuples, duration_secs=duration, until_done=until_done,
+        engine="local" if engine == "local" else "spark", max_tuples=max_tuples, duration_secs=duration, until_done=until_done,
         master=master, checkpoint_dir=checkpoint_dir, trigger_secs=trigger_secs,
         batch_max_tuples=batch_max_tuples, redis_url=redis_url, sink=sink,
         state_mode="reset" if reset_state else "adopt" if adopt_state else "strict",

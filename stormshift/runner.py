@@ -38,15 +38,14 @@ def run_topology(graph: TopologyGraph, options: RunOptions, progress: Console | 
     if options.engine == "local":
         from stormshift.engines.local import LocalEngine
 
-        engine = LocalEngine(graph)
-        return engine.run(
+        return LocalEngine(graph).run(
             max_tuples=options.max_tuples,
             duration_secs=options.duration_secs,
             on_progress=_progress_printer(progress),
         )
     from stormshift.engines.spark import SparkEngine
 
-    engine = SparkEngine(
+    spark_engine = SparkEngine(
         graph,
         master=options.master,
         checkpoint_dir=options.checkpoint_dir,
@@ -58,7 +57,7 @@ def run_topology(graph: TopologyGraph, options: RunOptions, progress: Console | 
         state_mode=options.state_mode,
         spark_conf=dict(options.spark_conf),
     )
-    return engine.run(
+    return spark_engine.run(
         max_tuples=options.max_tuples,
         duration_secs=options.duration_secs,
         on_progress=_progress_printer(progress),

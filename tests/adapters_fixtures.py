@@ -4,7 +4,7 @@ Everything here is ordinary user code, as a streamparse project would have
 it; tests load the topologies with ``stormshift.topology.loader.load_topology``.
 """
 
-# ruff: noqa: RUF012  (class-level `outputs` lists are how streamparse declares streams)
+
 from __future__ import annotations
 
 import logging

@@ -21,11 +21,12 @@ semantics, ``tests/faults_storm.py``).
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from fault_harness import REPO, ROWS, Case, Outcome
+from fault_harness import REPO, ROWS, Case, CaseRunner, Outcome
 
 pytestmark = [pytest.mark.faults, pytest.mark.spark, pytest.mark.redis]
 
@@ -77,24 +78,57 @@ def _params(table: dict[str, tuple[list[dict[str, Any]], bool]]) -> list[Any]:
             for name, (plan, slow) in table.items()]
 
 
-def _case(tmp: Path, project: str, plan: list[dict[str, Any]] | None) -> Outcome:
+def _case(tmp: Path, project: str, plan: list[dict[str, Any]] | None) -> Case:
     if project == "adclicks":
         return Case(tmp, str(REPO / "examples" / "adclicks"), options=ADCLICKS, args=ADCLICKS_ARGS,
-                    faults=plan).run()
+                    faults=plan)
     return Case(tmp, str(REPO / "examples" / "wordcount"), options={}, args=WORDCOUNT_ARGS,
-                faults=plan).run()
+                faults=plan)
+
+
+def _plans(project: str) -> dict[str, list[dict[str, Any]] | None]:
+    """Case key -> fault plan, for every case of ``project`` (baseline: no plan)."""
+    table = ADCLICKS_FAULTS if project == "adclicks" else WORDCOUNT_FAULTS
+    return {f"{project}:baseline": None, **{f"{project}:{n}": plan for n, (plan, _) in table.items()}}
 
 
 @pytest.fixture(scope="module")
-def baseline_adclicks(tmp_path_factory: pytest.TempPathFactory) -> Outcome:
-    out = _case(tmp_path_factory.mktemp("base-adclicks"), "adclicks", None)
+def runner(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[CaseRunner]:
+    """Starts every case the selected tests of this module need, two at a time, in test order."""
+    runner = CaseRunner()
+    plans = {**_plans("adclicks"), **_plans("wordcount")}
+    for item in request.session.items:
+        if item.module is not request.module:
+            continue
+        project = "wordcount" if "wordcount" in item.name else "adclicks"
+        name = getattr(item, "callspec", None) and item.callspec.params.get("name")
+        keys = [f"{project}:baseline"] + ([f"{project}:{name}"] if name else [])
+        for key in keys:
+            runner.submit(key, lambda key=key: _make(tmp_path_factory, key, plans[key]))
+    yield runner
+    runner.close()
+
+
+def _make(factory: pytest.TempPathFactory, key: str, plan: list[dict[str, Any]] | None) -> Case:
+    project, name = key.split(":", 1)
+    return _case(factory.mktemp(f"{project}-{name}"), project, plan)
+
+
+def _outcome(runner: CaseRunner, factory: pytest.TempPathFactory, project: str, name: str) -> Outcome:
+    key = f"{project}:{name}"
+    return runner.outcome(key, lambda: _make(factory, key, _plans(project)[key]))
+
+
+@pytest.fixture(scope="module")
+def baseline_adclicks(runner: CaseRunner, tmp_path_factory: pytest.TempPathFactory) -> Outcome:
+    out = _outcome(runner, tmp_path_factory, "adclicks", "baseline")
     _row("adclicks", "none (baseline)", out, "exact" if out.exit_codes == [0] else "FAILED")
     return out
 
 
 @pytest.fixture(scope="module")
-def baseline_wordcount(tmp_path_factory: pytest.TempPathFactory) -> Outcome:
-    out = _case(tmp_path_factory.mktemp("base-wordcount"), "wordcount", None)
+def baseline_wordcount(runner: CaseRunner, tmp_path_factory: pytest.TempPathFactory) -> Outcome:
+    out = _outcome(runner, tmp_path_factory, "wordcount", "baseline")
     _row("wordcount", "none (baseline)", out, "exact" if out.exit_codes == [0] else "FAILED")
     return out
 
@@ -118,8 +152,8 @@ def test_baseline_adclicks_equals_the_independent_computation(baseline_adclicks:
 
 @pytest.mark.parametrize(("name", "plan"), _params(ADCLICKS_FAULTS))
 def test_adclicks_fault_changes_nothing(name: str, plan: list[dict[str, Any]], baseline_adclicks: Outcome,
-                                        tmp_path: Path) -> None:
-    out = _case(tmp_path, "adclicks", plan)
+                                        runner: CaseRunner, tmp_path_factory: pytest.TempPathFactory) -> None:
+    out = _outcome(runner, tmp_path_factory, "adclicks", name)
     result = _compare(out, baseline_adclicks)
     _row("adclicks", name, out, result, storm=_storm(name))
     assert out.events, f"{name}: the fault never fired (check its 'when')"
@@ -129,8 +163,8 @@ def test_adclicks_fault_changes_nothing(name: str, plan: list[dict[str, Any]], b
 
 @pytest.mark.parametrize(("name", "plan"), _params(WORDCOUNT_FAULTS))
 def test_wordcount_fault_changes_nothing(name: str, plan: list[dict[str, Any]], baseline_wordcount: Outcome,
-                                         tmp_path: Path) -> None:
-    out = _case(tmp_path, "wordcount", plan)
+                                         runner: CaseRunner, tmp_path_factory: pytest.TempPathFactory) -> None:
+    out = _outcome(runner, tmp_path_factory, "wordcount", name)
     result = _compare(out, baseline_wordcount)
     _row("wordcount", name, out, result, storm=_storm("worker-mid-task", topology="wordcount"))
     assert {e["fault"] for e in out.events} == {f["name"] for f in plan}, "every fault fired"

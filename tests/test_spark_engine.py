@@ -13,10 +13,10 @@ import pytest
 FIXTURES = Path(__file__).parent / "spark_fixtures"
 sys.path.insert(0, str(FIXTURES))
 
-import sparktopo  # noqa: E402
+import sparktopo
 
-from stormshift.engines.spark import SparkEngine  # noqa: E402
-from stormshift.topology.loader import load_topology  # noqa: E402
+from stormshift.engines.spark import SparkEngine
+from stormshift.topology.loader import load_topology
 
 pytestmark = [pytest.mark.spark, pytest.mark.redis]
 N = sparktopo.N_NUMBERS

@@ -12,13 +12,13 @@ import redis
 FIXTURES = Path(__file__).parent / "spark_fixtures"
 sys.path.insert(0, str(FIXTURES))
 
-import sparktopo  # noqa: E402
+import sparktopo
 
-from stormshift.engines.spark import SparkEngine  # noqa: E402
-from stormshift.engines.spark.recovery import check_not_behind, last_spark_commit  # noqa: E402
-from stormshift.errors import StateError  # noqa: E402
-from stormshift.state import keys as K  # noqa: E402
-from stormshift.topology.loader import load_topology  # noqa: E402
+from stormshift.engines.spark import SparkEngine
+from stormshift.engines.spark.recovery import check_not_behind, last_spark_commit
+from stormshift.errors import StateError
+from stormshift.state import keys as K
+from stormshift.topology.loader import load_topology
 
 
 def test_check_compares_spark_commit_log_with_redis(tmp_path: Path) -> None:

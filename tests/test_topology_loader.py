@@ -1,7 +1,7 @@
 """Loading streamparse topologies: the three target forms, environments, config,
 ordering, task ids, pickling, and importing component classes again elsewhere."""
 
-# ruff: noqa: RUF012 - mutable class attributes are streamparse's declaration style
+
 
 from __future__ import annotations
 

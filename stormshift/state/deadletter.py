@@ -29,6 +29,7 @@ counted twice. Spout records (txid -1) are keyed by offset and never discarded.
 
 from __future__ import annotations
 
+import builtins
 import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -184,7 +185,7 @@ class DeadLetters:
         return entry_id.decode() if isinstance(entry_id, bytes) else str(entry_id)
 
     @retrying
-    def since(self, mark: str) -> list[DeadLetter]:
+    def since(self, mark: str) -> builtins.list[DeadLetter]:
         """Entries added after ``mark`` (from ``last_id``), oldest first."""
         return [decode_entry(i, raw) for i, raw in self.r.xrange(self.key, min=f"({mark}")]
 

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from streamparse import Bolt, Grouping, Spout, Stream, Topology
-from streamparse import BatchingBolt
+from streamparse import BatchingBolt, Bolt, Grouping, Spout, Stream, Topology
 
 N_NUMBERS = 60
 
@@ -137,7 +136,7 @@ class Ticking(Topology):
     buffer = Buffer.spec(inputs={numbers: Grouping.fields("key")}, par=2)
 
 
-from stormshift.spouts.jsonlines import JsonLinesSpout  # noqa: E402
+from stormshift.spouts.jsonlines import JsonLinesSpout
 
 
 class NumberLines(JsonLinesSpout):

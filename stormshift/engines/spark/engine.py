@@ -206,9 +206,10 @@ class SparkEngine:
                     return "duration"
                 if enough():
                     return "max_batches"
-            exc = query.exception()
-            if exc is not None:
-                raise StormshiftError(f"spark engine: the streaming query failed: {stop_reason_from(exc)}")
+            failure = query.exception()
+            if failure is not None:
+                raise StormshiftError(
+                    f"spark engine: the streaming query failed: {stop_reason_from(failure)}")
             return "stopped"
         finally:
             if query.isActive:

@@ -93,7 +93,7 @@ class RowBuilder:
         self.src: list[int] = []
         self.seq: list[int] = []
         self.sid: list[int] = []
-        self.v: list[bytes] = []
+        self.v: list[bytes | None] = []  # None: an emit all of whose consumers are fused
         self._seq: dict[int, int] = {}
 
     def next_seq(self, src: int) -> int:
@@ -101,7 +101,7 @@ class RowBuilder:
         self._seq[src] = s + 1
         return s
 
-    def add(self, dest: int, src: int, seq: int, sid: int, v: bytes) -> None:
+    def add(self, dest: int, src: int, seq: int, sid: int, v: bytes | None) -> None:
         self.dest.append(dest)
         self.src.append(src)
         self.seq.append(seq)
@@ -149,7 +149,7 @@ class RowBuilder:
 
 
 def to_batch(dest: list[int], src: list[int], seq: list[int], sid: list[int],
-             v: list[bytes]) -> pa.RecordBatch:
+             v: list[bytes | None]) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays(
         [pa.array(dest, pa.int32()), pa.array(src, pa.int32()), pa.array(seq, pa.int64()),
          pa.array(sid, pa.int32()), pa.array(v, pa.binary())],

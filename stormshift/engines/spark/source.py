@@ -131,8 +131,10 @@ class SpoutReader(DataSourceStreamReader):
 
         if isinstance(partition, WalPartition):
             yield from profiled(f"source-{opts.spout}", _read_wal(opts, partition))
-        else:
+        elif isinstance(partition, ReplayPartition):
             yield from profiled(f"source-{opts.spout}", _read_replay(opts, partition))
+        else:  # pragma: no cover - partitions() makes only these two
+            raise TypeError(f"{opts.spout}: unknown input partition {type(partition).__name__}")
 
 
 def _read_wal(opts: Opts, part: WalPartition) -> Any:
