@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any
+from typing import Any, Literal
 
 import click
 from rich.console import Console
@@ -77,7 +77,7 @@ def _as_list(obj: Any) -> list[Any]:
               help="Override a topology config entry (value parsed as JSON, else text); repeatable.")
 @click.option("--conf", "confs", multiple=True, metavar="KEY=VALUE",
               help="Spark setting for the session (e.g. spark.speculation=true); repeatable.")
-def run(path: str, name: str | None, environment: str | None, engine: str,
+def run(path: str, name: str | None, environment: str | None, engine: Literal["spark", "local"],
         max_tuples: int | None, duration: float | None, until_done: bool, master: str,
         checkpoint_dir: str | None, trigger_secs: float, batch_max_tuples: int | None,
         redis_url: str | None, sink: str | None, reset_state: bool, adopt_state: bool,
@@ -90,7 +90,7 @@ def run(path: str, name: str | None, environment: str | None, engine: str,
         raise click.UsageError("--reset-state and --adopt-state exclude each other")
     graph = _load(path, name, environment, parse_overrides(config_options))
     options = RunOptions(
-        engine="local" if engine == "local" else "spark", max_tuples=max_tuples, duration_secs=duration, until_done=until_done,
+        engine=engine, max_tuples=max_tuples, duration_secs=duration, until_done=until_done,
         master=master, checkpoint_dir=checkpoint_dir, trigger_secs=trigger_secs,
         batch_max_tuples=batch_max_tuples, redis_url=redis_url, sink=sink,
         state_mode="reset" if reset_state else "adopt" if adopt_state else "strict",

@@ -182,8 +182,8 @@ class Case:
         return proc.returncode, stdout, stderr
 
     def _collect(self, out: Outcome) -> None:
+        from stormshift.engines.spark.counters import attempts_key
         from stormshift.engines.spark.sink import read_jsonl_outputs
-        from stormshift.engines.spark.stage import attempts_key
         from stormshift.state.commit import CommitLog
         from stormshift.state.deadletter import DeadLetters
 

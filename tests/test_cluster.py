@@ -154,7 +154,7 @@ def check_exact(tmp: Path, local_run: dict[str, Any], oracle: Any) -> str:
 
 
 def counters(server: RedisServer, db: int) -> dict[str, int]:
-    from stormshift.engines.spark.stage import attempts_key
+    from stormshift.engines.spark.counters import attempts_key
     from stormshift.state.commit import CommitLog
 
     r = server.client(db)

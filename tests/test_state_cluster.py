@@ -46,5 +46,8 @@ def test_suite_on_redis_cluster(cluster, case):
     ns = "c" + uuid.uuid4().hex[:12]
     try:
         case(cluster, ns)
+        # The case's own assertions ran against the cluster: its keys are there, across nodes.
+        written = list(cluster.scan_iter(match=f"*{ns}*", target_nodes=cluster.ALL_NODES))
+        assert written, f"{case.__name__} wrote nothing to the cluster"
     finally:
         drop_namespace(cluster, ns)

@@ -260,6 +260,8 @@ class Router:
             comp_name = self.component.name
             if len(positions) == 1:
                 pos = positions[0]
+                # The slot logic of route_fields_one, inlined in both on purpose: a shared
+                # helper costs one more call per emit (~100 ns measured, of a 1 µs budget).
                 memo: dict[str, Targets] = {}  # str keys only, as in route_fields_one
 
                 def pick_field(values: Sequence[Any], s: int) -> Targets:

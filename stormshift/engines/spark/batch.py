@@ -32,19 +32,17 @@ from dataclasses import dataclass, field
 from functools import reduce
 from typing import Any
 
-import msgpack
-
 from stormshift.engines.spark import faults
+from stormshift.engines.spark.counters import COUNTERS, read_stats, stats_key
 from stormshift.engines.spark.layout import ROW_SCHEMA_DDL, Layout, Stage
 from stormshift.engines.spark.profiling import profiled
 from stormshift.engines.spark.redrive import RedrivePlan, plan_redrive
 from stormshift.engines.spark.sink import SinkSpec
-from stormshift.engines.spark.stage import StageJob, run_partition, stats_key
+from stormshift.engines.spark.stage import StageJob, run_partition
 from stormshift.engines.spark.ticks import TickRecorder
 
 __all__ = ["COUNTERS", "BatchResult", "BatchRunner", "BatchStatus"]
 
-COUNTERS = ("tuples_in", "tuples_out", "acks", "fails", "errors", "dead_lettered", "leaf", "reused")
 
 
 class BatchStatus(str, enum.Enum):
@@ -182,21 +180,17 @@ class BatchRunner:
 
     # -- step 4 ------------------------------------------------------------
     def _gather(self, result: BatchResult) -> None:
-        key = stats_key(self.cfg.namespace, result.txid)
-        raw = self.r.hgetall(key)
         layout = self.cfg.layout
         spout_seq: dict[int, int] = {}
-        for field_name, packed in sorted(raw.items()):
-            name = (field_name.decode() if isinstance(field_name, bytes) else field_name).rsplit(":", 1)[0]
-            values = msgpack.unpackb(packed, raw=False)
+        for name, stats in read_stats(self.r, self.cfg.namespace, result.txid):
             counters = result.counters.setdefault(name, dict.fromkeys(COUNTERS, 0))
-            for column, n in zip(COUNTERS, values[: len(COUNTERS)]):
-                counters[column] += n
-            for src, top in values[len(COUNTERS)]:
+            for column in COUNTERS:
+                counters[column] += getattr(stats, column)
+            for src, top in stats.maxseq.items():
                 spout_seq[src] = max(spout_seq.get(src, -1), top)
-            if len(values) > len(COUNTERS) + 1 and values[len(COUNTERS) + 1]:  # by reason
+            if stats.reasons:
                 reasons = result.reasons.setdefault(name, {})
-                for reason, n in values[len(COUNTERS) + 1].items():
+                for reason, n in stats.reasons.items():
                     reasons[reason] = reasons.get(reason, 0) + n
         for src, top in spout_seq.items():
             owner = layout.task_owner[src][0]
@@ -204,7 +198,7 @@ class BatchRunner:
                 counters = result.counters.setdefault(owner, dict.fromkeys(COUNTERS, 0))
                 counters["tuples_out"] += top + 1
                 result.spout_tuples += top + 1
-        self.r.delete(key)
+        self.r.delete(stats_key(self.cfg.namespace, result.txid))
 
 
 def _producers(layout: Layout) -> dict[str, list[str]]:

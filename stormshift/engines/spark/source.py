@@ -124,21 +124,22 @@ class SpoutReader(DataSourceStreamReader):
 
     def read(self, partition: InputPartition) -> Any:
         opts = Opts.parse(self.options)
-        from stormshift.engines.spark.stage import ensure_paths
+        from stormshift.engines.spark.worker import ensure_paths
 
         ensure_paths(opts.graph)
         from stormshift.engines.spark.profiling import profiled
 
         if isinstance(partition, WalPartition):
-            yield from profiled(f"source-{opts.spout}", _read_wal(opts, partition))
+            rows = _read_wal(opts, partition)
         elif isinstance(partition, ReplayPartition):
-            yield from profiled(f"source-{opts.spout}", _read_replay(opts, partition))
+            rows = _read_replay(opts, partition)
         else:  # pragma: no cover - partitions() makes only these two
             raise TypeError(f"{opts.spout}: unknown input partition {type(partition).__name__}")
+        yield from profiled(f"source-{opts.spout}", rows)
 
 
 def _read_wal(opts: Opts, part: WalPartition) -> Any:
-    from stormshift.engines.spark.stage import redis_for
+    from stormshift.engines.spark.worker import redis_for
     from stormshift.state.wal import WriteAheadLog
 
     wal = WriteAheadLog(redis_for(opts.redis_url), opts.namespace, opts.spout, part.task)
@@ -185,7 +186,7 @@ def _read_replay(opts: Opts, part: ReplayPartition) -> Any:
         # place in the source, ``partition:offset``, the same on every re-read of the
         # range: a replayed batch adds nothing, two equal bad records stay two entries.
         # Not redrivable (no bolt failed it): fix the source data and append it again.
-        from stormshift.engines.spark.stage import redis_for
+        from stormshift.engines.spark.worker import redis_for
         from stormshift.spouts.base import msg_id_for
         from stormshift.state.deadletter import DeadLetters
 

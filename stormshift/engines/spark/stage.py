@@ -37,9 +37,8 @@ or is fenced first leaves none behind for a tuple its retry then processes.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import msgpack
@@ -47,18 +46,25 @@ import pyarrow as pa
 
 from stormshift.engines.spark import faults
 from stormshift.engines.spark import rows as R
+from stormshift.engines.spark.counters import (
+    MemberStats,
+    attempts_key,
+    count_attempt,
+    stats_key,
+    write_stats,
+)
 from stormshift.engines.spark.layout import Layout, Stage
 from stormshift.engines.spark.poison import encode_error as _encode_error
 from stormshift.engines.spark.poison import format_trace, plain, write_dead_letter
 from stormshift.engines.spark.poison import retries as _retries
 from stormshift.engines.spark.sink import SinkSpec, write_leaf
 from stormshift.engines.spark.taskstate import TaskCache, dump_state, open_task
+from stormshift.engines.spark.worker import ensure_paths, redis_for
 from stormshift.errors import ComponentFailure, TupleError
 
-__all__ = ["StageJob", "run_partition", "stats_key"]
+__all__ = ["StageJob", "run_partition"]
 
 _CACHE = TaskCache()
-_REDIS: dict[str, Any] = {}
 
 
 @dataclass(frozen=True)
@@ -74,41 +80,6 @@ class StageJob:
     state_key: bytes
     sink: SinkSpec
     max_attempts: int = 3
-
-
-def stats_key(namespace: str, txid: int) -> str:
-    from stormshift.state import keys as K
-
-    return K.ns_key(namespace, f"spark:stats:{txid}")
-
-
-def redis_for(url: str) -> Any:
-    client = _REDIS.get(url)
-    if client is None:
-        from stormshift.state.connection import connect
-
-        client = _REDIS[url] = connect(url)
-    return client
-
-
-def ensure_paths(graph: Any) -> None:
-    for d in reversed(graph.source_dirs):
-        if d not in sys.path:
-            sys.path.insert(0, d)
-
-
-@dataclass
-class MemberStats:
-    tuples_in: int = 0
-    tuples_out: int = 0
-    acks: int = 0
-    fails: int = 0
-    errors: int = 0
-    dead_lettered: int = 0
-    leaf: int = 0
-    reused: int = 0
-    maxseq: dict[int, int] = field(default_factory=dict)
-    reasons: dict[str, int] = field(default_factory=dict)  # dead letters per reason
 
 
 class _Redo(Exception):
@@ -363,7 +334,7 @@ def run_partition(job: StageJob, batches: Iterator[pa.RecordBatch]) -> Iterator[
         return  # no beacon: a partition the plan did not make (cannot happen with repartitionById)
     r = redis_for(job.redis_url)
     attempt = faults.attempt_number()
-    if _count_attempt(r, job, task) > 1 or attempt:
+    if count_attempt(r, job.namespace, job.txid, job.stage.head, task) > 1 or attempt:
         r.hincrby(attempts_key(job.namespace), "retried", 1)
     faults.hit("stage.start", txid=job.txid, component=job.stage.head, task=task, attempt=attempt)
     try:
@@ -372,7 +343,7 @@ def run_partition(job: StageJob, batches: Iterator[pa.RecordBatch]) -> Iterator[
         # A newer attempt of this task owns it (this one is a zombie): none of our writes landed.
         r.hincrby(attempts_key(job.namespace), "fenced", 1)
         raise
-    _write_stats(r, job, task, done[0])  # Step 4.
+    write_stats(r, job.namespace, job.txid, task, {m.name: m.stats for m in done[0]})  # Step 4.
     yield from done[1].batches()
 
 
@@ -444,45 +415,7 @@ def _config_of(graph: Any, comp: Any) -> str:
     return repr((sorted(graph.config.items()), sorted(comp.config.items()), comp.class_path))
 
 
-def attempts_key(namespace: str) -> str:
-    """Counters of task attempts: ``retried`` (a task of a batch started again: Spark retry,
-    speculative copy, stage re-attempt, re-run after a driver restart) and ``fenced``
-    (a zombie's writes refused)."""
-    from stormshift.state import keys as K
-
-    return K.ns_key(namespace, "spark:attempts")
-
-
-def _count_attempt(r: Any, job: StageJob, task: int) -> int:
-    """How many times this task of this batch has started (this time included).
-
-    Spark's attempt number restarts at 0 when a stage is re-attempted after an
-    executor loss, and a driver restart re-runs the batch as new tasks, so only a
-    count kept beside the state says this is a retry. For reporting only.
-    """
-    key = f"{attempts_key(job.namespace)}:{job.txid}"
-    pipe = r.pipeline(transaction=False)
-    pipe.hincrby(key, f"{job.stage.head}:{task}", 1)
-    pipe.expire(key, 7 * 86400)
-    return int(pipe.execute()[0])
-
-
 def _fused_consumers(job: StageJob, name: str) -> set[str]:
     graph = job.layout.graph
     return {m for m in job.stage.members[1:]
             if any(i.source == name for i in graph.component(m).inputs)}
-
-
-def _write_stats(r: Any, job: StageJob, task: int, members: list[_Member]) -> None:
-    mapping = {}
-    for m in members:
-        s = m.stats
-        mapping[f"{m.name}:{task}"] = msgpack.packb(
-            [s.tuples_in, s.tuples_out, s.acks, s.fails, s.errors, s.dead_lettered, s.leaf,
-             s.reused, list(s.maxseq.items()), s.reasons], use_bin_type=True,
-        )
-    key = stats_key(job.namespace, job.txid)
-    pipe = r.pipeline(transaction=False)
-    pipe.hset(key, mapping=mapping)
-    pipe.expire(key, 86400)
-    pipe.execute()
