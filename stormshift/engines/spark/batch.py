@@ -10,10 +10,11 @@ only grow across checkpoints). The protocol, one numbered step each:
    and the dead letters it redrives (claimed under the txid, same rule:
    ``state/redrive.py``, rows built by ``redrive.py``); dead letters of an
    earlier, uncommitted attempt of the txid are discarded (the run re-adds its own);
-3. build one DataFrame per stage (rows for the head, redriven rows
-   included -> ``repartitionById`` ->
-   ``mapInArrow``); an output feeding several stages is persisted, so it is
-   computed once; run every terminal stage in one action: STAGES_DONE;
+3. build one DataFrame per group of stages reading the same frames (rows
+   for the heads, redriven rows included -> ``repartitionById`` -> one
+   ``mapInArrow``: ``stage_groups``); an output feeding several groups is
+   persisted, so it is computed once; run every terminal group in one
+   action: STAGES_DONE;
 4. gather the tasks' counters (Redis) for progress and summary;
 5. record ``committed = txid`` in Redis: COMMITTED; only then return, so Spark
    writes its own commit log after ours. The txid's dead letters are final and its
@@ -136,35 +137,41 @@ class BatchRunner:
         from pyspark.sql import functions as F
 
         layout = self.cfg.layout
-        producers = _producers(layout)
+        groups, producers = stage_groups(layout)
         uses: dict[str, int] = {}
-        for stage in layout.stages:
-            for p in producers[stage.head]:
-                uses[p] = uses.get(p, 0) + 1
-        frames: dict[str, Any] = {"__spouts__": df}
+        for names in producers:
+            for name in names:
+                uses[name] = uses.get(name, 0) + 1
+        frames: dict[str, Any] = {SPOUTS: df}
         persisted = []
-        if uses.get("__spouts__", 0) > 1:
+        if uses.get(SPOUTS, 0) > 1:
             df.persist()
             persisted.append(df)
-        consumed = set()
-        for stage in layout.stages:
-            first = layout.first_task(stage.head)
-            parts = [frames[p] for p in producers[stage.head]]
-            consumed.update(producers[stage.head])
-            parts.append(_beacons(df.sparkSession, first, stage.par))
-            redriven = redrive.frame(df.sparkSession, stage.head) if redrive else None
-            if redriven is not None:
-                parts.append(redriven)
-            rows = reduce(lambda a, b: a.unionAll(b), parts)
-            rows = rows.where((F.col("dest") >= first) & (F.col("dest") < first + stage.par))
-            rows = rows.repartitionById(stage.par, (F.col("dest") - F.lit(first)).cast("int"))
-            job = self._job(stage, txid, ticks)
-            out = rows.mapInArrow(_stage_fn(job), ROW_SCHEMA_DDL)
-            if uses.get(stage.head, 0) > 1:
+        for index, group in enumerate(groups):
+            parts = [frames[p] for p in producers[index]]
+            wanted, position, offset = None, None, 0
+            for stage in group:
+                first = layout.first_task(stage.head)
+                parts.append(_beacons(df.sparkSession, first, stage.par))
+                redriven = redrive.frame(df.sparkSession, stage.head) if redrive else None
+                if redriven is not None:
+                    parts.append(redriven)
+                dest = F.col("dest")
+                mine = (dest >= first) & (dest < first + stage.par)
+                wanted = mine if wanted is None else wanted | mine
+                at = dest - F.lit(first - offset)
+                position = F.when(mine, at) if position is None else position.when(mine, at)
+                offset += stage.par
+            rows = reduce(lambda a, b: a.unionAll(b), parts).where(wanted)
+            rows = rows.repartitionById(offset, position.cast("int"))  # type: ignore[union-attr]
+            jobs = {stage.head: self._job(stage, txid, ticks) for stage in group}
+            out = rows.mapInArrow(_stage_fn(txid, jobs), ROW_SCHEMA_DDL)
+            key = group_key(group)
+            if uses.get(key, 0) > 1:
                 out = out.persist()
                 persisted.append(out)
-            frames[stage.head] = out
-        terminals = [frames[s.head] for s in layout.stages if s.head not in consumed]
+            frames[key] = out
+        terminals = [frames[group_key(g)] for g in groups if group_key(g) not in uses]
         try:
             if terminals:
                 everything = reduce(lambda a, b: a.unionAll(b), terminals)
@@ -201,18 +208,42 @@ class BatchRunner:
         self.r.delete(stats_key(self.cfg.namespace, result.txid))
 
 
-def _producers(layout: Layout) -> dict[str, list[str]]:
-    """Stage head -> frames it reads: ``__spouts__`` and/or upstream stage heads, deduplicated."""
-    out: dict[str, list[str]] = {}
+SPOUTS = "__spouts__"  # the frame of the spouts' rows
+
+
+def group_key(group: list[Stage]) -> str:
+    return group[0].head
+
+
+def stage_groups(layout: Layout) -> tuple[list[list[Stage]], list[list[str]]]:
+    """Stages run as one Spark stage, in run order, and the frames each group reads.
+
+    Stages reading the same frames (two bolts subscribing to one output with
+    different fields groupings, say) run in ONE ``mapInArrow`` over one
+    ``repartitionById`` (partition = task of one of them): the shared input
+    is read once, without persisting it, and Spark schedules one stage instead
+    of several. A stage never joins a group it reads from (its frames would
+    differ), so a group's inputs always come from earlier groups.
+    """
+    groups: list[list[Stage]] = []
+    reads: list[list[str]] = []
+    index_of: dict[tuple[str, ...], int] = {}
+    key_of: dict[str, str] = {}  # stage head -> its group's key
     for stage in layout.stages:
         names: list[str] = []
         for source in stage.sources:
             comp = layout.graph.component(source)
-            name = "__spouts__" if comp.is_spout else layout.stage_of[source].head
+            name = SPOUTS if comp.is_spout else key_of[layout.stage_of[source].head]
             if name not in names:
                 names.append(name)
-        out[stage.head] = names
-    return out
+        index = index_of.get(tuple(sorted(names)))
+        if index is None:
+            index = index_of[tuple(sorted(names))] = len(groups)
+            groups.append([])
+            reads.append(names)
+        groups[index].append(stage)
+        key_of[stage.head] = group_key(groups[index])
+    return groups, reads
 
 
 def _beacons(spark: Any, first: int, par: int) -> Any:
@@ -229,10 +260,10 @@ def _beacons(spark: Any, first: int, par: int) -> Any:
     )
 
 
-def _stage_fn(job: StageJob) -> Callable[[Any], Any]:
-    label = f"stage-{job.txid}-{job.stage.head}"
-
+def _stage_fn(txid: int, jobs: dict[str, StageJob]) -> Callable[[Any], Any]:
     def fn(batches: Any) -> Any:
-        return profiled(label, run_partition(job, batches))
+        seen: dict[str, str] = {}  # run_partition names the stage of the task it found
+        return profiled(lambda: f"stage-{txid}-{seen.get('head', '+'.join(jobs))}",
+                        run_partition(jobs, batches, seen))
 
     return fn

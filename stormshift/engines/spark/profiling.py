@@ -17,21 +17,25 @@ import cProfile
 import json
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 __all__ = ["profiled"]
 
 
-def profiled(label: str, gen: Iterator[Any]) -> Iterator[Any]:
-    """``gen`` unchanged; profiled into ``$STORMSHIFT_PROFILE`` when that is set."""
+def profiled(label: str | Callable[[], str], gen: Iterator[Any]) -> Iterator[Any]:
+    """``gen`` unchanged; profiled into ``$STORMSHIFT_PROFILE`` when that is set.
+
+    ``label`` may be a function, called when ``gen`` is done (a stage task
+    learns which stage it is from its input)."""
     where = os.environ.get("STORMSHIFT_PROFILE")
     if not where:
         return gen
     return _run(label, gen, where, os.environ.get("STORMSHIFT_PROFILE_MODE") != "time")
 
 
-def _run(label: str, gen: Iterator[Any], where: str, with_cprofile: bool) -> Iterator[Any]:
+def _run(label: str | Callable[[], str], gen: Iterator[Any], where: str,
+         with_cprofile: bool) -> Iterator[Any]:
     os.makedirs(where, exist_ok=True)
     prof = cProfile.Profile() if with_cprofile else None
     started, wall, cpu = time.time(), 0.0, 0.0
@@ -52,10 +56,11 @@ def _run(label: str, gen: Iterator[Any], where: str, with_cprofile: bool) -> Ite
                 cpu += time.process_time() - c0
             yield item
     finally:
-        record = {"label": label, "pid": os.getpid(), "start": round(started, 3),
+        name = label() if callable(label) else label
+        record = {"label": name, "pid": os.getpid(), "start": round(started, 3),
                   "wall_s": round(wall, 4), "cpu_s": round(cpu, 4)}
         with open(os.path.join(where, "tasks.jsonl"), "a", encoding="utf-8") as f:
             f.write(json.dumps(record) + "\n")
         if prof:
-            safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in label)
+            safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
             prof.dump_stats(os.path.join(where, f"{safe}-{os.getpid()}-{int(started * 1e6)}.prof"))

@@ -39,13 +39,12 @@ def sorted_table(batches: Iterable[pa.RecordBatch]) -> pa.Table:
     return table
 
 
-def split_beacons(table: pa.Table, first_task: int) -> tuple[int | None, pa.Table]:
-    """``(task index, data rows)``: beacons (``src = -1``) sort first and name the task."""
+def split_beacons(table: pa.Table) -> tuple[int | None, pa.Table]:
+    """``(global task id, data rows)``: beacons (``src = -1``) sort first and name the task."""
     n = pc.sum(pc.equal(table.column("src"), -1)).as_py() or 0 if table.num_rows else 0
     if n == 0:
         return None, table
-    task = table.column("dest")[0].as_py() - first_task
-    return task, table.slice(n)
+    return table.column("dest")[0].as_py(), table.slice(n)
 
 
 def iter_values(column: pa.ChunkedArray) -> Iterator[Any]:

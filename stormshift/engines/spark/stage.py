@@ -1,7 +1,8 @@
 """One stage of one batch in one Spark task: host the bolts of a stage for task *i*.
 
-Runs inside ``mapInArrow`` (a Python worker). Partition *i* is task index *i*
-of every member of the stage (``repartitionById`` put it there). Per batch:
+Runs inside ``mapInArrow`` (a Python worker). A partition holds the rows of
+one task of the stage's head (``repartitionById`` put them there; its beacon
+row names the task), and member *m* runs as task *i* of *m* too. Per batch:
 
 1. sort the partition's rows by ``(src, seq)`` (shuffle order is not
    deterministic; Storm's per-source order is kept, interleaving fixed);
@@ -37,7 +38,7 @@ or is fenced first leaves none behind for a tuple its retry then processes.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -323,15 +324,25 @@ class _Member:
         return letter
 
 
-def run_partition(job: StageJob, batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
-    """mapInArrow body for one task of ``job.stage`` (module doc steps 1-4)."""
+def run_partition(jobs: Mapping[str, StageJob], batches: Iterator[pa.RecordBatch],
+                  seen: dict[str, str] | None = None) -> Iterator[pa.RecordBatch]:
+    """mapInArrow body for one task of one of ``jobs``' stages (by head; module doc steps 1-4).
+
+    The partition's beacon names the task: its global task id gives the
+    component, so the stage, of a group of stages run as one Spark stage.
+    """
     from stormshift.errors import FencedError
 
-    ensure_paths(job.layout.graph)
+    layout = next(iter(jobs.values())).layout
+    ensure_paths(layout.graph)
     table = R.sorted_table(batches)  # Step 1.
-    task, table = R.split_beacons(table, job.layout.first_task(job.stage.head))
-    if task is None:
+    dest, table = R.split_beacons(table)
+    if dest is None:
         return  # no beacon: a partition the plan did not make (cannot happen with repartitionById)
+    name, task = layout.task_owner[dest]
+    job = jobs[layout.stage_of[name].head]
+    if seen is not None:
+        seen["head"] = job.stage.head
     r = redis_for(job.redis_url)
     attempt = faults.attempt_number()
     if count_attempt(r, job.namespace, job.txid, job.stage.head, task) > 1 or attempt:

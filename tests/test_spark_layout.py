@@ -1,0 +1,44 @@
+"""The per-batch plan's shape, without Spark: stages, fused members and stage groups."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+from stormshift.engines.spark.batch import SPOUTS, stage_groups
+from stormshift.engines.spark.layout import Layout
+from stormshift.topology.loader import load_topology
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+sys.path.insert(0, str(Path(__file__).parent / "spark_fixtures"))
+import sparktopo
+
+
+def heads(groups):
+    return [[s.head for s in g] for g in groups]
+
+
+def test_consumers_of_one_output_run_as_one_spark_stage():
+    # adclicks: parse feeds two fields groupings; both bolts read parse's rows in ONE
+    # mapInArrow, so parse's output is read once and needs no persist.
+    layout = Layout(load_topology(str(EXAMPLES / "adclicks"), name="adclicks"))
+    groups, reads = stage_groups(layout)
+    assert heads(groups) == [["parse_bolt"], ["ads_ctr_bolt", "client_spent_bolt"]]
+    assert reads == [[SPOUTS], ["parse_bolt"]]
+
+
+def test_groups_follow_what_each_stage_reads():
+    layout = Layout(load_topology(sparktopo.Groupings))
+    groups, reads = stage_groups(layout)
+    by_head = {s.head: s for s in layout.stages}
+    assert by_head["director"].members == ("director", "local_seen")  # fused: local_or_shuffle
+    assert heads(groups) == [
+        ["fields_seen", "shuffle_seen", "all_seen", "global_seen", "none_seen", "director"],
+        ["direct_seen", "odd_seen"],
+    ]  # topological (declaration) order
+    assert reads == [[SPOUTS], ["fields_seen"]]  # a group is named by its first head
+    # every group reads only groups planned before it
+    planned: set[str] = {SPOUTS}
+    for group, names in zip(groups, reads, strict=True):
+        assert set(names) <= planned
+        planned.add(group[0].head)
