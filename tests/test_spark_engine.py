@@ -127,3 +127,37 @@ def test_restart_from_checkpoint_loses_and_duplicates_nothing(spark, redis_url, 
     with pytest.raises(StateError, match="stormshift-state.key") as err:
         other.run(on_progress=lines.append)
     assert str(tmp_path / "ck-new") in str(err.value) and not lines
+
+
+def test_head_on_the_source_partitions_gets_its_spout_tasks_tuples(spark, redis_url, namespace,
+                                                                   tmp_path):
+    from stormshift.engines.spark.layout import Layout
+    from stormshift.state.fencing import current_epoch
+
+    data = tmp_path / "in"
+    data.mkdir()
+    files = {"part-000.jsonl": range(45), "part-001.jsonl": range(45, N)}  # uneven on purpose
+    for name, ns in files.items():
+        with (data / name).open("w") as fh:
+            for n in ns:
+                fh.write(json.dumps({"n": n, "key": f"k{n % 7}"}) + "\n")
+    graph = load_topology(sparktopo.LocalReplay, overrides={"jsonlines.path": str(data)})
+    assert Layout(graph).direct_heads == {"seen"}
+    s = run(spark, graph, tmp_path, redis_url, namespace, batch=10)
+    seen = by_task(s.output("seen", "seen"))
+    # spout task i reads file i; its tuples all reach seen's task i, each once
+    assert {t: sorted(ns) for t, ns in seen.items()} == {0: list(range(45)), 1: list(range(45, N))}
+    expected = Counter()
+    for n in range(N):
+        if n != sparktopo.KeySum.POISON:
+            expected[f"k{n % 7}"] += n
+    assert {k: v[1] for k, v in s.latest("sums").items()} == dict(expected)
+    # task 1's file runs out first (2 batches of 10): it still ran every batch (its beacon
+    # comes from the source), as often as a task of the shuffled stage, whose beacons the
+    # driver adds (an epoch per run; the sums task with the poison tuple ran once more: redo)
+    from redis import Redis
+
+    r = Redis.from_url(redis_url)
+    runs = {(c, t): current_epoch(r, namespace, c, t) for c in ("seen", "sums") for t in (0, 1)}
+    batches = min(runs[("sums", 0)], runs[("sums", 1)])
+    assert runs[("seen", 0)] == runs[("seen", 1)] == batches > 2, runs

@@ -149,3 +149,14 @@ class Replayable(Topology):
     config = {"jsonlines.fields": ["n", "key"], "jsonlines.bounded": True}
     numbers = NumberLines.spec(par=1)
     sums = KeySum.spec(inputs={numbers: Grouping.fields("key")}, par=2)
+
+
+class LocalReplay(Topology):
+    """Spout and a shuffle-grouped head of the same par: the head runs on the source's
+    partitions, spout task i feeding head task i (``layout`` doc); ``sums`` reads the
+    same spout with a fields grouping, through a shuffle."""
+
+    config = {"jsonlines.fields": ["n", "key"], "jsonlines.bounded": True}
+    numbers = NumberLines.spec(par=2)
+    seen = Seen.spec(inputs={numbers: Grouping.SHUFFLE}, par=2)
+    sums = KeySum.spec(inputs={numbers: Grouping.fields("key")}, par=2)

@@ -149,21 +149,25 @@ class BatchRunner:
             persisted.append(df)
         for index, group in enumerate(groups):
             parts = [frames[p] for p in producers[index]]
-            wanted, position, offset = None, None, 0
+            wanted, position, offset, extra = None, None, 0, []
             for stage in group:
                 first = layout.first_task(stage.head)
-                parts.append(_beacons(df.sparkSession, first, stage.par))
+                extra.append(_beacons(df.sparkSession, first, stage.par))
                 redriven = redrive.frame(df.sparkSession, stage.head) if redrive else None
                 if redriven is not None:
-                    parts.append(redriven)
+                    extra.append(redriven)
                 dest = F.col("dest")
                 mine = (dest >= first) & (dest < first + stage.par)
                 wanted = mine if wanted is None else wanted | mine
                 at = dest - F.lit(first - offset)
                 position = F.when(mine, at) if position is None else position.when(mine, at)
                 offset += stage.par
-            rows = reduce(lambda a, b: a.unionAll(b), parts).where(wanted)
-            rows = rows.repartitionById(offset, position.cast("int"))  # type: ignore[union-attr]
+            if group[0].head in layout.direct_heads and len(extra) == 1:
+                # The source's partition i is this head's task i, beacon included (layout doc).
+                rows = df.where(wanted)
+            else:  # also a direct head's batch with redriven rows: they need the shuffle
+                rows = reduce(lambda a, b: a.unionAll(b), parts + extra).where(wanted)
+                rows = rows.repartitionById(offset, position.cast("int"))  # type: ignore[union-attr]
             jobs = {stage.head: self._job(stage, txid, ticks) for stage in group}
             out = rows.mapInArrow(_stage_fn(txid, jobs), ROW_SCHEMA_DDL)
             key = group_key(group)
@@ -223,13 +227,19 @@ def stage_groups(layout: Layout) -> tuple[list[list[Stage]], list[list[str]]]:
     ``repartitionById`` (partition = task of one of them): the shared input
     is read once, without persisting it, and Spark schedules one stage instead
     of several. A stage never joins a group it reads from (its frames would
-    differ), so a group's inputs always come from earlier groups.
+    differ), so a group's inputs always come from earlier groups. A head run
+    on the source's partitions (``Layout.direct_heads``) is a group of its own.
     """
     groups: list[list[Stage]] = []
     reads: list[list[str]] = []
     index_of: dict[tuple[str, ...], int] = {}
     key_of: dict[str, str] = {}  # stage head -> its group's key
     for stage in layout.stages:
+        if stage.head in layout.direct_heads:  # runs on the source's partitions: alone
+            groups.append([stage])
+            reads.append([SPOUTS])
+            key_of[stage.head] = stage.head
+            continue
         names: list[str] = []
         for source in stage.sources:
             comp = layout.graph.component(source)

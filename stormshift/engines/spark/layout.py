@@ -16,6 +16,13 @@ when every input comes from one bolt of the same ``par`` with a grouping that
 needs no shuffle (``shuffle``, ``none``, ``local_or_shuffle``): Storm's
 ``local_or_shuffle`` choice, task *i* feeds task *i* (load stays as balanced
 as the upstream's).
+
+The same choice links the only spout of a topology to a stage head that
+reads nothing else, with such a grouping and the spout's ``par``: spout
+task *i*'s tuples go to head task *i* (``Layout.local_dests``), the
+source's partition *i* already holds head task *i*'s rows and a beacon, and
+the head's stage runs on the source's partitions without a shuffle
+(``Layout.direct_heads``).
 """
 
 from __future__ import annotations
@@ -60,9 +67,29 @@ class Layout:
         )
         self.stages = plan_stages(graph)
         self.stage_of = {m: s for s in self.stages for m in s.members}
+        self.direct_heads = frozenset(s.head for s in self.stages if _reads_spout_locally(graph, s))
+
+    def local_dests(self, spout_task: int) -> dict[int, int]:
+        """Spout task ``spout_task``'s rows: ``{dest chosen by the grouping: dest to use}``,
+        every task of a direct head mapped to its task ``spout_task`` (module doc)."""
+        out: dict[int, int] = {}
+        for head in sorted(self.direct_heads):
+            first = self.first_task(head)
+            for index in range(self.graph.component(head).par):
+                out[first + index] = first + spout_task
+        return out
 
     def first_task(self, component: str) -> int:
         return self.graph.component(component).first_task_id
+
+
+def _reads_spout_locally(graph: TopologyGraph, stage: Stage) -> bool:
+    """Whether ``stage`` runs on its topology's only spout's partitions (module doc)."""
+    spouts = graph.spouts
+    if len(spouts) != 1 or set(stage.sources) != {spouts[0].name}:
+        return False
+    head = graph.component(stage.head)
+    return spouts[0].par == head.par and all(i.grouping.kind in FUSABLE for i in head.inputs)
 
 
 def _fusable_into(graph: TopologyGraph, name: str) -> str | None:

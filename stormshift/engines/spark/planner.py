@@ -251,7 +251,9 @@ class WalPlanner:
         return kept_e, kept_m
 
     def partitions(self, start: dict, end: dict) -> list[WalPartition]:
-        return [WalPartition(i, s, e) for i, (s, e) in enumerate(zip(start["t"], end["t"])) if e > s]
+        # Every task, even one with nothing new: a stage run on the source's partitions
+        # (``layout`` doc) must see each of its tasks every batch (ticks, snapshots).
+        return [WalPartition(i, s, e) for i, (s, e) in enumerate(zip(start["t"], end["t"]))]
 
     def commit(self, end: dict) -> None:
         """Tuples below ``end`` are in committed batches: ack them, then trim the log."""
@@ -319,9 +321,8 @@ class ReplayPlanner:
                 (p, start["p"].get(p, self.spout.replay_initial_offset(p)), end["p"][p])
                 for p in partitions_of_task(names, task, self.comp.par)
             ]
-            ranges = [r for r in ranges if r[1] != r[2]]
-            if ranges:
-                parts.append(ReplayPartition(task, ranges))
+            # Every task, even one with nothing new (see WalPlanner.partitions).
+            parts.append(ReplayPartition(task, [r for r in ranges if r[1] != r[2]]))
         return parts
 
     def commit(self, end: dict) -> None:
