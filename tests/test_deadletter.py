@@ -191,23 +191,24 @@ def write_numbers(folder: Path, numbers: list[int]) -> str:
     return str(folder)
 
 
-def lines_topology(path: str, fixed: bool) -> Any:
+def lines_topology(path: str, fixed: bool, name: str = "PoisonLines") -> Any:
     # one snapshot key for both checkpoints (by default each checkpoint dir keeps its own)
-    return load_topology(DLTOPO, name="PoisonLines", overrides={
+    return load_topology(DLTOPO, name=name, overrides={
         "jsonlines.path": path, "poison.fixed": fixed, "state.hmac_key": "dead-letter-tests"})
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("name", ["PoisonLines", "PoisonLinesLocal"])
 def test_replay_after_fix_processes_each_dead_letter_exactly_once(spark, redis_url, namespace, tmp_path,
-                                                                  monkeypatch):
+                                                                  monkeypatch, name):
     r = connect(redis_url)
     day1 = sorted([*range(40), dltopo.RAISES])  # 13 twice: two identical poison tuples
-    first = run(spark, lines_topology(write_numbers(tmp_path / "day1", day1), False), tmp_path / "ck1",
-                redis_url, namespace)
+    first = run(spark, lines_topology(write_numbers(tmp_path / "day1", day1), False, name),
+                tmp_path / "ck1", redis_url, namespace)
     dl = DeadLetters(r, namespace)
     assert sorted(d.values[0] for d in dl.list()) == [13, 13, 17, 19]
 
-    replay = ("deadletter", "replay", DLTOPO, "-n", "PoisonLines", "--namespace", namespace,
+    replay = ("deadletter", "replay", DLTOPO, "-n", name, "--namespace", namespace,
               "--redis", redis_url)
     out = cli_ok(*replay, "--component", "checker")
     assert "4 dead letter(s)" in out and "exactly once" in out
@@ -218,7 +219,7 @@ def test_replay_after_fix_processes_each_dead_letter_exactly_once(spark, redis_u
 
     # the fixed bolt, the next day's input, a new checkpoint on the same state;
     # the driver dies before committing its first batch, which is then re-run
-    fixed = lines_topology(write_numbers(tmp_path / "day2", list(range(40, 50))), True)
+    fixed = lines_topology(write_numbers(tmp_path / "day2", list(range(40, 50))), True, name)
     # The Python workers of the shared test session outlive run 1 and keep its live bolt
     # instances; they were initialized with the old conf, so taskstate.TaskCache must not
     # hand them to this run (its key holds the config): the fix is seen at once.
@@ -239,7 +240,7 @@ def test_replay_after_fix_processes_each_dead_letter_exactly_once(spark, redis_u
         14, 4, 12, 2, True)
 
     # the same input without any failure, in one run, ends in exactly the same state
-    ref = run(spark, lines_topology(write_numbers(tmp_path / "all", [*day1, *range(40, 50)]), True),
+    ref = run(spark, lines_topology(write_numbers(tmp_path / "all", [*day1, *range(40, 50)]), True, name),
               tmp_path / "ref", redis_url, namespace + "-ref")
     assert final_sums(first, second) == final_sums(ref)
     assert sum(final_sums(ref).values()) == sum(range(50)) + 13 - 17 - 19

@@ -92,6 +92,16 @@ class PoisonLines(Topology):
     checker = Checker.spec(inputs={numbers: Grouping.fields("key")}, par=2)
 
 
+class PoisonLinesLocal(Topology):
+    """PoisonLines with a shuffle grouping of the spout's par: ``checker`` runs on the source's
+    partitions, except in a batch that redrives dead letters to it (those need a shuffle).
+    One task each, so a key's running sum stays in one task, as with the fields grouping."""
+
+    config = PoisonLines.config
+    numbers = NumberLines.spec(par=1)
+    checker = Checker.spec(inputs={numbers: Grouping.SHUFFLE}, par=1)
+
+
 class BadEmitter(Spout):
     """A generic spout emitting ``(n, key)`` for n < ``bademits.limit`` with msg id ``m<n>``:
     n == 7 with one field (wrong arity), n == 11 with a value no codec can keep. Its
