@@ -73,12 +73,33 @@ WORDCOUNT_FAULTS = {
 }
 
 
+# adclicks with its spout at parse's par (2): parse runs on the source's partitions (no
+# shuffle, spout task i -> parse task i: stormshift/engines/spark/layout.py). Same events,
+# so its results must equal the plain adclicks baseline. 3,000 events per batch: txids 0..1.
+LOCAL_FAULTS = {
+    "worker-kill+zombie": ([
+        fault("k", "task.midway", "kill_self", txid=1, component="parse_bolt", task=1),
+        fault("z", "task.before_close", "zombie", secs=120, txid=0, component="parse_bolt", task=0),
+    ], False),
+}
+
+
 def _params(table: dict[str, tuple[list[dict[str, Any]], bool]]) -> list[Any]:
     return [pytest.param(name, plan, id=name, marks=[pytest.mark.slow] if slow else [])
             for name, (plan, slow) in table.items()]
 
 
 def _case(tmp: Path, project: str, plan: list[dict[str, Any]] | None) -> Case:
+    if project == "adclicks-local":
+        import shutil
+
+        copy = tmp / "project"
+        shutil.copytree(REPO / "examples" / "adclicks", copy)
+        topology = copy / "topologies" / "adclicks.py"
+        text = topology.read_text().replace("AdLogSpout.spec(par=1)", "AdLogSpout.spec(par=2)")
+        assert "AdLogSpout.spec(par=2)" in text
+        topology.write_text(text)
+        return Case(tmp, str(copy), options=ADCLICKS, args=ADCLICKS_ARGS, faults=plan)
     if project == "adclicks":
         return Case(tmp, str(REPO / "examples" / "adclicks"), options=ADCLICKS, args=ADCLICKS_ARGS,
                     faults=plan)
@@ -88,6 +109,8 @@ def _case(tmp: Path, project: str, plan: list[dict[str, Any]] | None) -> Case:
 
 def _plans(project: str) -> dict[str, list[dict[str, Any]] | None]:
     """Case key -> fault plan, for every case of ``project`` (baseline: no plan)."""
+    if project == "adclicks-local":  # compared with the adclicks baseline
+        return {f"{project}:{n}": plan for n, (plan, _) in LOCAL_FAULTS.items()}
     table = ADCLICKS_FAULTS if project == "adclicks" else WORDCOUNT_FAULTS
     return {f"{project}:baseline": None, **{f"{project}:{n}": plan for n, (plan, _) in table.items()}}
 
@@ -96,13 +119,15 @@ def _plans(project: str) -> dict[str, list[dict[str, Any]] | None]:
 def runner(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Iterator[CaseRunner]:
     """Starts every case the selected tests of this module need, two at a time, in test order."""
     runner = CaseRunner()
-    plans = {**_plans("adclicks"), **_plans("wordcount")}
+    plans = {**_plans("adclicks"), **_plans("wordcount"), **_plans("adclicks-local")}
     for item in request.session.items:
         if item.module is not request.module:
             continue
-        project = "wordcount" if "wordcount" in item.name else "adclicks"
+        project = ("wordcount" if "wordcount" in item.name else
+                   "adclicks-local" if "source_partitions" in item.name else "adclicks")
         name = getattr(item, "callspec", None) and item.callspec.params.get("name")
-        keys = [f"{project}:baseline"] + ([f"{project}:{name}"] if name else [])
+        base = "wordcount" if project == "wordcount" else "adclicks"
+        keys = [f"{base}:baseline"] + ([f"{project}:{name}"] if name else [])
         for key in keys:
             runner.submit(key, lambda key=key: _make(tmp_path_factory, key, plans[key]))
     yield runner
@@ -172,6 +197,20 @@ def test_wordcount_fault_changes_nothing(name: str, plan: list[dict[str, Any]], 
     for part in name.split("+"):
         _check_fault_specifics({"worker-kill": "worker-mid-task", "zombie": "zombie-attempt",
                                 "redis-restart": "redis-restart-mid-batch"}[part], out)
+
+
+@pytest.mark.parametrize(("name", "plan"), _params(LOCAL_FAULTS))
+def test_adclicks_fault_on_source_partitions_changes_nothing(
+        name: str, plan: list[dict[str, Any]], baseline_adclicks: Outcome, runner: CaseRunner,
+        tmp_path_factory: pytest.TempPathFactory) -> None:
+    out = _outcome(runner, tmp_path_factory, "adclicks-local", name)
+    result = _compare(out, baseline_adclicks)
+    _row("adclicks, spout par 2", name, out, result,
+         storm=_storm("worker-mid-task"))
+    assert {e["fault"] for e in out.events} == {f["name"] for f in plan}, "every fault fired"
+    assert result == "exact", result
+    _check_fault_specifics("worker-mid-task", out)
+    _check_fault_specifics("zombie-attempt", out)
 
 
 def _check_fault_specifics(name: str, out: Outcome) -> None:
