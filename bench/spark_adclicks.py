@@ -27,6 +27,7 @@ import argparse
 import json
 import os
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -317,6 +318,8 @@ def run_stormshift(args: argparse.Namespace, data: Path) -> dict[str, Any]:
     batches: list[tuple[int, float]] = []
     with RssSampler() as rss, tempfile.TemporaryDirectory(prefix="bench-stormshift-") as checkpoint:
         spark = spark_session(args.master, "adclicks-stormshift")
+        listener = progress_listener()
+        spark.streams.addListener(listener)
         engine = SparkEngine(
             graph, master=args.master, checkpoint_dir=checkpoint, redis_url=args.redis,
             trigger_secs=0, until_done=True, batch_max_tuples=args.batch // args.files_per_batch,
@@ -340,8 +343,40 @@ def run_stormshift(args: argparse.Namespace, data: Path) -> dict[str, Any]:
         "batches": len(durations), "batch_ms_p50": percentile(durations, 50),
         "batch_ms_p99": percentile(durations, 99), "peak_rss": rss.peaks,
         "stop_reason": summary.stop_reason, "dead_lettered": summary.total("dead_lettered"),
+        "spark_ms": spark_breakdown(listener.durations),
         "tuples_in": {c.name: c.tuples_in for c in summary.components.values()},
     }
+
+
+def progress_listener() -> Any:
+    """Collects Spark's own per-trigger timings (``durationMs``) of the streaming query."""
+    from pyspark.sql.streaming import StreamingQueryListener
+
+    class Listener(StreamingQueryListener):
+        def __init__(self) -> None:
+            self.durations: list[dict[str, int]] = []
+
+        def onQueryStarted(self, event: Any) -> None:
+            pass
+
+        def onQueryProgress(self, event: Any) -> None:
+            if event.progress.numInputRows:
+                self.durations.append(dict(event.progress.durationMs))
+
+        def onQueryIdle(self, event: Any) -> None:
+            pass
+
+        def onQueryTerminated(self, event: Any) -> None:
+            pass
+
+    return Listener()
+
+
+def spark_breakdown(durations: list[dict[str, int]]) -> dict[str, float]:
+    """Median ms per part of a trigger over the batches after the first (JVM warm-up)."""
+    steady = durations[1:] or durations
+    keys = sorted({k for d in steady for k in d})
+    return {k: statistics.median(d.get(k, 0) for d in steady) for k in keys}
 
 
 def _delete_namespace(url: str, namespace: str) -> None:
@@ -491,6 +526,12 @@ def report(args: argparse.Namespace, data: Path, results: dict[str, dict[str, An
             flows = ", ".join(f"{n} {v:,}" for n, v in res["tuples_in"].items() if v)
             print(f"{'':>10}  tuples in: {flows}; dead-lettered {res['dead_lettered']}; "
                   f"stop: {res['stop_reason']}")
+        if res.get("spark_ms"):
+            ms = res["spark_ms"]
+            parts = ", ".join(f"{k} {v:,.0f}" for k, v in ms.items()
+                              if k not in ("triggerExecution", "addBatch") and v)
+            print(f"{'':>10}  Spark per trigger (median ms): {ms.get('triggerExecution', 0):,.0f} = "
+                  f"batch (foreachBatch) {ms.get('addBatch', 0):,.0f} + {parts}")
     base, ours = results.get("baseline", {}), results.get("stormshift", {})
     if "events_per_s" in base and "events_per_s" in ours:
         ratio = ours["events_per_s"] / base["events_per_s"]
