@@ -42,3 +42,22 @@ def test_groups_follow_what_each_stage_reads():
     for group, names in zip(groups, reads, strict=True):
         assert set(names) <= planned
         planned.add(group[0].head)
+
+
+def test_a_head_runs_on_the_source_partitions_unless_turned_off():
+    # the only spout, shuffle grouping, same par: spout task i feeds head task i
+    lines = str(EXAMPLES / "adclicks")
+    graph = load_topology(lines, name="adclicks")
+    assert Layout(graph).direct_heads == frozenset()  # AdLogSpout par 1, parse par 2
+    local = load_topology(sparktopo.LocalReplay, overrides={"jsonlines.path": "/nonexistent"})
+    layout = Layout(local)
+    assert layout.direct_heads == {"seen"}
+    seen, spout = local.component("seen"), local.component("numbers")
+    assert layout.local_dests(1) == {seen.first_task_id: seen.first_task_id + 1,
+                                     seen.first_task_id + 1: seen.first_task_id + 1}
+    assert spout.par == seen.par == 2
+    groups, reads = stage_groups(layout)
+    assert heads(groups) == [["seen"], ["sums"]] and reads == [[SPOUTS], [SPOUTS]]
+    off = load_topology(sparktopo.LocalReplay, overrides={"jsonlines.path": "/nonexistent",
+                                                          "stormshift.spark.source_local": False})
+    assert Layout(off).direct_heads == frozenset()

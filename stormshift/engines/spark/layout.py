@@ -22,7 +22,9 @@ reads nothing else, with such a grouping and the spout's ``par``: spout
 task *i*'s tuples go to head task *i* (``Layout.local_dests``), the
 source's partition *i* already holds head task *i*'s rows and a beacon, and
 the head's stage runs on the source's partitions without a shuffle
-(``Layout.direct_heads``).
+(``Layout.direct_heads``). Topology config ``stormshift.spark.source_local:
+false`` turns this off (the rows are then shuffled over the head's tasks:
+even load when the spout's tasks are skewed).
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ from stormshift.topology.graph import GroupingKind, TopologyGraph
 __all__ = ["FUSABLE", "ROW_SCHEMA_DDL", "Layout", "Stage", "plan_stages"]
 
 ROW_SCHEMA_DDL = "dest int, src int, seq long, sid int, v binary"
+SOURCE_LOCAL_KEY = "stormshift.spark.source_local"
 FUSABLE = frozenset({GroupingKind.SHUFFLE, GroupingKind.NONE, GroupingKind.LOCAL_OR_SHUFFLE})
 
 
@@ -67,7 +70,10 @@ class Layout:
         )
         self.stages = plan_stages(graph)
         self.stage_of = {m: s for s in self.stages for m in s.members}
-        self.direct_heads = frozenset(s.head for s in self.stages if _reads_spout_locally(graph, s))
+        local = graph.config.get(SOURCE_LOCAL_KEY, True) is not False
+        self.direct_heads = frozenset(
+            s.head for s in self.stages if local and _reads_spout_locally(graph, s)
+        )
 
     def local_dests(self, spout_task: int) -> dict[int, int]:
         """Spout task ``spout_task``'s rows: ``{dest chosen by the grouping: dest to use}``,
