@@ -134,7 +134,6 @@ class BatchRunner:
     # -- step 3 ------------------------------------------------------------
     def _run_stages(self, df: Any, txid: int, ticks: frozenset[str],
                     redrive: RedrivePlan | None = None) -> None:
-        from pyspark.sql import functions as F
 
         layout = self.cfg.layout
         groups, producers = stage_groups(layout)
@@ -147,27 +146,19 @@ class BatchRunner:
         if uses.get(SPOUTS, 0) > 1:
             df.persist()
             persisted.append(df)
+        spark = df.sparkSession
         for index, group in enumerate(groups):
-            parts = [frames[p] for p in producers[index]]
-            wanted, position, offset, extra = None, None, 0, []
-            for stage in group:
-                first = layout.first_task(stage.head)
-                extra.append(_beacons(df.sparkSession, first, stage.par))
-                redriven = redrive.frame(df.sparkSession, stage.head) if redrive else None
-                if redriven is not None:
-                    extra.append(redriven)
-                dest = F.col("dest")
-                mine = (dest >= first) & (dest < first + stage.par)
-                wanted = mine if wanted is None else wanted | mine
-                at = dest - F.lit(first - offset)
-                position = F.when(mine, at) if position is None else position.when(mine, at)
-                offset += stage.par
-            if group[0].head in layout.direct_heads and len(extra) == 1:
+            redriven = [f for f in (redrive.frame(spark, s.head) for s in group) if f is not None] \
+                if redrive else []
+            wanted, position, tasks = _task_positions(layout, group)
+            if group[0].head in layout.direct_heads and not redriven:
                 # The source's partition i is this head's task i, beacon included (layout doc).
                 rows = df.where(wanted)
             else:  # also a direct head's batch with redriven rows: they need the shuffle
-                rows = reduce(lambda a, b: a.unionAll(b), parts + extra).where(wanted)
-                rows = rows.repartitionById(offset, position.cast("int"))  # type: ignore[union-attr]
+                beacons = [_beacons(spark, layout.first_task(s.head), s.par) for s in group]
+                parts = [frames[p] for p in producers[index]] + beacons + redriven
+                rows = reduce(lambda a, b: a.unionAll(b), parts).where(wanted)
+                rows = rows.repartitionById(tasks, position)
             jobs = {stage.head: self._job(stage, txid, ticks) for stage in group}
             out = rows.mapInArrow(_stage_fn(txid, jobs), ROW_SCHEMA_DDL)
             key = group_key(group)
@@ -254,6 +245,25 @@ def stage_groups(layout: Layout) -> tuple[list[list[Stage]], list[list[str]]]:
         groups[index].append(stage)
         key_of[stage.head] = group_key(groups[index])
     return groups, reads
+
+
+def _task_positions(layout: Layout, group: list[Stage]) -> tuple[Any, Any, int]:
+    """``(rows of the group's tasks, partition of a row, partitions)``: the group's stages'
+    tasks numbered one after the other, in group order."""
+    from pyspark.sql import functions as F
+
+    dest = F.col("dest")
+    wanted: Any = None
+    position: Any = None
+    offset = 0
+    for stage in group:
+        first = layout.first_task(stage.head)
+        mine = (dest >= first) & (dest < first + stage.par)
+        at = dest - F.lit(first - offset)
+        wanted = mine if wanted is None else wanted | mine
+        position = F.when(mine, at) if position is None else position.when(mine, at)
+        offset += stage.par
+    return wanted, position.cast("int"), offset
 
 
 def _beacons(spark: Any, first: int, par: int) -> Any:

@@ -88,6 +88,11 @@ class Layout:
     def first_task(self, component: str) -> int:
         return self.graph.component(component).first_task_id
 
+    def fed_by(self, stage: Stage, name: str) -> set[str]:
+        """Members of ``stage`` after its head that read ``name`` (in process, fused)."""
+        return {m for m in stage.members[1:]
+                if any(i.source == name for i in self.graph.component(m).inputs)}
+
 
 def _reads_spout_locally(graph: TopologyGraph, stage: Stage) -> bool:
     """Whether ``stage`` runs on its topology's only spout's partitions (module doc)."""

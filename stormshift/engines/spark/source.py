@@ -138,12 +138,9 @@ class SpoutReader(DataSourceStreamReader):
         yield from profiled(f"source-{opts.spout}", rows)
 
 
-def _local_rows(opts: Opts, task: int) -> tuple[R.RowBuilder, dict[int, int]]:
+def _local_rows(layout: Any, task: int) -> tuple[R.RowBuilder, dict[int, int]]:
     """A row builder holding the beacons of the heads that run on this partition, and
     the dest remapping that sends this spout task's tuples to them (``layout`` doc)."""
-    from stormshift.engines.spark.layout import Layout
-
-    layout = Layout(opts.graph)
     out = R.RowBuilder()
     for head in sorted(layout.direct_heads):
         out.add(layout.first_task(head) + task, -1, -1, -1, b"")
@@ -151,12 +148,13 @@ def _local_rows(opts: Opts, task: int) -> tuple[R.RowBuilder, dict[int, int]]:
 
 
 def _read_wal(opts: Opts, part: WalPartition) -> Any:
+    from stormshift.engines.spark.layout import Layout
     from stormshift.engines.spark.worker import redis_for
     from stormshift.state.wal import WriteAheadLog
 
     wal = WriteAheadLog(redis_for(opts.redis_url), opts.namespace, opts.spout, part.task)
     src = opts.graph.component(opts.spout).task_id(part.task)
-    out, local = _local_rows(opts, part.task)
+    out, local = _local_rows(Layout(opts.graph), part.task)
     for seq, (code, targets, packed) in enumerate(wal.read(part.start, part.end)):
         for dest in targets:
             out.add(local.get(dest, dest), src, seq, code, packed)
@@ -189,7 +187,7 @@ def _read_replay(opts: Opts, part: ReplayPartition) -> Any:
     code = layout.stream_code[(opts.spout, "default")]
     first = {c.name: c.first_task_id for c in opts.graph}
     packer = msgpack.Packer(use_bin_type=True)
-    out, local = _local_rows(opts, part.task)
+    out, local = _local_rows(layout, part.task)
     seq = 0
 
     def dead_letter(err: Any) -> None:

@@ -367,7 +367,7 @@ def _run_members(job: StageJob, task: int, table: pa.Table, r: Any) -> tuple[lis
     queues: dict[str, list[tuple[int, int, list[Any]]]] = {m: [] for m in members[1:]}
     done: list[_Member] = []
     for position, name in enumerate(members):
-        feeds = {m: queues[m] for m in members[position + 1:] if m in _fused_consumers(job, name)}
+        feeds = {m: queues[m] for m in members[position + 1:] if m in job.layout.fed_by(job.stage, name)}
         ctx = {"txid": job.txid, "component": name, "task": task}
         poison: dict[int, tuple[str, tuple[Any, ...]]] = {}
         redo = False
@@ -424,9 +424,3 @@ def _midway(items: Iterator[Any], total: int, ctx: dict[str, Any]) -> Iterator[A
 def _config_of(graph: Any, comp: Any) -> str:
     """What a live instance was initialized with: a run with other config builds a new one."""
     return repr((sorted(graph.config.items()), sorted(comp.config.items()), comp.class_path))
-
-
-def _fused_consumers(job: StageJob, name: str) -> set[str]:
-    graph = job.layout.graph
-    return {m for m in job.stage.members[1:]
-            if any(i.source == name for i in graph.component(m).inputs)}
