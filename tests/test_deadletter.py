@@ -336,7 +336,7 @@ def test_redrive_plan_routes_like_the_grouping_and_refuses_what_cannot_go_back()
         want = [graph.component(c).task_id(i) for c, i in router.route("default", e.values) if c == "fields_seen"]
         assert dest == want[0] and src == graph.component("numbers").first_task_id
         assert seq >= REDRIVE_SEQ_BASE and sid == layout.stream_code[("numbers", "default")]
-        assert msgpack.unpackb(v) == e.values
+        assert msgpack.unpackb(v) == [e.values]  # a chunk of one tuple
     assert plan.rows["fields_seen"][0][2] == REDRIVE_SEQ_BASE  # sorts after every real emit
     (all_row,) = plan_redrive(layout, [letter("all_seen", [1, "k1"], task=1)]).rows["all_seen"]
     assert all_row[0] == graph.component("all_seen").task_id(1)  # only the task that failed it

@@ -4,10 +4,12 @@ Rows crossing Spark stages have five columns (``ROW_SCHEMA``):
 
 - ``dest``: global task id of the consumer task that gets the tuple,
 - ``src``: global task id of the emitting task,
-- ``seq``: the emit's index among its task's emits in this batch (sorting by
-  ``(src, seq)`` makes every task's input order deterministic after a shuffle),
+- ``seq``: the index among its task's emits in this batch of the row's last
+  tuple (sorting by ``(src, seq)`` makes every task's input order
+  deterministic after a shuffle),
 - ``sid``: stream code (index of ``(component, stream)`` in ``Layout.streams``),
-- ``v``: the values, msgpack-encoded (one binary cell per row, decoded in bulk).
+- ``v``: a chunk of consecutive tuples of ``src`` on ``sid`` for ``dest``: the
+  msgpack array of their value lists (``rows.py``; decoded in bulk).
 
 A *stage* is a chain of bolts run in one ``mapInArrow``: its *head* gets rows
 through ``repartitionById(par, task)``; a *fused* member gets its tuples in

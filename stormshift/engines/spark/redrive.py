@@ -10,7 +10,8 @@ dead-lettered it, as if its original source had emitted it again:
   already processed it);
 - ``src``: the source component's first task; ``seq``: ``REDRIVE_SEQ_BASE + i``
   so the row sorts after every real emit of that task (deterministic order);
-- ``sid``: the code of ``(source, stream)``; ``v``: msgpack of the values.
+- ``sid``: the code of ``(source, stream)``; ``v``: a chunk of one tuple
+  (``rows.chunk_of``).
 
 The rows are a small DataFrame unioned into the input of the bolt's stage.
 Only a stage head gets rows from other stages; an entry of a bolt that runs
@@ -24,11 +25,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-import msgpack
-
 from stormshift.adapters.routing import choose_tasks
 from stormshift.engines.spark.layout import ROW_SCHEMA_DDL, Layout
-from stormshift.engines.spark.rows import REDRIVE_SEQ_BASE
+from stormshift.engines.spark.rows import REDRIVE_SEQ_BASE, chunk_of
 from stormshift.state.deadletter import DeadLetter
 from stormshift.topology.graph import GroupingKind
 
@@ -69,7 +68,7 @@ def plan_redrive(layout: Layout, entries: list[DeadLetter]) -> RedrivePlan:
         except _Refused as why:
             plan.rejected.append((entry, str(why)))
             continue
-        packed = msgpack.packb(list(entry.values), use_bin_type=True)
+        packed = chunk_of([list(entry.values)])  # a chunk of one tuple
         plan.rows.setdefault(entry.component, []).append((dest, src, REDRIVE_SEQ_BASE + i, sid, packed))
         plan.counts[entry.component] = plan.counts.get(entry.component, 0) + 1
     return plan

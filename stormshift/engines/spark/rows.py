@@ -1,9 +1,16 @@
 """Arrow in, Arrow out: the row format between stages (see ``layout.ROW_SCHEMA_DDL``).
 
+A row is a *chunk*: consecutive tuples of one source task on one stream for
+one destination task. ``v`` is a msgpack array of the tuples' value lists,
+``seq`` the seq of the chunk's LAST tuple. Chunks cut a task's tuples for one
+destination into contiguous runs, so sorting rows by ``(src, seq)`` restores
+exactly the per-tuple order a row per tuple had, while Spark moves a few
+hundred rows per task instead of one per tuple (its per-row cost -- Arrow to
+row conversion, shuffle write and read -- was a third of a batch's CPU).
+
 Values are decoded in bulk: a partition's ``v`` column is one contiguous
-buffer of msgpack objects, fed to ONE ``Unpacker`` (no per-row Python call
-besides the iteration itself). Output rows are gathered in plain lists and
-turned into record batches at the end of the task.
+buffer of msgpack arrays, fed to ONE ``Unpacker``. Output chunks are
+gathered in plain lists and turned into record batches at the end of the task.
 """
 
 from __future__ import annotations
@@ -16,13 +23,18 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-__all__ = ["SCHEMA", "RowBuilder", "iter_rows", "iter_values", "max_seq_by_src", "sorted_table"]
+__all__ = ["SCHEMA", "RowBuilder", "chunk_of", "iter_rows", "iter_values", "max_seq_by_src",
+           "sorted_table", "tuple_count"]
 
 SCHEMA = pa.schema(
     [("dest", pa.int32()), ("src", pa.int32()), ("seq", pa.int64()), ("sid", pa.int32()),
      ("v", pa.binary())]
 )
 OUT_ROWS_PER_BATCH = 1 << 17
+# A chunk closes at this many tuples or bytes: rows stay small enough for Arrow batches
+# of ``spark.sql.execution.arrow.maxRecordsPerBatch`` rows and for Spark's row size limits.
+CHUNK_TUPLES = 1024
+CHUNK_BYTES = 1 << 20
 # Redriven dead letters (``redrive.py``) carry seqs from here up: they sort after
 # every real emit of their source task, and are no spout emits.
 REDRIVE_SEQ_BASE = 1 << 40
@@ -56,7 +68,8 @@ def split_beacons(table: pa.Table) -> tuple[int | None, pa.Table]:
 
 
 def iter_values(column: pa.ChunkedArray) -> Iterator[Any]:
-    """Decode every msgpack cell of a binary column, chunk by chunk, in one Unpacker each."""
+    """Decode every msgpack cell of a binary column (a chunk: a list of value lists), in one
+    Unpacker per Arrow chunk."""
     for chunk in column.chunks:
         n = len(chunk)
         if n == 0:
@@ -70,12 +83,37 @@ def iter_values(column: pa.ChunkedArray) -> Iterator[Any]:
 
 
 def iter_rows(table: pa.Table) -> Iterator[tuple[int, int, Any]]:
-    """``(src, sid, values)`` per row, in table order."""
+    """``(src, sid, values)`` per tuple, in table order (chunks expanded)."""
     if table.num_rows == 0:
         return iter(())
     src = table.column("src").to_numpy().tolist()
     sid = table.column("sid").to_numpy().tolist()
-    return zip(src, sid, iter_values(table.column("v")))
+    return _expand(zip(src, sid, iter_values(table.column("v"))))
+
+
+def _expand(chunks: Iterator[tuple[int, int, list[Any]]]) -> Iterator[tuple[int, int, Any]]:
+    for src, sid, values_list in chunks:
+        for values in values_list:
+            yield src, sid, values
+
+
+def tuple_count(table: pa.Table) -> int:
+    """Tuples in ``table``'s chunks (decodes them: for fault points, not the hot path)."""
+    return sum(len(c) for c in iter_values(table.column("v"))) if table.num_rows else 0
+
+
+def chunk_of(values_list: list[Any]) -> bytes:
+    """One chunk's ``v``: the msgpack array of these value lists."""
+    return msgpack.packb(values_list, use_bin_type=True)
+
+
+def _array_header(n: int) -> bytes:
+    """msgpack's array header for ``n`` elements (the packed elements follow)."""
+    if n < 16:
+        return bytes((0x90 | n,))
+    if n < 1 << 16:
+        return b"\xdc" + n.to_bytes(2, "big")
+    return b"\xdd" + n.to_bytes(4, "big")
 
 
 def max_seq_by_src(table: pa.Table) -> dict[int, int]:
@@ -93,14 +131,20 @@ def max_seq_by_src(table: pa.Table) -> dict[int, int]:
 
 
 class RowBuilder:
-    """Rows a task sends to other stages, plus the per-source emit counters."""
+    """Chunks a task sends to other stages, plus the per-source emit counters.
+
+    ``add``/``add_emit`` take one tuple (packed values) at a time; a tuple joins
+    its destination's open chunk when it continues it (same src and stream,
+    under the size limits), else that chunk closes and a new one opens.
+    """
 
     def __init__(self) -> None:
         self.dest: list[int] = []
         self.src: list[int] = []
         self.seq: list[int] = []
         self.sid: list[int] = []
-        self.v: list[bytes | None] = []  # None: an emit all of whose consumers are fused
+        self.v: list[bytes] = []
+        self._open: dict[int, list[Any]] = {}  # dest -> [src, sid, last seq, packed parts, bytes]
         self._seq: dict[int, int] = {}
 
     def next_seq(self, src: int) -> int:
@@ -108,46 +152,68 @@ class RowBuilder:
         self._seq[src] = s + 1
         return s
 
-    def add(self, dest: int, src: int, seq: int, sid: int, v: bytes | None) -> None:
+    def beacon(self, dest: int) -> None:
+        """The row naming task ``dest`` (``src = -1``, no tuples)."""
+        self._row(dest, -1, -1, -1, b"")
+
+    def add(self, dest: int, src: int, seq: int, sid: int, v: bytes) -> None:
+        """One tuple (``v``: its packed values) for task ``dest``; seqs of a src only grow."""
+        c = self._open.get(dest)
+        if c is not None:
+            if c[0] == src and c[1] == sid and c[4] < CHUNK_BYTES and len(c[3]) < CHUNK_TUPLES:
+                c[2] = seq
+                c[3].append(v)
+                c[4] += len(v)
+                return
+            self._close(dest, c)
+        self._open[dest] = [src, sid, seq, [v], len(v)]
+
+    def add_emit(self, src: int, sid: int, v: bytes, dests: tuple[int, ...]) -> None:
+        """One emit of task ``src``: its next seq, the tuple added for every destination task."""
+        seq = self._seq.get(src, 0)
+        self._seq[src] = seq + 1
+        opened = self._open
+        for dest in dests:
+            c = opened.get(dest)
+            if c is not None and c[0] == src and c[1] == sid and c[4] < CHUNK_BYTES \
+                    and len(c[3]) < CHUNK_TUPLES:
+                c[2] = seq
+                c[3].append(v)
+                c[4] += len(v)
+            else:
+                self.add(dest, src, seq, sid, v)
+
+    def _close(self, dest: int, c: list[Any]) -> None:
+        parts = c[3]
+        self._row(dest, c[0], c[2], c[1], _array_header(len(parts)) + b"".join(parts))
+
+    def _row(self, dest: int, src: int, seq: int, sid: int, v: bytes) -> None:
         self.dest.append(dest)
         self.src.append(src)
         self.seq.append(seq)
         self.sid.append(sid)
         self.v.append(v)
 
-    def add_emit(self, src: int, sid: int, v: bytes | None, dests: tuple[int, ...]) -> None:
-        """One emit of task ``src``: its next seq, one row per destination task."""
-        seq = self._seq.get(src, 0)
-        self._seq[src] = seq + 1
-        n = len(dests)
-        if n == 1:
-            self.dest.append(dests[0])
-            self.src.append(src)
-            self.seq.append(seq)
-            self.sid.append(sid)
-            self.v.append(v)
-        elif n:
-            self.dest.extend(dests)
-            self.src.extend([src] * n)
-            self.seq.extend([seq] * n)
-            self.sid.extend([sid] * n)
-            self.v.extend([v] * n)
-
-    def __len__(self) -> int:
-        return len(self.dest)
+    def _flush(self) -> None:
+        for dest in sorted(self._open):
+            self._close(dest, self._open[dest])
+        self._open.clear()
 
     def mark(self) -> tuple[int, dict[int, int]]:
-        """A point to ``rewind`` to: rows so far and the emit counters."""
+        """A point to ``rewind`` to: rows so far (open chunks closed) and the emit counters."""
+        self._flush()
         return len(self.dest), dict(self._seq)
 
     def rewind(self, mark: tuple[int, dict[int, int]]) -> None:
-        """Forget every row added after ``mark`` (a member's run being redone)."""
+        """Forget every tuple added after ``mark`` (a member's run being redone)."""
         n, seqs = mark
+        self._open.clear()  # every open chunk was opened after the mark
         for column in (self.dest, self.src, self.seq, self.sid, self.v):
             del column[n:]
         self._seq = dict(seqs)
 
     def batches(self) -> Iterator[pa.RecordBatch]:
+        self._flush()
         n = len(self.dest)
         for lo in range(0, n, OUT_ROWS_PER_BATCH):
             hi = min(lo + OUT_ROWS_PER_BATCH, n)
@@ -156,7 +222,7 @@ class RowBuilder:
 
 
 def to_batch(dest: list[int], src: list[int], seq: list[int], sid: list[int],
-             v: list[bytes | None]) -> pa.RecordBatch:
+             v: list[bytes]) -> pa.RecordBatch:
     return pa.RecordBatch.from_arrays(
         [pa.array(dest, pa.int32()), pa.array(src, pa.int32()), pa.array(seq, pa.int64()),
          pa.array(sid, pa.int32()), pa.array(v, pa.binary())],

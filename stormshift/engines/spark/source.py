@@ -143,7 +143,7 @@ def _local_rows(layout: Any, task: int) -> tuple[R.RowBuilder, dict[int, int]]:
     the dest remapping that sends this spout task's tuples to them (``layout`` doc)."""
     out = R.RowBuilder()
     for head in sorted(layout.direct_heads):
-        out.add(layout.first_task(head) + task, -1, -1, -1, b"")
+        out.beacon(layout.first_task(head) + task)
     return out, layout.local_dests(task)
 
 

@@ -269,29 +269,43 @@ class _Member:
 
     def _dispatch(self, emits: list[Any]) -> None:
         """Route one tuple's emits: encode all first, so a bad value drops none of them half-way."""
-        pack = self.packer.pack
-        if len(emits) == 1:  # the usual case: no list of encodings to build
+        if len(emits) == 1:  # the usual case, written out: no lists of encodings to build
             e = emits[0]
-            packed = [pack(e.values) if e.targets else None]
-        else:
-            packed = [pack(e.values) if e.targets else None for e in emits]
-        stats, plans = self.stats, self.plans
-        stats.tuples_out += len(emits)
-        for e, v in zip(emits, packed):
             targets = e.targets
             if not targets:
-                if e.stream in self.leaf_streams:
-                    stats.leaf += 1
-                    if self.keep_leaves:
-                        self.leaves.append((e.stream, list(e.values)))
-                continue
-            plan = plans.get((e.stream, targets))
-            if plan is None:
-                plan = plans[(e.stream, targets)] = self._plan(targets)
-            dests, fused = plan
-            self.out.add_emit(self.task_id, self.codes[e.stream], v, dests)  # seq even if all fused
-            for consumer in fused:
-                self.queues[consumer].append((self.task_id, self.codes[e.stream], list(e.values)))
+                self.stats.tuples_out += 1
+                self._leaf(e)
+                return
+            v = self.packer.pack(e.values)
+            self.stats.tuples_out += 1
+            self._route(e, targets, v)
+            return
+        pack = self.packer.pack
+        packed = [pack(e.values) if e.targets else None for e in emits]
+        self.stats.tuples_out += len(emits)
+        for e, v in zip(emits, packed):
+            if v is not None:
+                self._route(e, e.targets, v)
+            else:
+                self._leaf(e)
+
+    def _leaf(self, e: Any) -> None:
+        """An emit no bolt subscribes to: the sink's (a drop sink only counts it)."""
+        if e.stream in self.leaf_streams:
+            self.stats.leaf += 1
+            if self.keep_leaves:
+                self.leaves.append((e.stream, list(e.values)))
+
+    def _route(self, e: Any, targets: Any, v: bytes) -> None:
+        """Rows for the emit's consumers in other stages, queue items for fused ones."""
+        plan = self.plans.get((e.stream, targets))
+        if plan is None:
+            plan = self.plans[(e.stream, targets)] = self._plan(targets)
+        dests, fused = plan
+        code = self.codes[e.stream]
+        self.out.add_emit(self.task_id, code, v, dests)  # seq even if all fused
+        for consumer in fused:
+            self.queues[consumer].append((self.task_id, code, list(e.values)))
 
     def _plan(self, targets: Any) -> tuple[tuple[int, ...], tuple[str, ...]]:
         """``(global task ids of rows to other stages, fused consumers)`` of one target set."""
@@ -405,7 +419,7 @@ def _run_member(job: StageJob, member: _Member, position: int, table: pa.Table,
         member.stats.maxseq = R.max_seq_by_src(table)
         items: Iterator[Any] = R.iter_rows(table)
         if faults.active():
-            items = _midway(items, table.num_rows, ctx)
+            items = _midway(items, R.tuple_count(table), ctx)
         member.run_tuples(items)
     else:
         member.run_tuples(iter(queues[member.name]))

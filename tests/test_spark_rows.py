@@ -1,0 +1,107 @@
+"""Chunked rows between stages (``stormshift/engines/spark/rows.py``), without Spark.
+
+A row carries a run of consecutive tuples of one source task and stream for
+one destination task; after any shuffle, sorting rows by ``(src, seq)`` and
+expanding them must give each destination exactly the tuples, in exactly the
+order, that one row per tuple gave.
+"""
+
+from __future__ import annotations
+
+import random
+
+import msgpack
+import pyarrow as pa
+import pytest
+
+from stormshift.engines.spark import rows as R
+
+
+def _emit_script(seed: int, n: int) -> list[tuple[int, int, list[int], list[object]]]:
+    """``(src, sid, dests, values)`` emits: two source tasks, two streams, one to three dests."""
+    rng = random.Random(seed)
+    script = []
+    for i in range(n):
+        src = rng.choice((11, 12))
+        sid = rng.choice((0, 0, 0, 1))
+        dests = sorted(rng.sample((21, 22, 23), rng.choice((1, 1, 2, 3))))
+        script.append((src, sid, dests, [f"k{i % 7}", i, "x" * rng.randrange(0, 40)]))
+    return script
+
+
+def _reference(script: list[tuple[int, int, list[int], list[object]]]) -> dict[int, list[tuple[int, int, list[object]]]]:
+    """Each dest's tuples as one-row-per-tuple sorted by (src, seq) delivered them."""
+    seqs: dict[int, int] = {}
+    rows = []
+    for src, sid, dests, values in script:
+        seq = seqs.get(src, 0)
+        seqs[src] = seq + 1
+        rows.extend((dest, src, seq, sid, values) for dest in dests)
+    out: dict[int, list[tuple[int, int, list[object]]]] = {}
+    for dest, src, _seq, sid, values in sorted(rows, key=lambda r: (r[0], r[1], r[2])):
+        out.setdefault(dest, []).append((src, sid, values))
+    return out
+
+
+def _build(script: list[tuple[int, int, list[int], list[object]]]) -> pa.Table:
+    out = R.RowBuilder()
+    for dest in (21, 22, 23):
+        out.beacon(dest)
+    pack = msgpack.Packer(use_bin_type=True).pack
+    for src, sid, dests, values in script:
+        out.add_emit(src, sid, pack(values), tuple(dests))
+    return pa.Table.from_batches(list(out.batches()))
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_chunks_shuffled_and_sorted_give_each_task_the_per_tuple_order(seed):
+    script = _emit_script(seed, 5000)
+    table = _build(script)
+    assert table.num_rows < 5000, "tuples travel in chunks, not a row each"
+    rng = random.Random(seed)
+    for dest, want in _reference(script).items():
+        import pyarrow.compute as pc
+
+        mine = table.filter(pc.equal(table.column("dest"), dest))
+        shuffled = mine.take(pa.array(rng.sample(range(mine.num_rows), mine.num_rows)))
+        task, data = R.split_beacons(R.sorted_table(shuffled.to_batches(max_chunksize=7)))
+        assert task == dest
+        got = list(R.iter_rows(data))
+        assert got == want
+        assert R.tuple_count(data) == len(want)
+
+
+def test_chunk_limits_close_chunks():
+    out = R.RowBuilder()
+    pack = msgpack.Packer(use_bin_type=True).pack
+    for i in range(R.CHUNK_TUPLES * 2 + 5):
+        out.add_emit(1, 0, pack([i]), (9,))
+    big = msgpack.packb([b"z" * 65536])  # 64 KiB values: CHUNK_BYTES closes a chunk first
+    for _ in range(40):
+        out.add_emit(2, 0, big, (9,))
+    table = pa.Table.from_batches(list(out.batches()))
+    counts = [len(c) for c in R.iter_values(table.column("v"))]
+    per_chunk = -(-R.CHUNK_BYTES // len(big))  # appended while the chunk is under the limit
+    assert counts == [R.CHUNK_TUPLES, R.CHUNK_TUPLES, 5, per_chunk, per_chunk, 40 - 2 * per_chunk]
+    assert max(len(v) for v in table.column("v").to_pylist()) < R.CHUNK_BYTES + len(big) + 8
+    # the chunk's seq is its last tuple's: spout emit counts come out right
+    assert R.max_seq_by_src(table) == {1: R.CHUNK_TUPLES * 2 + 4, 2: 39}
+
+
+def test_rewind_forgets_what_came_after_the_mark():
+    pack = msgpack.Packer(use_bin_type=True).pack
+    out = R.RowBuilder()
+    out.add_emit(1, 0, pack(["a"]), (5, 6))
+    mark = out.mark()
+    out.add_emit(1, 0, pack(["b"]), (5,))
+    out.add_emit(1, 1, pack(["c"]), (6,))
+    out.rewind(mark)
+    out.add_emit(1, 0, pack(["d"]), (5,))
+    table = R.sorted_table(out.batches())
+    assert [(r[0], r[2]) for r in R.iter_rows(table)] == [(1, ["a"]), (1, ["a"]), (1, ["d"])]
+    assert table.column("seq").to_pylist() == [0, 0, 1]  # "d" took the seq "b" had
+
+
+def test_array_header_matches_msgpack():
+    for n in (0, 1, 15, 16, 1023, 65535, 65536):
+        assert R._array_header(n) == msgpack.packb([None] * n)[: len(R._array_header(n))]
