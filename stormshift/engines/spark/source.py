@@ -205,14 +205,32 @@ def _read_replay(opts: Opts, part: ReplayPartition) -> Any:
             source=opts.spout, tuple_key=msg_id_for(err.partition, err.offset), task=part.task,
             reason="decode")
 
+    route = host.router.route
+    fixed, arity = _fixed_dests(layout, opts.spout, part.task)
     for pname, start, end in part.ranges:
         for values, _msg_id in read_range(host.instance, pname, start, end, dead_letter):
             packed = packer.pack(values)
-            for consumer, index in host.router.route("default", values):
-                dest = first[consumer] + index
-                out.add(local.get(dest, dest), src, seq, code, packed)
+            if fixed is not None and len(values) == arity:
+                for dest in fixed:
+                    out.add(dest, src, seq, code, packed)
+            else:
+                for consumer, index in route("default", values):
+                    dest = first[consumer] + index
+                    out.add(local.get(dest, dest), src, seq, code, packed)
             seq += 1
     yield from out.batches()
+
+
+def _fixed_dests(layout: Any, spout: str, task: int) -> tuple[tuple[int, ...] | None, int]:
+    """``(dests, arity)``: when every consumer of the spout's stream runs on the source's
+    partitions, spout task ``task``'s tuples go to those heads' task ``task`` whatever the
+    grouping picks (``Layout.local_dests``), so the reader skips routing; else ``None``."""
+    graph = layout.graph
+    subs = graph.subscriptions(spout, "default")
+    if not subs or any(s.consumer not in layout.direct_heads for s in subs):
+        return None, 0
+    fields = graph.stream_fields(spout, "default")
+    return tuple(layout.first_task(s.consumer) + task for s in subs), len(fields)
 
 
 def now_ms() -> int:
