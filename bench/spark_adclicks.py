@@ -79,7 +79,8 @@ class RssSampler:
 
     A sample walks the whole process table (``children(recursive=True)``): ~4.5 ms
     here, so sampling every 50 ms took ~9% of a core from the job it measured on a
-    2-core machine. Each pid's kind is read from its command line once.
+    2-core machine. A pid's kind is read from its command line at every sample: the
+    JVM starts as the ``spark-class`` shell script and execs java under the same pid.
     """
 
     INTERVAL_S = 0.25
@@ -89,7 +90,6 @@ class RssSampler:
 
         self._psutil = psutil
         self.peaks = {"driver_python": 0, "driver_jvm": 0, "python_worker": 0}
-        self._kinds: dict[int, str | None] = {}
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -120,12 +120,12 @@ class RssSampler:
         except self._psutil.Error:
             pass
 
-    def _kind(self, child: Any) -> str | None:
-        if child.pid not in self._kinds:
-            cmd = " ".join(child.cmdline())
-            self._kinds[child.pid] = "driver_jvm" if "java" in cmd else \
-                "python_worker" if "pyspark" in cmd or "python" in cmd else None
-        return self._kinds[child.pid]
+    @staticmethod
+    def _kind(child: Any) -> str | None:
+        cmd = " ".join(child.cmdline())
+        if "java" in cmd:
+            return "driver_jvm"
+        return "python_worker" if "pyspark" in cmd or "python" in cmd else None
 
     def _peak(self, kind: str, rss: int) -> None:
         self.peaks[kind] = max(self.peaks[kind], rss)
