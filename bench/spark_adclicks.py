@@ -75,7 +75,9 @@ def ensure_data(events: int, batch: int, files_per_batch: int, root: Path) -> Pa
 
 
 class RssSampler:
-    """Peak RSS of this process, its JVM child and Python workers (psutil, every 250 ms).
+    """Peak RSS and CPU seconds of this process, its JVM child and Python workers
+    (psutil, every 250 ms). CPU is what carries over when the machine's speed moves
+    between runs: a change that only saves the JVM work shows there, not in events/s.
 
     A sample walks the whole process table (``children(recursive=True)``): ~4.5 ms
     here, so sampling every 50 ms took ~9% of a core from the job it measured on a
@@ -90,6 +92,8 @@ class RssSampler:
 
         self._psutil = psutil
         self.peaks = {"driver_python": 0, "driver_jvm": 0, "python_worker": 0}
+        self._cpu: dict[int, tuple[str, float]] = {}  # pid -> (kind, cumulative CPU seconds)
+        self.jit_s = 0.0  # the JVM's JIT compiler threads, CPU seconds (read at the end)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -100,6 +104,15 @@ class RssSampler:
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
         self._thread.join()
+        self._sample(self._psutil.Process(), final=True)
+
+    @property
+    def cpu_s(self) -> dict[str, float]:
+        """CPU seconds per kind (each pid's last cumulative reading, summed)."""
+        out = {"driver_python": 0.0, "driver_jvm": 0.0, "python_worker": 0.0}
+        for kind, seconds in self._cpu.values():
+            out[kind] += seconds
+        return out
 
     def _run(self) -> None:
         me = self._psutil.Process()
@@ -107,18 +120,26 @@ class RssSampler:
             self._sample(me)
             self._stop.wait(self.INTERVAL_S)
 
-    def _sample(self, me: Any) -> None:
+    def _sample(self, me: Any, final: bool = False) -> None:
         try:
             self._peak("driver_python", me.memory_info().rss)
+            self._cpu_of(me, "driver_python")
             for child in me.children(recursive=True):
                 try:
                     kind = self._kind(child)
                     if kind is not None:
                         self._peak(kind, child.memory_info().rss)
+                        self._cpu_of(child, kind)
+                        if final and kind == "driver_jvm":
+                            self.jit_s = max(self.jit_s, _jit_seconds(child.pid))
                 except self._psutil.Error:
                     continue
         except self._psutil.Error:
             pass
+
+    def _cpu_of(self, proc: Any, kind: str) -> None:
+        times = proc.cpu_times()
+        self._cpu[proc.pid] = (kind, times.user + times.system)
 
     @staticmethod
     def _kind(child: Any) -> str | None:
@@ -129,6 +150,27 @@ class RssSampler:
 
     def _peak(self, kind: str, rss: int) -> None:
         self.peaks[kind] = max(self.peaks[kind], rss)
+
+
+def _jit_seconds(pid: int) -> float:
+    """CPU seconds of a JVM's JIT compiler threads (Linux ``/proc``; 0 elsewhere)."""
+    total = 0.0
+    tick = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return 0.0
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/comm", encoding="utf-8") as fh:
+                if "CompilerThre" not in fh.read():
+                    continue
+            with open(f"/proc/{pid}/task/{tid}/stat", encoding="utf-8") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+            total += (int(fields[11]) + int(fields[12])) / tick
+        except (OSError, IndexError, ValueError):
+            continue
+    return total
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -257,7 +299,8 @@ def run_baseline(args: argparse.Namespace, data: Path) -> dict[str, Any]:
         "events": rows, "elapsed_s": elapsed, "events_per_s": rows / elapsed, "batches": len(durations),
         "steady_events_per_s": steady_rate([p["numInputRows"] for p in progress], durations),
         "batch_ms_p50": percentile(durations, 50), "batch_ms_p99": percentile(durations, 99),
-        "peak_rss": rss.peaks, "totals": read_baseline_totals(r, keys),
+        "peak_rss": rss.peaks, "cpu_s": rss.cpu_s, "jit_s": rss.jit_s,
+        "totals": read_baseline_totals(r, keys),
     }
     r.delete(*keys, *r.keys(f"{{bench-adclicks-{run_id}}}:batch:*"))
     return result
@@ -354,6 +397,7 @@ def run_stormshift(args: argparse.Namespace, data: Path) -> dict[str, Any]:
         "steady_events_per_s": steady_rate(sizes, durations),
         "batches": len(durations), "batch_ms_p50": percentile(durations, 50),
         "batch_ms_p99": percentile(durations, 99), "peak_rss": rss.peaks,
+        "cpu_s": rss.cpu_s, "jit_s": rss.jit_s,
         "stop_reason": summary.stop_reason, "dead_lettered": summary.total("dead_lettered"),
         "spark_ms": spark_breakdown(listener.durations),
         "tuples_in": {c.name: c.tuples_in for c in summary.components.values()},
@@ -532,6 +576,11 @@ def report(args: argparse.Namespace, data: Path, results: dict[str, dict[str, An
         print(f"{'':>10}  batch duration p50 {res['batch_ms_p50']:,.0f} ms, p99 {res['batch_ms_p99']:,.0f} ms")
         print(f"{'':>10}  peak RSS: driver python {mib(peaks['driver_python'])}, driver JVM "
               f"{mib(peaks['driver_jvm'])}, python worker {mib(peaks['python_worker'])}")
+        if "cpu_s" in res:
+            cpu, per = res["cpu_s"], 1e6 / res["events"]
+            print(f"{'':>10}  CPU per event: Python workers {cpu['python_worker'] * per:.1f} µs, driver "
+                  f"JVM {cpu['driver_jvm'] * per:.1f} µs (of it JIT compiler {res['jit_s'] * per:.1f} µs), "
+                  f"driver Python {cpu['driver_python'] * per:.1f} µs")
         if "check" in res:
             print(f"{'':>10}  totals {res['check']}")
         if "tuples_in" in res:

@@ -4,9 +4,9 @@ A row is a *chunk*: consecutive tuples of one source task on one stream for
 one destination task. ``v`` is a msgpack array of the tuples' value lists,
 ``seq`` the seq of the chunk's LAST tuple. Chunks cut a task's tuples for one
 destination into contiguous runs, so sorting rows by ``(src, seq)`` restores
-exactly the per-tuple order a row per tuple had, while Spark moves a few
-hundred rows per task instead of one per tuple (its per-row cost -- Arrow to
-row conversion, shuffle write and read -- was a third of a batch's CPU).
+exactly the per-tuple order a row per tuple had, while Spark moves one row
+per ``CHUNK_TUPLES`` tuples instead of one per tuple (its per-row cost: Arrow
+to row conversion, shuffle write and read).
 
 Values are decoded in bulk: a partition's ``v`` column is one contiguous
 buffer of msgpack arrays, fed to ONE ``Unpacker``. Output chunks are
@@ -31,9 +31,10 @@ SCHEMA = pa.schema(
      ("v", pa.binary())]
 )
 OUT_ROWS_PER_BATCH = 1 << 17
-# A chunk closes at this many tuples or bytes: rows stay small enough for Arrow batches
-# of ``spark.sql.execution.arrow.maxRecordsPerBatch`` rows and for Spark's row size limits.
-CHUNK_TUPLES = 1024
+# A chunk closes at this many tuples or bytes. 32 tuples already cut Spark's rows 32-fold;
+# longer chunks were slower in bench/stage_overhead.py (1024: +15-40% per tuple), as a
+# decoded chunk's value lists all live at once and survive the young GC generation.
+CHUNK_TUPLES = 32
 CHUNK_BYTES = 1 << 20
 # Redriven dead letters (``redrive.py``) carry seqs from here up: they sort after
 # every real emit of their source task, and are no spout emits.
