@@ -163,10 +163,20 @@ def _ids(items: Sequence[Any]) -> tuple[Any, ...]:
     return tuple([a.id if isinstance(a, Tuple) else a for a in items])
 
 
+Deliver = Callable[[str, list[Any], Any], None]
+
+
 def bolt_emit(
-    instance: Any, emitter: Emitter, cache: AnchorCache, batching: bool
+    instance: Any, emitter: Emitter, cache: AnchorCache, batching: bool,
+    deliver: Deliver | None = None,
 ) -> Callable[..., Any]:
-    """Fast ``emit`` with pystorm ``Bolt.emit`` (or ``BatchingBolt.emit``) semantics."""
+    """Fast ``emit`` with pystorm ``Bolt.emit`` (or ``BatchingBolt.emit``) semantics.
+
+    With ``deliver``, a routed emit is handed to ``deliver(stream, values,
+    targets)`` at once instead of becoming an ``Emit`` in the outbox (the
+    Spark stage writes it straight into its rows); anchors are then not
+    computed: they only matter to Storm's acker, and a batch never replays.
+    """
     routes = emitter.router.routes
     undeclared = emitter.router.undeclared
     task_ids = emitter.router.task_ids
@@ -188,18 +198,6 @@ def bolt_emit(
         route = routes.get(stream)
         if route is None:
             raise undeclared(stream, tup)
-        if anchors is None:
-            if instance.auto_anchor:
-                cur = instance._current_tups
-                if cur is cache.tups:
-                    ids = cache.ids
-                else:
-                    ids = _ids(cur)
-                    cache.tups, cache.ids = cur, ids
-            else:
-                ids = ()
-        else:
-            ids = _ids(anchors)
         t = type(tup)
         if (t is list or t is tuple) and check_wire:
             # wire_values() inlined: bolt emits are the per-tuple hot path
@@ -218,7 +216,22 @@ def bolt_emit(
         else:
             values = values_of(tup, stream)
         targets = route(values, direct_task)
-        append(Emit(stream, values, targets, ids, None))
+        if deliver is not None:
+            deliver(stream, values, targets)
+        else:
+            if anchors is None:
+                if instance.auto_anchor:
+                    cur = instance._current_tups
+                    if cur is cache.tups:
+                        ids = cache.ids
+                    else:
+                        ids = _ids(cur)
+                        cache.tups, cache.ids = cur, ids
+                else:
+                    ids = ()
+            else:
+                ids = _ids(anchors)
+            append(Emit(stream, values, targets, ids, None))
         if need_task_ids:
             return task_ids(targets)
         return None

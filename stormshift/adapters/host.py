@@ -24,6 +24,7 @@ import pystorm.bolt
 from stormshift.adapters.context import tick_interval_secs
 from stormshift.adapters.fastpath import (
     AnchorCache,
+    Deliver,
     bolt_ack_fail,
     bolt_emit,
     spout_emit,
@@ -96,10 +97,7 @@ class BoltHost(HostBase):
         self.tick_interval_secs = tick_interval_secs(self.conf)
         self.tickless_interval_secs = float(inst.secs_between_batches) if self.is_tickless else None
         self.anchor_cache = AnchorCache()
-        if self.plan["emit"] in ("bolt", "batching"):
-            inst.emit = bolt_emit(
-                inst, self.emitter, self.anchor_cache, self.plan["emit"] == "batching"
-            )
+        self.deliver_to(None)
         ack, fail = bolt_ack_fail(self.outbox, self.completion)
         if self.plan["ack"]:
             inst.ack = ack
@@ -107,6 +105,16 @@ class BoltHost(HostBase):
             inst.fail = fail
         self.execute: Callable[[Tuple], None] = self._not_open  # type: ignore[method-assign]
         self._many: Callable[[Iterable[Tuple], Any], int] | None = None
+
+    def deliver_to(self, deliver: Deliver | None) -> bool:
+        """Route the fast path's emits to ``deliver(stream, values, targets)`` (None: the
+        outbox). False when the user's class defines ``emit``: its emits stay in the outbox."""
+        if self.plan["emit"] not in ("bolt", "batching"):
+            return False
+        self.instance.emit = bolt_emit(
+            self.instance, self.emitter, self.anchor_cache, self.plan["emit"] == "batching", deliver
+        )
+        return True
 
     def _not_open(self, tup: Tuple) -> None:
         raise StormshiftError(f"component {self.name!r}: call open() before execute()")

@@ -23,7 +23,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-__all__ = ["SCHEMA", "RowBuilder", "chunk_of", "iter_rows", "iter_values", "max_seq_by_src",
+__all__ = ["SCHEMA", "RowBuilder", "chunk_of", "iter_chunks", "iter_rows", "iter_values", "max_seq_by_src",
            "sorted_table", "tuple_count"]
 
 SCHEMA = pa.schema(
@@ -85,11 +85,16 @@ def iter_values(column: pa.ChunkedArray) -> Iterator[Any]:
 
 def iter_rows(table: pa.Table) -> Iterator[tuple[int, int, Any]]:
     """``(src, sid, values)`` per tuple, in table order (chunks expanded)."""
+    return _expand(iter_chunks(table))
+
+
+def iter_chunks(table: pa.Table) -> Iterator[tuple[int, int, list[Any]]]:
+    """``(src, sid, value lists)`` per row, in table order (a stage's input, chunk by chunk)."""
     if table.num_rows == 0:
         return iter(())
     src = table.column("src").to_numpy().tolist()
     sid = table.column("sid").to_numpy().tolist()
-    return _expand(zip(src, sid, iter_values(table.column("v"))))
+    return zip(src, sid, iter_values(table.column("v")))
 
 
 def _expand(chunks: Iterator[tuple[int, int, list[Any]]]) -> Iterator[tuple[int, int, Any]]:

@@ -11,7 +11,7 @@ row names the task), and member *m* runs as task *i* of *m* too. Per batch:
    (maps flush fenced at the end), deliver the batch's tick if it was
    planned, snapshot its state at txid;
 3. emits go to fused members in process (task *i* -> task *i*), to other
-   stages as rows, and leaf emits to the sink;
+   stages as rows, and leaf emits to the sink (``output.py``);
 4. write the task's counters for the driver's progress line and summary.
 
 Retry policy (the one place it is written down): a tuple whose ``process()``
@@ -28,7 +28,10 @@ once, because retrying cannot change the outcome: a tuple of the wrong arity
 (``arity``), one whose ``process()`` raised a ``TupleError`` (``emit``: it
 emitted the wrong arity or to an undeclared stream), one whose emit cannot be
 encoded (``encode``), and one the bolt ``fail()``s itself (``fail``: Storm
-would replay it from the spout; a batch engine has no replay). Every entry carries
+would replay it from the spout; a batch engine has no replay). A tuple with an
+emit that cannot be encoded also makes its member redone, as a raise does: its
+other emits are in the rows already (emits go there at once, ``output.py``).
+Every entry carries
 its reason, source component and tuple id (``txid:task:n``, deterministic:
 rows are sorted); the run summary counts dead letters per reason. They are
 written when the task closes, after its fenced snapshot: an attempt that dies
@@ -42,7 +45,6 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-import msgpack
 import pyarrow as pa
 
 from stormshift.engines.spark import faults
@@ -55,12 +57,14 @@ from stormshift.engines.spark.counters import (
     write_stats,
 )
 from stormshift.engines.spark.layout import Layout, Stage
+from stormshift.engines.spark.output import MemberOutput, QueueItem
 from stormshift.engines.spark.poison import encode_error as _encode_error
 from stormshift.engines.spark.poison import format_trace, plain, write_dead_letter
 from stormshift.engines.spark.poison import retries as _retries
 from stormshift.engines.spark.sink import SinkSpec, write_leaf
 from stormshift.engines.spark.taskstate import TaskCache, dump_state, open_task
 from stormshift.engines.spark.worker import ensure_paths, redis_for
+from stormshift.adapters.hostbase import EMPTY
 from stormshift.errors import ComponentFailure, TupleError
 
 __all__ = ["StageJob", "run_partition"]
@@ -88,12 +92,12 @@ class _Redo(Exception):
 
 
 class _Member:
-    """One hosted bolt task of the stage, with its output routing."""
+    """One hosted bolt task of the stage; its emits go through a ``MemberOutput``."""
 
     def __init__(self, job: StageJob, name: str, task: int, r: Any, out: R.RowBuilder,
-                 queues: dict[str, list[tuple[int, int, list[Any]]]],
+                 queues: dict[str, list[QueueItem]],
                  poison: dict[int, tuple[str, tuple[Any, ...]]] | None = None, redo: bool = False):
-        self.job, self.name, self.task, self.r, self.out, self.queues = job, name, task, r, out, queues
+        self.job, self.name, self.task, self.r = job, name, task, r
         # Dead-lettered tuples of an earlier run of this member (by number n): skipped in a redo.
         self.poison: dict[int, tuple[str, tuple[Any, ...]]] = poison if poison is not None else {}
         # Dead letters of this run, written by close() after the fenced snapshot: an attempt
@@ -101,18 +105,9 @@ class _Member:
         self.letters: list[tuple[Any, ...]] = []
         self.redo = redo
         self.tainted = False  # a process() attempt raised: state may hold part of it
-        layout = job.layout
-        self.comp = layout.graph.component(name)
-        self.task_id = self.comp.task_id(task)
         self.stats = MemberStats()
-        self.leaves: list[tuple[str, list[Any]]] = []
-        self.first_task = {c.name: c.first_task_id for c in layout.graph}
-        self.codes = {s: layout.stream_code[(name, s)] for s in self.comp.outputs}
-        self.leaf_streams = {s for (c, s) in layout.leaf_streams if c == name}
-        self.fused = frozenset(queues)
-        self.keep_leaves = job.sink.kind != "drop"  # a drop sink only counts them
-        self.packer = msgpack.Packer(use_bin_type=True)
-        self.plans: dict[Any, tuple[tuple[int, ...], tuple[str, ...]]] = {}
+        self.output = MemberOutput(job.layout, name, task, out, queues, job.sink.kind != "drop",
+                                   self.stats)
         self.host: Any = None
 
     # -- lifecycle -------------------------------------------------------
@@ -124,7 +119,8 @@ class _Member:
         job = self.job
         self.epoch = acquire_epoch(self.r, job.namespace, self.name, self.task)
         self.store = SnapshotStore(self.r, job.namespace, job.state_key)
-        key = self.cache_key = (job.namespace, self.name, self.task, _config_of(job.layout.graph, self.comp))
+        comp = job.layout.graph.component(self.name)
+        key = self.cache_key = (job.namespace, self.name, self.task, _config_of(job.layout.graph, comp))
         self.host, reused = open_task(
             key, job.txid, self.epoch, _CACHE,
             lambda: host_component(job.layout.graph, self.name, self.task),
@@ -132,6 +128,7 @@ class _Member:
         )
         self.stats.reused = int(reused)
         self.host.router.reset_seq()
+        self.host.deliver_to(self.output.deliver)
 
     def close(self) -> None:
         job = self.job
@@ -139,69 +136,80 @@ class _Member:
         self.store.save(self.name, self.task, job.txid, self.epoch, dump_state(self.host.instance))
         for letter in self.letters:  # after the fenced save: a fenced zombie writes none
             write_dead_letter(self.r, job.namespace, job.txid, self.name, self.task, *letter)
+        self.host.deliver_to(None)  # the cached instance must not hold this batch's rows
         _CACHE.put(self.cache_key, self.host, job.txid, self.epoch)
         marker = stats_key(job.namespace, job.txid) + f":sink:{self.name}:{self.task}"
-        write_leaf(job.sink, self.r, marker, self.name, self.task, job.txid, self.leaves)
+        write_leaf(job.sink, self.r, marker, self.name, self.task, job.txid, self.output.leaves)
 
     # -- processing ------------------------------------------------------
-    def run_tuples(self, items: Iterator[tuple[int, int, Any]]) -> None:
-        """Execute ``(src task id, stream code or -1, values)`` items in order.
+    def run_chunks(self, chunks: Iterator[QueueItem]) -> None:
+        """Execute ``(src task id, stream code or -1, value lists)`` chunks in order.
 
-        The first attempt of each tuple is inlined here (the per-tuple path);
-        ``_execute`` runs the retries after a ``ComponentFailure``.
+        The first attempt of each tuple is inlined here (the per-tuple path, the
+        same steps as ``BoltHost.execute``); ``_execute`` runs the retries.
         """
-        layout, host, stats = self.job.layout, self.host, self.stats
-        outbox = host.outbox
-        emits, fails = outbox.emits, outbox.fails
-        execute, dispatch = host.execute, self._dispatch
-        makers: dict[tuple[int, int], Any] = {}
+        layout, host, stats, output = self.job.layout, self.host, self.stats, self.output
+        inst, outbox = host.instance, host.outbox
+        process = inst.process
+        emits, fails, acks_append = outbox.emits, outbox.fails, outbox.acks.append
+        done, bad = host.completion.done, output.bad
+        auto_ack_ok = not host.batching  # a BatchingBolt acks when it flushes
+        fast_ack = host.plan["ack"]
         poison = self.poison
         prefix = f"{self.job.txid}:{self.task}:"
+        makers: dict[tuple[int, int], Any] = {}
         n = 0
-        last: tuple[int, int] | None = None
-        mk: Any = None
-        for src, sid, values in items:
-            if last is None or src != last[0] or sid != last[1]:  # rows come grouped by src
-                last = (src, sid)
-                mk = makers.get(last)
-                if mk is None:
-                    mk = makers[last] = self._maker(src, sid)
-            n += 1
-            if poison and n in poison:
-                self._skip_poison(poison[n])
-                continue
-            try:
-                tup = mk(values, prefix + str(n), src)
-            except TupleError as exc:
-                self._dead_letter(layout.streams[sid][1] if sid >= 0 else "default", values, exc, "",
-                                  "arity", layout.task_owner[src][0], prefix + str(n))
-                continue
-            before = len(fails)
-            try:
-                execute(tup)
-            except ComponentFailure as exc:
-                emits.clear()
-                self.tainted = True
-                retries = 0 if self.redo else _retries(exc, self.job.max_attempts)
-                self._execute(tup, outbox, exc, retries)
-                continue
-            if len(fails) > before and tup.id in fails[before:]:
-                self._bolt_failed(tup)
-            if emits:
-                try:
-                    dispatch(emits)
-                except (TypeError, ValueError, OverflowError) as exc:
-                    emits.clear()
-                    self._dead_letter(tup.stream, list(tup.values), _encode_error(self.name, exc), "",
-                                      "encode", tup.component, tup.id, acked=True)
+        for src, sid, values_list in chunks:
+            mk = makers.get((src, sid))
+            if mk is None:
+                mk = makers[(src, sid)] = self._maker(src, sid)
+            for values in values_list:
+                n += 1
+                if poison and n in poison:
+                    self._skip_poison(poison[n])
                     continue
-                emits.clear()
+                try:
+                    tup = mk(values, prefix + str(n), src)
+                except TupleError as exc:
+                    self._dead_letter(layout.streams[sid][1] if sid >= 0 else "default", values, exc,
+                                      "", "arity", layout.task_owner[src][0], prefix + str(n))
+                    continue
+                if done:
+                    done.clear()
+                before = len(fails)
+                inst._current_tups = [tup]
+                try:
+                    process(tup)
+                except Exception as exc:  # noqa: BLE001 - the user's error, handled as execute() does
+                    self._failed(tup, host._failure(exc, "process", tup))
+                    continue
+                if auto_ack_ok and inst.auto_ack:
+                    if fast_ack:
+                        if not done or tup.id not in done:
+                            acks_append(tup.id)
+                    else:
+                        inst.ack(tup)
+                inst._current_tups = EMPTY
+                if emits:
+                    output.dispatch(emits)
+                if bad:
+                    self._encode_failed(tup)
+                elif len(fails) > before and tup.id in fails[before:]:
+                    self._bolt_failed(tup)
         stats.tuples_in += n
 
     def _maker(self, src: int, sid: int) -> Any:
         owner, _ = self.job.layout.task_owner[src]
         stream = self.job.layout.streams[sid][1]
         return self.host.tuple_factory.maker(owner, stream)
+
+    def _failed(self, tup: Any, failure: ComponentFailure) -> None:
+        """A failed first attempt: its emits are in the rows, so the member will be redone."""
+        self.host.outbox.emits.clear()
+        self.output.bad.clear()
+        self.tainted = True
+        retries = 0 if self.redo else _retries(failure, self.job.max_attempts)
+        self._execute(tup, failure, retries)
 
     def _bolt_failed(self, tup: Any) -> None:
         # The bolt failed the tuple itself: Storm would replay it from the spout
@@ -211,27 +219,33 @@ class _Member:
                                      component=self.name, stream=tup.stream), "",
                           "fail", tup.component, tup.id)
 
-    def _execute(self, tup: Any, outbox: Any, last: ComponentFailure, attempts: int) -> None:
+    def _encode_failed(self, tup: Any) -> None:
+        """An emit of ``tup`` cannot be encoded: dead-letter it; the redo skips it."""
+        exc = self.output.bad[0]
+        self.output.bad.clear()
+        self.tainted = True  # its other emits and state changes are in this run: redo
+        letter = self._dead_letter(tup.stream, list(tup.values), _encode_error(self.name, exc), "",
+                                   "encode", tup.component, tup.id)
+        self.poison[int(tup.id.rsplit(":", 1)[1])] = ("encode", letter)
+
+    def _execute(self, tup: Any, last: ComponentFailure, attempts: int) -> None:
         """Retry ``tup`` after a failed attempt, up to ``attempts`` more times."""
+        outbox, output = self.host.outbox, self.output
         for _attempt in range(attempts):
             fails = len(outbox.fails)
             try:
                 self.host.execute(tup)
             except ComponentFailure as exc:
                 outbox.emits.clear()
+                output.bad.clear()
                 last = exc
                 continue
-            if len(outbox.fails) > fails and tup.id in outbox.fails[fails:]:
-                self._bolt_failed(tup)
             if outbox.emits:
-                try:
-                    self._dispatch(outbox.emits)
-                except (TypeError, ValueError, OverflowError) as exc:
-                    outbox.emits.clear()
-                    self._dead_letter(tup.stream, list(tup.values), _encode_error(self.name, exc), "",
-                                      "encode", tup.component, tup.id, acked=True)
-                    return
-                outbox.emits.clear()
+                output.dispatch(outbox.emits)
+            if output.bad:
+                self._encode_failed(tup)
+            elif len(outbox.fails) > fails and tup.id in outbox.fails[fails:]:
+                self._bolt_failed(tup)
             return
         self.stats.errors += 1
         reason = "emit" if isinstance(last.cause, TupleError) else "raised"
@@ -250,8 +264,11 @@ class _Member:
         stats.reasons[reason] = stats.reasons.get(reason, 0) + 1
 
     def tick(self) -> None:
-        """Deliver this batch's planned tick (BatchingBolt flushes follow it)."""
-        outbox = self.host.outbox
+        """Deliver this batch's planned tick (BatchingBolt flushes follow it).
+
+        An emit of the flush that cannot be encoded is dropped and counted as an error
+        (a tick is no input tuple: there is nothing to dead-letter)."""
+        outbox, output = self.host.outbox, self.output
         try:
             if getattr(self.host, "is_tickless", False):
                 self.host.flush_tickless()
@@ -260,58 +277,11 @@ class _Member:
         except ComponentFailure:
             self.stats.errors += 1
         if outbox.emits:
-            try:
-                self._dispatch(outbox.emits)
-            except (TypeError, ValueError, OverflowError) as exc:
-                self.stats.errors += 1
-                outbox.errors.append(str(_encode_error(self.name, exc)))
-            outbox.emits.clear()
-
-    def _dispatch(self, emits: list[Any]) -> None:
-        """Route one tuple's emits: encode all first, so a bad value drops none of them half-way."""
-        if len(emits) == 1:  # the usual case, written out: no lists of encodings to build
-            e = emits[0]
-            targets = e.targets
-            if not targets:
-                self.stats.tuples_out += 1
-                self._leaf(e)
-                return
-            v = self.packer.pack(e.values)
-            self.stats.tuples_out += 1
-            self._route(e, targets, v)
-            return
-        pack = self.packer.pack
-        packed = [pack(e.values) if e.targets else None for e in emits]
-        self.stats.tuples_out += len(emits)
-        for e, v in zip(emits, packed):
-            if v is not None:
-                self._route(e, e.targets, v)
-            else:
-                self._leaf(e)
-
-    def _leaf(self, e: Any) -> None:
-        """An emit no bolt subscribes to: the sink's (a drop sink only counts it)."""
-        if e.stream in self.leaf_streams:
-            self.stats.leaf += 1
-            if self.keep_leaves:
-                self.leaves.append((e.stream, list(e.values)))
-
-    def _route(self, e: Any, targets: Any, v: bytes) -> None:
-        """Rows for the emit's consumers in other stages, queue items for fused ones."""
-        plan = self.plans.get((e.stream, targets))
-        if plan is None:
-            plan = self.plans[(e.stream, targets)] = self._plan(targets)
-        dests, fused = plan
-        code = self.codes[e.stream]
-        self.out.add_emit(self.task_id, code, v, dests)  # seq even if all fused
-        for consumer in fused:
-            self.queues[consumer].append((self.task_id, code, list(e.values)))
-
-    def _plan(self, targets: Any) -> tuple[tuple[int, ...], tuple[str, ...]]:
-        """``(global task ids of rows to other stages, fused consumers)`` of one target set."""
-        dests = tuple(self.first_task[c] + i for c, i in targets if c not in self.fused)
-        fused = tuple(c for c, _ in targets if c in self.fused)
-        return dests, fused
+            output.dispatch(outbox.emits)
+        for exc in output.bad:
+            self.stats.errors += 1
+            outbox.errors.append(str(_encode_error(self.name, exc)))
+        output.bad.clear()
 
     def drain_counts(self) -> None:
         outbox = self.host.outbox
@@ -324,15 +294,11 @@ class _Member:
         del outbox.logs[:]
 
     def _dead_letter(self, stream: str, values: Any, error: BaseException, trace: str,
-                     reason: str, source: str, tuple_id: str, acked: bool = False) -> tuple[Any, ...]:
-        """Dead-letter one input tuple (written by ``close``); ``acked``: the bolt acked it before
-        its emit failed to encode -- that ack is taken back, so a tuple counts once."""
+                     reason: str, source: str, tuple_id: str) -> tuple[Any, ...]:
+        """Dead-letter one input tuple (written by ``close``)."""
         stats = self.stats
         stats.dead_lettered += 1
         stats.reasons[reason] = stats.reasons.get(reason, 0) + 1
-        acks = self.host.outbox.acks
-        if acked and acks and acks[-1] == tuple_id:
-            acks.pop()
         letter = (stream, plain(values), error, trace or format_trace(error), reason, source, tuple_id)
         self.letters.append(letter)
         return letter
@@ -378,7 +344,7 @@ def _run_members(job: StageJob, task: int, table: pa.Table, r: Any) -> tuple[lis
 
     out = R.RowBuilder()
     members = job.stage.members
-    queues: dict[str, list[tuple[int, int, list[Any]]]] = {m: [] for m in members[1:]}
+    queues: dict[str, list[QueueItem]] = {m: [] for m in members[1:]}
     done: list[_Member] = []
     for position, name in enumerate(members):
         feeds = {m: queues[m] for m in members[position + 1:] if m in job.layout.fed_by(job.stage, name)}
@@ -413,26 +379,32 @@ def _run_members(job: StageJob, task: int, table: pa.Table, r: Any) -> tuple[lis
 
 
 def _run_member(job: StageJob, member: _Member, position: int, table: pa.Table,
-                queues: dict[str, list[tuple[int, int, list[Any]]]], ctx: dict[str, Any]) -> None:
+                queues: dict[str, list[QueueItem]], ctx: dict[str, Any]) -> None:
     """One run of a member over its input: the partition's rows (head) or its fused queue."""
     if position == 0:
         member.stats.maxseq = R.max_seq_by_src(table)
-        items: Iterator[Any] = R.iter_rows(table)
+        chunks: Iterator[QueueItem] = R.iter_chunks(table)
         if faults.active():
-            items = _midway(items, R.tuple_count(table), ctx)
-        member.run_tuples(items)
+            chunks = _midway(chunks, R.tuple_count(table), ctx)
+        member.run_chunks(chunks)
     else:
-        member.run_tuples(iter(queues[member.name]))
+        member.run_chunks(iter(queues[member.name]))
     if member.name in job.ticks:
         member.tick()
 
 
-def _midway(items: Iterator[Any], total: int, ctx: dict[str, Any]) -> Iterator[Any]:
-    """``items``, calling the ``task.midway`` fault point after half of them."""
-    for n, item in enumerate(items):
-        if n == total // 2:
+def _midway(chunks: Iterator[QueueItem], total: int, ctx: dict[str, Any]) -> Iterator[QueueItem]:
+    """``chunks``, calling the ``task.midway`` fault point after half of their tuples."""
+    seen, half = 0, total // 2
+    for src, sid, values_list in chunks:
+        if seen <= half < seen + len(values_list):
+            cut = half - seen
+            yield src, sid, values_list[:cut]
             faults.hit("task.midway", **ctx)
-        yield item
+            yield src, sid, values_list[cut:]
+        else:
+            yield src, sid, values_list
+        seen += len(values_list)
 
 
 def _config_of(graph: Any, comp: Any) -> str:

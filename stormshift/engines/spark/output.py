@@ -1,0 +1,106 @@
+"""Where a hosted bolt task's emits go inside a Spark stage.
+
+An emit is routed by the host's ``Router`` (so every engine picks the same
+tasks); here its targets become one of three things:
+
+- rows for consumer tasks in other stages: the packed values join those
+  destinations' open chunks (``RowBuilder.add_emit``, which also gives the
+  emit its seq);
+- items in a fused consumer's in-process queue (same task index, no
+  shuffle), merged into chunks of consecutive emits of one stream;
+- a leaf emit (no consumer): the sink's, or only counted by a drop sink.
+
+``deliver`` is handed to the host's fast ``emit`` (``BoltHost.deliver_to``),
+so a bolt's emit lands in the rows at once, without an ``Emit`` object and a
+second pass. A class that defines its own ``emit`` still fills the outbox;
+``dispatch`` sends those. A value msgpack cannot encode is never raised into
+the user's code: the emit is dropped and its error kept in ``bad``; the stage
+dead-letters the tuple and redoes the member (so the tuple's other emits and
+its state changes are rewound, see ``stage.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import msgpack
+
+from stormshift.engines.spark import rows as R
+
+__all__ = ["MemberOutput"]
+
+# A fused queue item: (source task id, stream code, consecutive value lists of that stream).
+QueueItem = tuple[int, int, list[list[Any]]]
+
+
+class MemberOutput:
+    """One member's output for one batch: ``deliver`` per emit, ``leaves`` for the sink."""
+
+    def __init__(self, layout: Any, name: str, task: int, out: R.RowBuilder,
+                 queues: dict[str, list[QueueItem]], keep_leaves: bool, stats: Any):
+        comp = layout.graph.component(name)
+        self.task_id = comp.task_id(task)
+        self.out, self.queues, self.stats = out, queues, stats
+        self.first_task = {c.name: c.first_task_id for c in layout.graph}
+        self.codes = {s: layout.stream_code[(name, s)] for s in comp.outputs}
+        self.leaf_streams = frozenset(s for (c, s) in layout.leaf_streams if c == name)
+        self.fused = frozenset(queues)
+        self.keep_leaves = keep_leaves  # a drop sink only counts leaf emits
+        self.leaves: list[tuple[str, list[Any]]] = []
+        self.bad: list[BaseException] = []  # encode errors since the stage last looked
+        self.deliver = self._compile()
+
+    def _compile(self) -> Callable[[str, list[Any], Any], None]:
+        plans: dict[str, dict[Any, tuple[tuple[int, ...], tuple[str, ...], int]]] = {
+            s: {} for s in self.codes
+        }
+        plan_for, leaf = self._plan, self._leaf
+        pack = msgpack.Packer(use_bin_type=True).pack
+        add_emit, task_id, queues = self.out.add_emit, self.task_id, self.queues
+        stats, bad = self.stats, self.bad
+
+        def deliver(stream: str, values: list[Any], targets: Any) -> None:
+            if not targets:
+                leaf(stream, values)
+                return
+            by_targets = plans[stream]
+            plan = by_targets.get(targets)
+            if plan is None:
+                plan = by_targets[targets] = plan_for(stream, targets)
+            try:
+                v = pack(values)
+            except (TypeError, ValueError, OverflowError) as exc:
+                bad.append(exc)
+                return
+            stats.tuples_out += 1
+            dests, fused, code = plan
+            add_emit(task_id, code, v, dests)  # the emit's seq even when all consumers are fused
+            for consumer in fused:
+                q = queues[consumer]
+                if q and q[-1][0] == task_id and q[-1][1] == code:
+                    q[-1][2].append(values)
+                else:
+                    q.append((task_id, code, [values]))
+
+        return deliver
+
+    def _plan(self, stream: str, targets: Any) -> tuple[tuple[int, ...], tuple[str, ...], int]:
+        """``(global task ids of rows to other stages, fused consumers, stream code)``."""
+        dests = tuple(self.first_task[c] + i for c, i in targets if c not in self.fused)
+        fused = tuple(c for c, _ in targets if c in self.fused)
+        return dests, fused, self.codes[stream]
+
+    def _leaf(self, stream: str, values: list[Any]) -> None:
+        self.stats.tuples_out += 1
+        if stream in self.leaf_streams:
+            self.stats.leaf += 1
+            if self.keep_leaves:
+                self.leaves.append((stream, list(values)))
+
+    def dispatch(self, emits: list[Any]) -> None:
+        """Send the outbox's emits (a class with its own ``emit``), then empty it."""
+        deliver = self.deliver
+        for e in emits:
+            deliver(e.stream, e.values, e.targets)
+        emits.clear()

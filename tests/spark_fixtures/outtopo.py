@@ -1,0 +1,56 @@
+"""Topologies for the stage-output tests (tests/test_spark_output.py), run without Spark.
+
+``Encoder`` keeps a running sum per key and emits ``(key, sum)`` for every
+tuple; for n == ``BAD`` it then emits a second tuple whose value is a lone
+surrogate, which passes Storm's wire check (it is a str) but which msgpack
+cannot encode. ``Fused`` feeds a consumer on the same task (local_or_shuffle,
+same par): its emits travel in process, as chunks of one stream.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from streamparse import Bolt, Grouping, Spout, Topology
+
+BAD = 5
+
+
+class Numbers(Spout):
+    outputs = ["n", "key"]
+
+    def next_tuple(self):
+        raise StopIteration  # the tests feed the stage's rows themselves
+
+
+class Encoder(Bolt):
+    outputs = ["key", "total"]
+
+    def initialize(self, conf, ctx):
+        self.sums = Counter()
+
+    def process(self, tup):
+        n, key = tup.values
+        self.sums[key] += n
+        self.emit([key, self.sums[key]])
+        if n == BAD:
+            self.emit([key, "\ud800"])
+
+
+class Totals(Bolt):
+    outputs = ["key", "total"]
+
+    def process(self, tup):
+        self.emit(list(tup.values))
+
+
+class EncodeTopo(Topology):
+    numbers = Numbers.spec(par=1)
+    encoder = Encoder.spec(inputs={numbers: Grouping.SHUFFLE}, par=1)
+    totals = Totals.spec(inputs={encoder: Grouping.fields("key")}, par=2)
+
+
+class FusedTopo(Topology):
+    numbers = Numbers.spec(par=1)
+    encoder = Encoder.spec(inputs={numbers: Grouping.SHUFFLE}, par=1)
+    totals = Totals.spec(inputs={encoder: Grouping.LOCAL_OR_SHUFFLE}, par=1)

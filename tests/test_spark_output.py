@@ -1,0 +1,113 @@
+"""A stage's output path without Spark: emits go straight into rows and fused queues
+(``engines/spark/output.py``), and a tuple whose emit cannot be encoded is dead-lettered
+and leaves no trace (its member is redone). Real Redis (``redis_url`` fixture)."""
+
+from __future__ import annotations
+
+import json
+import sys
+import uuid
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from stormshift.engines.spark import rows as R
+from stormshift.engines.spark.counters import MemberStats, read_stats
+from stormshift.engines.spark.layout import Layout
+from stormshift.engines.spark.output import MemberOutput
+from stormshift.engines.spark.sink import SinkSpec
+from stormshift.engines.spark.stage import StageJob, run_partition
+from stormshift.state.deadletter import DeadLetters
+from stormshift.topology.loader import load_topology
+
+sys.path.insert(0, str(Path(__file__).parent / "spark_fixtures"))
+import outtopo
+
+
+def _input(layout: Layout, numbers: list[int]) -> list[pa.RecordBatch]:
+    """Spout task 0's rows for the encoder's task 0: a beacon, then one tuple per number."""
+    import msgpack
+
+    out = R.RowBuilder()
+    head = layout.first_task("encoder")
+    out.beacon(head)
+    src = layout.graph.component("numbers").task_id(0)
+    code = layout.stream_code[("numbers", "default")]
+    for seq, n in enumerate(numbers):
+        out.add(head, src, seq, code, msgpack.packb([n, f"k{n % 2}"]))
+    return list(out.batches())
+
+
+@pytest.fixture
+def run(redis_url):
+    import redis
+
+    r = redis.Redis.from_url(redis_url)
+    namespaces = []
+
+    def run_stage(topology, numbers, sink=SinkSpec("drop"), txid=1):
+        layout = Layout(load_topology(topology))
+        namespace = f"test-output-{uuid.uuid4().hex[:10]}"
+        namespaces.append(namespace)
+        jobs = {s.head: StageJob(layout, s, txid, frozenset(), redis_url, namespace, b"k", sink)
+                for s in layout.stages}
+        out = list(run_partition(jobs, iter(_input(layout, numbers))))
+        table = pa.Table.from_batches(out) if out else R.SCHEMA.empty_table()
+        return layout, namespace, table
+
+    yield r, run_stage
+    for ns in namespaces:
+        for key in r.scan_iter(f"*{ns}*"):
+            r.delete(key)
+
+
+def test_an_emit_that_cannot_be_encoded_dead_letters_its_tuple_and_leaves_no_trace(run):
+    r, run_stage = run
+    layout, namespace, table = run_stage(outtopo.EncodeTopo, list(range(10)))
+    got = sorted(tuple(values) for _src, _sid, values in R.iter_rows(table))
+    # n == 5 changed the k1 sum, then emitted a good tuple and a bad one: both its emits
+    # and its share of the sum are gone; every other tuple counts once.
+    assert got == sorted([("k0", 0), ("k0", 2), ("k0", 6), ("k0", 12), ("k0", 20),
+                          ("k1", 1), ("k1", 4), ("k1", 11), ("k1", 20)])
+    seqs = [s for s in table.column("seq").to_pylist() if s >= 0]
+    assert max(seqs) == 8  # nine emits of the redo: seqs 0..8, none left from the first run
+    (letter,) = DeadLetters(r, namespace).list()
+    assert (letter.component, letter.reason, letter.values) == ("encoder", "encode", [5, "k1"])
+    assert "encoder" in letter.error and "fix" in letter.error
+    stats = dict(read_stats(r, namespace, 1))
+    assert (stats["encoder"].tuples_in, stats["encoder"].tuples_out) == (10, 9)
+    assert stats["encoder"].dead_lettered == 1 and stats["encoder"].reasons == {"encode": 1}
+
+
+def test_fused_emits_arrive_in_order_and_a_redo_drops_the_first_runs_queue(run, tmp_path):
+    _r, run_stage = run
+    layout, namespace, _table = run_stage(outtopo.FusedTopo, list(range(10)),
+                                          sink=SinkSpec("jsonl", str(tmp_path)))
+    (stage,) = layout.stages
+    assert stage.members == ("encoder", "totals")
+    (written,) = (tmp_path / "totals" / "default").glob("*.jsonl")
+    got = [tuple(json.loads(line)) for line in written.read_text().splitlines()]
+    # n = 0..9 in order, without n == 5 (dead-lettered in the first run, skipped by the redo)
+    assert got == [("k0", 0), ("k1", 1), ("k0", 2), ("k1", 4), ("k0", 6), ("k0", 12),
+                   ("k1", 11), ("k0", 20), ("k1", 20)]
+
+
+def test_member_output_routes_chunks_fuses_and_counts_leaves():
+    layout = Layout(load_topology(outtopo.FusedTopo))
+    out = R.RowBuilder()
+    queues: dict = {"totals": []}
+    stats = MemberStats()
+    output = MemberOutput(layout, "encoder", 0, out, queues, keep_leaves=True, stats=stats)
+    for i in range(3):
+        output.deliver("default", ["k", i], (("totals", 0),))
+    output.deliver("default", ["k", "\ud800"], (("totals", 0),))
+    src = layout.graph.component("encoder").task_id(0)
+    code = layout.stream_code[("encoder", "default")]
+    assert queues["totals"] == [(src, code, [["k", 0], ["k", 1], ["k", 2]])]  # one chunk
+    assert [type(e) for e in output.bad] == [UnicodeEncodeError]  # dropped, not raised
+    assert stats.tuples_out == 3 and out.next_seq(src) == 3  # each emit took a seq
+
+    leaf = MemberOutput(layout, "totals", 0, R.RowBuilder(), {}, keep_leaves=True, stats=MemberStats())
+    leaf.deliver("default", ["k", 1], ())
+    assert leaf.leaves == [("default", ["k", 1])] and leaf.stats.leaf == 1
