@@ -46,10 +46,11 @@ def run(redis_url):
     r = redis.Redis.from_url(redis_url)
     namespaces = []
 
-    def run_stage(topology, numbers, sink=SinkSpec("drop"), txid=1):
+    def run_stage(topology, numbers, sink=None, txid=1):
         layout = Layout(load_topology(topology))
         namespace = f"test-output-{uuid.uuid4().hex[:10]}"
         namespaces.append(namespace)
+        sink = sink or SinkSpec("drop")
         jobs = {s.head: StageJob(layout, s, txid, frozenset(), redis_url, namespace, b"k", sink)
                 for s in layout.stages}
         out = list(run_partition(jobs, iter(_input(layout, numbers))))
@@ -64,7 +65,7 @@ def run(redis_url):
 
 def test_an_emit_that_cannot_be_encoded_dead_letters_its_tuple_and_leaves_no_trace(run):
     r, run_stage = run
-    layout, namespace, table = run_stage(outtopo.EncodeTopo, list(range(10)))
+    _layout, namespace, table = run_stage(outtopo.EncodeTopo, list(range(10)))
     got = sorted(tuple(values) for _src, _sid, values in R.iter_rows(table))
     # n == 5 changed the k1 sum, then emitted a good tuple and a bad one: both its emits
     # and its share of the sum are gone; every other tuple counts once.
@@ -82,7 +83,7 @@ def test_an_emit_that_cannot_be_encoded_dead_letters_its_tuple_and_leaves_no_tra
 
 def test_fused_emits_arrive_in_order_and_a_redo_drops_the_first_runs_queue(run, tmp_path):
     _r, run_stage = run
-    layout, namespace, _table = run_stage(outtopo.FusedTopo, list(range(10)),
+    layout, _namespace, _table = run_stage(outtopo.FusedTopo, list(range(10)),
                                           sink=SinkSpec("jsonl", str(tmp_path)))
     (stage,) = layout.stages
     assert stage.members == ("encoder", "totals")

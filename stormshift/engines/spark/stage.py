@@ -47,6 +47,8 @@ from typing import Any
 
 import pyarrow as pa
 
+from stormshift.adapters.hostbase import EMPTY
+from stormshift.adapters.tuples import Tuple
 from stormshift.engines.spark import faults
 from stormshift.engines.spark import rows as R
 from stormshift.engines.spark.counters import (
@@ -64,7 +66,6 @@ from stormshift.engines.spark.poison import retries as _retries
 from stormshift.engines.spark.sink import SinkSpec, write_leaf
 from stormshift.engines.spark.taskstate import TaskCache, dump_state, open_task
 from stormshift.engines.spark.worker import ensure_paths, redis_for
-from stormshift.adapters.hostbase import EMPTY
 from stormshift.errors import ComponentFailure, TupleError
 
 __all__ = ["StageJob", "run_partition"]
@@ -148,7 +149,7 @@ class _Member:
         The first attempt of each tuple is inlined here (the per-tuple path, the
         same steps as ``BoltHost.execute``); ``_execute`` runs the retries.
         """
-        layout, host, stats, output = self.job.layout, self.host, self.stats, self.output
+        host, stats, output = self.host, self.stats, self.output
         inst, outbox = host.instance, host.outbox
         process = inst.process
         emits, fails, acks_append = outbox.emits, outbox.fails, outbox.acks.append
@@ -157,23 +158,28 @@ class _Member:
         fast_ack = host.plan["ack"]
         poison = self.poison
         prefix = f"{self.job.txid}:{self.task}:"
-        makers: dict[tuple[int, int], Any] = {}
+        shapes: dict[tuple[int, int], tuple[Any, ...]] = {}
+        new = tuple.__new__
         n = 0
         for src, sid, values_list in chunks:
-            mk = makers.get((src, sid))
-            if mk is None:
-                mk = makers[(src, sid)] = self._maker(src, sid)
+            shape = shapes.get((src, sid))
+            if shape is None:
+                shape = shapes[(src, sid)] = self._shape(src, sid)
+            source, stream, vtype, arity, mk = shape
             for values in values_list:
                 n += 1
                 if poison and n in poison:
                     self._skip_poison(poison[n])
                     continue
-                try:
-                    tup = mk(values, prefix + str(n), src)
-                except TupleError as exc:
-                    self._dead_letter(layout.streams[sid][1] if sid >= 0 else "default", values, exc,
-                                      "", "arity", layout.task_owner[src][0], prefix + str(n))
-                    continue
+                tid = prefix + str(n)
+                if len(values) == arity:  # TupleFactory.maker's tuple, built inline
+                    tup = new(Tuple, (tid, source, stream, src, new(vtype, values)))
+                else:
+                    try:
+                        tup = mk(values, tid, src)  # a stream without a values type, or an error
+                    except TupleError as exc:
+                        self._dead_letter(stream, values, exc, "", "arity", source, tid)
+                        continue
                 if done:
                     done.clear()
                 before = len(fails)
@@ -198,10 +204,14 @@ class _Member:
                     self._bolt_failed(tup)
         stats.tuples_in += n
 
-    def _maker(self, src: int, sid: int) -> Any:
-        owner, _ = self.job.layout.task_owner[src]
-        stream = self.job.layout.streams[sid][1]
-        return self.host.tuple_factory.maker(owner, stream)
+    def _shape(self, src: int, sid: int) -> tuple[Any, ...]:
+        """``(source, stream, values type, arity or -1, maker)`` of the tuples from ``src``."""
+        source, _ = self.job.layout.task_owner[src]
+        stream = self.job.layout.streams[sid][1] if sid >= 0 else "default"
+        factory = self.host.tuple_factory
+        vtype = factory.types.get((source, stream))
+        arity = len(vtype._fields) if vtype is not None else -1
+        return source, stream, vtype, arity, factory.maker(source, stream)
 
     def _failed(self, tup: Any, failure: ComponentFailure) -> None:
         """A failed first attempt: its emits are in the rows, so the member will be redone."""
