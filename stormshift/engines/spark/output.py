@@ -55,14 +55,19 @@ class MemberOutput:
         plans: dict[str, dict[Any, tuple[tuple[int, ...], tuple[str, ...], int]]] = {
             s: {} for s in self.codes
         }
-        plan_for, leaf = self._plan, self._leaf
+        plan_for = self._plan
         pack = msgpack.Packer(use_bin_type=True).pack
         add_emit, task_id, queues = self.out.add_emit, self.task_id, self.queues
         stats, bad = self.stats, self.bad
+        leaf_streams, keep_leaves, leaves = self.leaf_streams, self.keep_leaves, self.leaves
 
         def deliver(stream: str, values: list[Any], targets: Any) -> None:
-            if not targets:
-                leaf(stream, values)
+            if not targets:  # a leaf emit: the sink's (a drop sink only counts it)
+                stats.tuples_out += 1
+                if stream in leaf_streams:
+                    stats.leaf += 1
+                    if keep_leaves:
+                        leaves.append((stream, list(values)))
                 return
             by_targets = plans[stream]
             plan = by_targets.get(targets)
@@ -90,13 +95,6 @@ class MemberOutput:
         dests = tuple(self.first_task[c] + i for c, i in targets if c not in self.fused)
         fused = tuple(c for c, _ in targets if c in self.fused)
         return dests, fused, self.codes[stream]
-
-    def _leaf(self, stream: str, values: list[Any]) -> None:
-        self.stats.tuples_out += 1
-        if stream in self.leaf_streams:
-            self.stats.leaf += 1
-            if self.keep_leaves:
-                self.leaves.append((stream, list(values)))
 
     def dispatch(self, emits: list[Any]) -> None:
         """Send the outbox's emits (a class with its own ``emit``), then empty it."""
