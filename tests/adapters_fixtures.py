@@ -287,3 +287,15 @@ class EchoTopology(Topology):
         par=2,
     )
     config = {"topology.tick.tuple.freq.secs": 5}
+
+
+class KeyedTopology(Topology):
+    """Consumers whose choice depends only on key fields (routing memoized per key)."""
+
+    pairs = PairSpout.spec(par=2)
+    by_key = Sink.spec(inputs={pairs: Grouping.fields("key")}, par=4)
+    by_n = Sink.spec(inputs={pairs: Grouping.fields("n")}, par=3)
+    by_both = Sink.spec(inputs={pairs: Grouping.fields("n", "key")}, par=5)
+    to_global = Sink.spec(inputs={pairs: Grouping.GLOBAL}, par=3)
+    to_all = Sink.spec(inputs={pairs: Grouping.ALL}, par=2)
+    just_one = Sink.spec(inputs={pairs: Grouping.fields("key")}, par=1)

@@ -10,7 +10,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from adapters_fixtures import GroupingsTopology, WordCountTopology
+from adapters_fixtures import GroupingsTopology, KeyedTopology, WordCountTopology
 
 from stormshift.adapters.routing import Router, choose_tasks, hash_one, stable_hash
 from stormshift.errors import TupleError
@@ -150,6 +150,34 @@ def test_router_matches_the_pure_function_for_every_consumer(groupings_graph):
             ):
                 expected.append((name, index))
         assert list(got) == expected
+
+
+def _expected(graph, component, values, seq):
+    fields = graph.stream_fields(component, "default")
+    out = []
+    for sub in graph.subscriptions(component, "default"):
+        positions = [fields.index(f) for f in sub.grouping.fields]
+        for index in choose_tasks(sub.grouping, sub.par, values, field_positions=positions,
+                                  emitter_task_index=0, seq=seq):
+            out.append((sub.consumer, index))
+    return out
+
+
+def test_keyed_routes_are_memoized_without_changing_a_choice():
+    # Only fields / global / all consumers: targets depend on the key values alone and are
+    # memoized per combination of str values. 1, 1.0 and True are equal dict keys but hash
+    # differently, so they are never memoized; a second pass reads the memo.
+    graph = load_topology(KeyedTopology)
+    router = Router(graph, "pairs", 0)
+    rows = [[k, n] for k in KEYS[:60] for n in ("a", "b", 7)] + [[1, 1], [1.0, 1.0], [True, True],
+                                                                 ["x", None], [None, "x"]]
+    for _pass in range(2):
+        for seq, values in enumerate(rows):
+            assert list(router.route("default", values)) == _expected(graph, "pairs", values, seq)
+    listed = [["a", "list"], "n"]  # no dict key, but the grouping hashes it
+    assert list(router.route("default", listed)) == _expected(graph, "pairs", listed, 0)
+    with pytest.raises(TupleError, match="cannot route to 'by_key'"):
+        router.route("default", [object(), "n"])
 
 
 def test_router_round_robin_counts_per_stream_and_resets(groupings_graph):

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import zlib
 from collections.abc import Callable, Sequence
+from operator import itemgetter
 from typing import Any
 
 from stormshift.adapters.hashing import STR_SEED, hash_one, stable_hash
@@ -175,6 +176,9 @@ class Router:
             and len(subs[0].grouping.fields) == 1
         ):
             return self._compile_fields_one(stream, subs[0], check, no_direct)
+        keyed = self._compile_keyed(stream, subs, pickers, seq, check, no_direct)
+        if keyed is not None:
+            return keyed
         if len(pickers) == 1:
             only = pickers[0]
 
@@ -238,6 +242,53 @@ class Router:
                 raise _unhashable(comp_name, stream, sub, exc, values) from None
 
         return route_fields_one
+
+    def _compile_keyed(
+        self,
+        stream: StreamDef,
+        subs: tuple[Subscription, ...],
+        pickers: list[Callable[[Sequence[Any], int], Targets]],
+        seq: list[int],
+        check: Callable[[Sequence[Any]], None],
+        no_direct: Callable[[int | None], None],
+    ) -> RouteFn | None:
+        """Several consumers, none round robin (fields, global, all, par 1): the targets are a
+        function of the grouping fields' values alone, so they are memoized per combination
+        (str values only, as in ``route_fields_one``): a known key costs one dict lookup
+        instead of a picker call per consumer. None when a consumer takes turns."""
+        if len(subs) < 2 or any(s.grouping.kind in _ROUND_ROBIN and s.par > 1 for s in subs):
+            return None
+        positions = sorted({p for s in subs if s.grouping.kind is GroupingKind.FIELDS and s.par > 1
+                            for p in _field_positions(self.component, stream, s)})
+        if not positions:
+            return None
+        arity = len(stream.fields)
+        key_of = itemgetter(*positions)
+        memo: dict[Any, Targets] = {}
+        single = len(positions) == 1
+
+        def route_keyed(values: Sequence[Any], direct_task_id: int | None = None) -> Targets:
+            if len(values) != arity:
+                check(values)
+            if direct_task_id is not None:
+                no_direct(direct_task_id)
+            s = seq[0]
+            seq[0] = s + 1
+            key = key_of(values)
+            try:
+                out = memo.get(key)
+            except TypeError:  # an unhashable value: the picker below says what is wrong
+                out = None
+            if out is None:
+                out = ()
+                for pick in pickers:
+                    out += pick(values, s)
+                if len(memo) < _MEMO_MAX and (type(key) is str if single
+                                              else all(type(k) is str for k in key)):
+                    memo[key] = out
+            return out
+
+        return route_keyed
 
     def _picker(
         self, stream: StreamDef, sub: Subscription
