@@ -154,6 +154,8 @@ class BoltHost(HostBase):
 
             return execute_batching
 
+        # stormshift/engines/spark/stage.py (_Member.run_chunks) inlines these steps in its
+        # per-tuple loop: a change here belongs there too.
         def execute(tup: Tuple) -> None:
             if done:
                 done.clear()

@@ -267,6 +267,8 @@ class Router:
         memo: dict[Any, Targets] = {}
         single = len(positions) == 1
 
+        # The checks and the picker loop of route_many, inlined on purpose: a shared helper
+        # costs one more call per emit (see _picker).
         def route_keyed(values: Sequence[Any], direct_task_id: int | None = None) -> Targets:
             if len(values) != arity:
                 check(values)
