@@ -28,6 +28,7 @@ from collections.abc import Callable, Sequence
 from operator import itemgetter
 from typing import Any
 
+from stormshift.adapters.direct_routes import compile_direct
 from stormshift.adapters.hashing import STR_SEED, hash_one, stable_hash
 from stormshift.errors import TupleError
 from stormshift.topology.graph import (
@@ -140,7 +141,7 @@ class Router:
         arity = len(stream.fields)
         check = _arity_checker(comp.name, stream, arity)
         if stream.direct or any(s.grouping.kind is GroupingKind.DIRECT for s in subs):
-            return self._compile_direct(stream, subs, check)
+            return compile_direct(self.component, stream, subs, check)
 
         def no_direct(direct_task_id: int | None) -> None:
             if direct_task_id is not None:
@@ -341,59 +342,6 @@ class Router:
 
             return pick_fields
         raise ValueError(f"unknown grouping {sub.grouping}")
-
-    def _compile_direct(
-        self,
-        stream: StreamDef,
-        subs: tuple[Subscription, ...],
-        check: Callable[[Sequence[Any]], None],
-    ) -> RouteFn:
-        comp = self.component
-        arity = len(stream.fields)
-        owners: dict[int, tuple[Subscription, int]] = {}
-        for s in subs:
-            for i in range(s.par):
-                owners[s.first_task_id + i] = (s, i)
-
-        def route_direct(values: Sequence[Any], direct_task_id: int | None = None) -> Targets:
-            if len(values) != arity:
-                check(values)
-            if direct_task_id is None:
-                raise TupleError(
-                    f"regular emit to direct stream {stream.name!r}. fix: pass "
-                    "direct_task=<task id of a consumer task> to emit()",
-                    component=comp.name,
-                    stream=stream.name,
-                    values=values,
-                )
-            if not subs:
-                return ()
-            owner = owners.get(direct_task_id)
-            if owner is None:
-                tasks = {
-                    s.consumer: list(range(s.first_task_id, s.first_task_id + s.par)) for s in subs
-                }
-                raise TupleError(
-                    f"direct_task={direct_task_id} is not a task of any consumer of stream "
-                    f"{stream.name!r}; consumer task ids are {tasks}. fix: emit to one of "
-                    "those ids (e.g. from context['task->component'])",
-                    component=comp.name,
-                    stream=stream.name,
-                    values=values,
-                )
-            sub, index = owner
-            if sub.grouping.kind is not GroupingKind.DIRECT:
-                raise TupleError(
-                    f"direct_task={direct_task_id} belongs to {sub.consumer!r}, which "
-                    f"subscribes to {stream.name!r} with {sub.grouping}, not direct. fix: "
-                    "subscribe it with Grouping.DIRECT",
-                    component=comp.name,
-                    stream=stream.name,
-                    values=values,
-                )
-            return ((sub.consumer, index),)
-
-        return route_direct
 
 
 def _field_positions(comp: ComponentDef, stream: StreamDef, sub: Subscription) -> tuple[int, ...]:

@@ -37,10 +37,10 @@ import json
 import os
 import signal
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
-__all__ = ["FaultInjected", "active", "attempt_number", "hit", "zombie"]
+__all__ = ["FaultInjected", "active", "attempt_number", "hit", "midway", "zombie"]
 
 ENV = "STORMSHIFT_FAULTS"
 DIR_ENV = "STORMSHIFT_FAULT_DIR"
@@ -192,3 +192,18 @@ def _record(fault: dict[str, Any], ctx: dict[str, Any]) -> None:
                        **{k: v for k, v in ctx.items() if isinstance(v, (int, str, float))}})
     with open(os.path.join(folder, "events.jsonl"), "a", encoding="utf-8") as fh:
         fh.write(line + "\n")
+
+
+def midway(chunks: Iterator[Any], total: int, ctx: dict[str, Any]) -> Iterator[Any]:
+    """``(src, sid, value lists)`` chunks unchanged, calling the ``task.midway`` fault point
+    after half of their tuples (a chunk is cut there)."""
+    seen, half = 0, total // 2
+    for src, sid, values_list in chunks:
+        if seen <= half < seen + len(values_list):
+            cut = half - seen
+            yield src, sid, values_list[:cut]
+            hit("task.midway", **ctx)
+            yield src, sid, values_list[cut:]
+        else:
+            yield src, sid, values_list
+        seen += len(values_list)

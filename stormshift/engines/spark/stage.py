@@ -64,7 +64,7 @@ from stormshift.engines.spark.poison import encode_error as _encode_error
 from stormshift.engines.spark.poison import format_trace, plain, write_dead_letter
 from stormshift.engines.spark.poison import retries as _retries
 from stormshift.engines.spark.sink import SinkSpec, write_leaf
-from stormshift.engines.spark.taskstate import TaskCache, dump_state, open_task
+from stormshift.engines.spark.taskstate import TaskCache, config_of, dump_state, open_task
 from stormshift.engines.spark.worker import ensure_paths, redis_for
 from stormshift.errors import ComponentFailure, TupleError
 
@@ -121,7 +121,7 @@ class _Member:
         self.epoch = acquire_epoch(self.r, job.namespace, self.name, self.task)
         self.store = SnapshotStore(self.r, job.namespace, job.state_key)
         comp = job.layout.graph.component(self.name)
-        key = self.cache_key = (job.namespace, self.name, self.task, _config_of(job.layout.graph, comp))
+        key = self.cache_key = (job.namespace, self.name, self.task, config_of(job.layout.graph, comp))
         self.host, reused = open_task(
             key, job.txid, self.epoch, _CACHE,
             lambda: host_component(job.layout.graph, self.name, self.task),
@@ -395,28 +395,9 @@ def _run_member(job: StageJob, member: _Member, position: int, table: pa.Table,
         member.stats.maxseq = R.max_seq_by_src(table)
         chunks: Iterator[QueueItem] = R.iter_chunks(table)
         if faults.active():
-            chunks = _midway(chunks, R.tuple_count(table), ctx)
+            chunks = faults.midway(chunks, R.tuple_count(table), ctx)
         member.run_chunks(chunks)
     else:
         member.run_chunks(iter(queues[member.name]))
     if member.name in job.ticks:
         member.tick()
-
-
-def _midway(chunks: Iterator[QueueItem], total: int, ctx: dict[str, Any]) -> Iterator[QueueItem]:
-    """``chunks``, calling the ``task.midway`` fault point after half of their tuples."""
-    seen, half = 0, total // 2
-    for src, sid, values_list in chunks:
-        if seen <= half < seen + len(values_list):
-            cut = half - seen
-            yield src, sid, values_list[:cut]
-            faults.hit("task.midway", **ctx)
-            yield src, sid, values_list[cut:]
-        else:
-            yield src, sid, values_list
-        seen += len(values_list)
-
-
-def _config_of(graph: Any, comp: Any) -> str:
-    """What a live instance was initialized with: a run with other config builds a new one."""
-    return repr((sorted(graph.config.items()), sorted(comp.config.items()), comp.class_path))

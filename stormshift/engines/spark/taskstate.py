@@ -28,7 +28,7 @@ from typing import Any
 
 from pyspark import cloudpickle
 
-__all__ = ["FRAMEWORK_ATTRS", "CachedTask", "TaskCache", "restore", "state_of"]
+__all__ = ["FRAMEWORK_ATTRS", "CachedTask", "TaskCache", "config_of", "restore", "state_of"]
 
 # Set by pystorm's Component/Bolt/BatchingBolt constructors or by the host.
 FRAMEWORK_ATTRS = frozenset(
@@ -63,6 +63,11 @@ def _picklable(value: Any) -> bool:
     except Exception:  # noqa: BLE001 - any pickling error means "not state"
         return False
     return True
+
+
+def config_of(graph: Any, comp: Any) -> str:
+    """What a live instance was initialized with: a run with other config builds a new one."""
+    return repr((sorted(graph.config.items()), sorted(comp.config.items()), comp.class_path))
 
 
 def dump_state(instance: Any) -> bytes:
