@@ -188,17 +188,19 @@ def steady_rate(rows: list[int], durations_ms: list[float]) -> float:
     return sum(rows[1:]) / (sum(durations_ms[1:]) / 1000)
 
 
-def spark_session(master: str, app: str) -> Any:
+def spark_session(master: str, app: str, conf: dict[str, str] | None = None) -> Any:
     from pyspark.sql import SparkSession
 
-    return (
+    builder = (
         SparkSession.builder.master(master).appName(app)
         .config("spark.ui.enabled", "false")
         .config("spark.sql.shuffle.partitions", "2")
         .config("spark.python.worker.reuse", "true")
         .config("spark.sql.execution.arrow.maxRecordsPerBatch", "10000")
-        .getOrCreate()
     )
+    for key, value in (conf or {}).items():
+        builder = builder.config(key, value)
+    return builder.getOrCreate()
 
 
 # -------------------------------------------------------------- baseline -----
@@ -372,7 +374,14 @@ def run_stormshift(args: argparse.Namespace, data: Path) -> dict[str, Any]:
     namespace = f"bench-adclicks-{uuid.uuid4().hex[:12]}"  # fresh state, removed afterwards
     batches: list[tuple[int, float]] = []
     with RssSampler() as rss, tempfile.TemporaryDirectory(prefix="bench-stormshift-") as checkpoint:
-        spark = spark_session(args.master, "adclicks-stormshift")
+        # The worker settings `stormshift run` uses for this master (its own session
+        # is not used here, to keep the bench's settings the baseline's).
+        from stormshift.engines.spark.session import worker_conf
+
+        conf = worker_conf(args.master)
+        if os.environ.get("BENCH_SPARK_DAEMON"):  # A/B: BENCH_SPARK_DAEMON=pyspark.daemon
+            conf["spark.python.daemon.module"] = os.environ["BENCH_SPARK_DAEMON"]
+        spark = spark_session(args.master, "adclicks-stormshift", conf)
         listener = progress_listener()
         spark.streams.addListener(listener)
         engine = SparkEngine(

@@ -1,0 +1,97 @@
+"""The worker daemon (``stormshift/engines/spark/daemon.py``): pyspark from bytecode, preloads
+that start no thread, and Spark's workers really running under it."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pyspark
+
+from stormshift.engines.spark.daemon import DAEMON_MODULE, version_of, without_spark_zip
+from stormshift.engines.spark.session import worker_conf
+
+SPARK_LIB = Path(pyspark.__file__).parent / "python" / "lib"
+
+
+def test_version_of_reads_annotated_and_plain_assignments() -> None:
+    assert version_of("__version__: str = '4.3.0'\n") == "4.3.0"
+    assert version_of('__version__ = "3.5.1"') == "3.5.1"
+    assert version_of("VERSION = 1") is None
+
+
+def test_zip_leaves_the_path_only_for_the_same_installed_version() -> None:
+    path = ["/spark/python/lib/pyspark.zip", "/spark/python/lib/py4j-src.zip", "/site-packages"]
+    same = without_spark_zip(path, zipped=lambda z: "4.3.0", installed=lambda p: "4.3.0")
+    assert same == ["/spark/python/lib/py4j-src.zip", "/site-packages"]
+    other = without_spark_zip(path, zipped=lambda z: "4.3.0", installed=lambda p: "4.2.0")
+    assert other == path
+    none = without_spark_zip(path, zipped=lambda z: "4.3.0", installed=lambda p: None)
+    assert none == path
+    unreadable = without_spark_zip(path, zipped=lambda z: None, installed=lambda p: "4.3.0")
+    assert unreadable == path
+    assert without_spark_zip(["/a", "/b"]) == ["/a", "/b"]
+
+
+def test_daemon_setup_in_a_worker_like_process_uses_bytecode_and_starts_no_thread() -> None:
+    """What Spark's worker daemon gets: the zips first on PYTHONPATH (as Spark sets it)."""
+    zips = [str(SPARK_LIB / "pyspark.zip"), *map(str, sorted(SPARK_LIB.glob("py4j-*.zip")))]
+    assert Path(zips[0]).is_file()
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([*zips, os.environ.get("PYTHONPATH", "")])}
+    code = (
+        "import json, sys\n"
+        "from stormshift.engines.spark.daemon import preload, thread_count, without_spark_zip\n"
+        "sys.path[:] = without_spark_zip(sys.path)\n"
+        "missing = preload()\n"
+        "import pyspark\n"
+        "print(json.dumps({'missing': missing, 'threads': thread_count(),\n"
+        "                  'pyspark': pyspark.__file__, 'zip_on_path': any(\n"
+        "                      p.endswith('pyspark.zip') for p in sys.path),\n"
+        "                  'pyarrow': 'pyarrow' in sys.modules, 'numpy': 'numpy' in sys.modules}))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                          check=True, timeout=120)
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    assert got["missing"] == []
+    assert got["threads"] == 1, "a preloaded module started a thread: unsafe to fork"
+    assert not got["pyarrow"] and not got["numpy"]
+    assert not got["zip_on_path"]
+    assert "pyspark.zip" not in got["pyspark"]
+    assert Path(got["pyspark"]).resolve() == Path(pyspark.__file__).resolve()
+
+
+def test_local_masters_get_the_daemon_clusters_do_not() -> None:
+    assert worker_conf("local[*]") == {"spark.python.daemon.module": DAEMON_MODULE}
+    assert worker_conf("local") == {"spark.python.daemon.module": DAEMON_MODULE}
+    assert worker_conf("spark://host:7077") == {}
+    assert worker_conf("yarn") == {}
+
+
+def test_spark_workers_run_under_the_daemon(spark: Any) -> None:
+    def probe(batches: Any) -> Any:
+        import sys
+
+        import pyarrow as pa
+        import pyspark as ps
+
+        for _ in batches:
+            pass
+        yield pa.RecordBatch.from_pydict({
+            "pyspark": [ps.__file__],
+            "preloaded": ["stormshift.adapters.host" in sys.modules],
+            "daemon": [sys.modules["__main__"].__spec__.name
+                       if sys.modules["__main__"].__spec__ else ""],
+        })
+
+    assert spark.sparkContext.getConf().get("spark.python.daemon.module") == DAEMON_MODULE
+    rows = spark.range(2).repartition(2).mapInArrow(
+        probe, "pyspark string, preloaded boolean, daemon string").collect()
+    assert rows
+    for row in rows:
+        assert "pyspark.zip" not in row.pyspark
+        assert row.preloaded
+        assert row.daemon == DAEMON_MODULE
