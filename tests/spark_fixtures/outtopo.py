@@ -54,3 +54,29 @@ class FusedTopo(Topology):
     numbers = Numbers.spec(par=1)
     encoder = Encoder.spec(inputs={numbers: Grouping.SHUFFLE}, par=1)
     totals = Totals.spec(inputs={encoder: Grouping.LOCAL_OR_SHUFFLE}, par=1)
+
+
+from stormshift.spouts.jsonlines import JsonLinesSpout
+
+
+class NumberLines(JsonLinesSpout):
+    """Replayable: lines {"n": .., "key": ..} from ``jsonlines.path``."""
+
+    outputs = ["n", "key"]
+
+
+class LinesTopo(Topology):
+    """``EncodeTopo`` fed by a JSON-lines spout: the encoder reads the spout's ranges itself."""
+
+    config = {"jsonlines.fields": ["n", "key"], "jsonlines.bounded": True}
+    numbers = NumberLines.spec(par=1)
+    encoder = Encoder.spec(inputs={numbers: Grouping.SHUFFLE}, par=1)
+    totals = Totals.spec(inputs={encoder: Grouping.fields("key")}, par=2)
+
+
+class MixedTopo(Topology):
+    """The spout feeds a local head and a fields-grouped bolt: its tuples travel as rows."""
+
+    numbers = Numbers.spec(par=1)
+    encoder = Encoder.spec(inputs={numbers: Grouping.SHUFFLE}, par=1)
+    totals = Totals.spec(inputs={numbers: Grouping.fields("key")}, par=2)

@@ -24,7 +24,9 @@ reads nothing else, with such a grouping and the spout's ``par``: spout
 task *i*'s tuples go to head task *i* (``Layout.local_dests``), the
 source's partition *i* already holds head task *i*'s rows and a beacon, and
 the head's stage runs on the source's partitions without a shuffle
-(``Layout.direct_heads``). Topology config ``stormshift.spark.source_local:
+(``Layout.direct_heads``). When the spout feeds only such heads, the source
+sends each head task a read row instead of the tuples, and the head's stage
+reads the spout's range itself (``spoutread``). Topology config ``stormshift.spark.source_local:
 false`` turns this off (the rows are then shuffled over the head's tasks:
 even load when the spout's tasks are skewed).
 """

@@ -20,7 +20,9 @@ tuples per task (or until ``budget_ms``), appends the emits to the
 write-ahead log (``stormshift.state.wal``) and only then returns the offset.
 ``commit(end)`` acks the tuples of committed batches, then trims the log.
 Replayable spouts (``stormshift.spouts.base``) are read through their replay
-interface and need no log.
+interface and need no log. When every consumer of the spout runs on the
+source's partitions, ``read`` sends only beacons and one read row per head:
+the heads' stages read the ranges themselves (``spoutread``).
 """
 
 from __future__ import annotations
@@ -147,90 +149,62 @@ def _local_rows(layout: Any, task: int) -> tuple[R.RowBuilder, dict[int, int]]:
     return out, layout.local_dests(task)
 
 
+def _read_rows(layout: Any, opts: Opts, task: int, kind: str, **where: Any) -> Any:
+    """Beacons and one read row per head: those heads read the range themselves
+    (``spoutread`` doc). Seq 0: redriven rows of this source task sort after it."""
+    from stormshift.engines.spark.spoutread import READ_SID, read_row
+
+    out, _ = _local_rows(layout, task)
+    src = opts.graph.component(opts.spout).task_id(task)
+    for head in sorted(layout.direct_heads):
+        out.add(layout.first_task(head) + task, src, 0, READ_SID,
+                read_row(kind, opts.spout, task, head, **where))
+    return out.batches()
+
+
 def _read_wal(opts: Opts, part: WalPartition) -> Any:
     from stormshift.engines.spark.layout import Layout
-    from stormshift.engines.spark.worker import redis_for
-    from stormshift.state.wal import WriteAheadLog
+    from stormshift.engines.spark.spoutread import deferred, wal_entries
 
-    wal = WriteAheadLog(redis_for(opts.redis_url), opts.namespace, opts.spout, part.task)
+    layout = Layout(opts.graph)
+    if deferred(layout, opts.spout):
+        yield from _read_rows(layout, opts, part.task, "wal", start=part.start, end=part.end)
+        return
     src = opts.graph.component(opts.spout).task_id(part.task)
-    out, local = _local_rows(Layout(opts.graph), part.task)
-    for seq, (code, targets, packed) in enumerate(wal.read(part.start, part.end)):
+    out, local = _local_rows(layout, part.task)
+    entries = wal_entries(opts.redis_url, opts.namespace, opts.spout, part.task, part.start, part.end)
+    for seq, (code, targets, packed) in enumerate(entries):
         for dest in targets:
             out.add(local.get(dest, dest), src, seq, code, packed)
     yield from out.batches()
-
-
-_REPLAY_HOSTS: dict[tuple[Any, ...], Any] = {}
 
 
 def _read_replay(opts: Opts, part: ReplayPartition) -> Any:
     import msgpack
 
     from stormshift.engines.spark.layout import Layout
-    from stormshift.spouts.base import read_range
+    from stormshift.engines.spark.spoutread import deferred, replay_host, replay_values
 
-    comp = opts.graph.component(opts.spout)
-    # One live spout per task and configuration: a worker that outlives a run (a shared
-    # session) must not read another topology's files with this one's offsets.
-    key = (opts.namespace, opts.spout, part.task, comp.class_path,
-           repr(sorted(opts.graph.config.items())), repr(sorted(comp.config.items())))
-    host = _REPLAY_HOSTS.get(key)
-    if host is None:
-        from stormshift.adapters.host import SpoutHost
-
-        host = _REPLAY_HOSTS[key] = SpoutHost(opts.graph, opts.spout, part.task)
-        host.open()
-    host.router.reset_seq()
     layout = Layout(opts.graph)
+    if deferred(layout, opts.spout):
+        ranges = [list(r) for r in part.ranges]
+        yield from _read_rows(layout, opts, part.task, "replay", ranges=ranges)
+        return
+    comp = opts.graph.component(opts.spout)
+    route = replay_host(opts.graph, opts.namespace, opts.spout, part.task).router.route
     src = comp.task_id(part.task)
     code = layout.stream_code[(opts.spout, "default")]
     first = {c.name: c.first_task_id for c in opts.graph}
     packer = msgpack.Packer(use_bin_type=True)
     out, local = _local_rows(layout, part.task)
-    seq = 0
-
-    def dead_letter(err: Any) -> None:
-        # A record that is no tuple. The reader knows no txid (Spark plans the batch id
-        # apart from the partitions), so the entry says txid -1; its identity is its
-        # place in the source, ``partition:offset``, the same on every re-read of the
-        # range: a replayed batch adds nothing, two equal bad records stay two entries.
-        # Not redrivable (no bolt failed it): fix the source data and append it again.
-        from stormshift.engines.spark.worker import redis_for
-        from stormshift.spouts.base import msg_id_for
-        from stormshift.state.deadletter import DeadLetters
-
-        DeadLetters(redis_for(opts.redis_url), opts.namespace).add(
-            opts.spout, "default", err.values, f"{type(err).__name__}: {err}", "", -1,
-            source=opts.spout, tuple_key=msg_id_for(err.partition, err.offset), task=part.task,
-            reason="decode")
-
-    route = host.router.route
-    fixed, arity = _fixed_dests(layout, opts.spout, part.task)
-    for pname, start, end in part.ranges:
-        for values, _msg_id in read_range(host.instance, pname, start, end, dead_letter):
-            packed = packer.pack(values)
-            if fixed is not None and len(values) == arity:
-                for dest in fixed:
-                    out.add(dest, src, seq, code, packed)
-            else:
-                for consumer, index in route("default", values):
-                    dest = first[consumer] + index
-                    out.add(local.get(dest, dest), src, seq, code, packed)
-            seq += 1
+    values_of = replay_values(opts.graph, opts.redis_url, opts.namespace, opts.spout, part.task,
+                              part.ranges)
+    for seq, values in enumerate(values_of):
+        packed = packer.pack(values)
+        for consumer, index in route("default", values):
+            dest = first[consumer] + index
+            out.add(local.get(dest, dest), src, seq, code, packed)
     yield from out.batches()
-
-
-def _fixed_dests(layout: Any, spout: str, task: int) -> tuple[tuple[int, ...] | None, int]:
-    """``(dests, arity)``: when every consumer of the spout's stream runs on the source's
-    partitions, spout task ``task``'s tuples go to those heads' task ``task`` whatever the
-    grouping picks (``Layout.local_dests``), so the reader skips routing; else ``None``."""
-    graph = layout.graph
-    subs = graph.subscriptions(spout, "default")
-    if not subs or any(s.consumer not in layout.direct_heads for s in subs):
-        return None, 0
-    fields = graph.stream_fields(spout, "default")
-    return tuple(layout.first_task(s.consumer) + task for s in subs), len(fields)
 
 
 def now_ms() -> int:

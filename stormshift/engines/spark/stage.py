@@ -64,6 +64,7 @@ from stormshift.engines.spark.poison import encode_error as _encode_error
 from stormshift.engines.spark.poison import format_trace, plain, write_dead_letter
 from stormshift.engines.spark.poison import retries as _retries
 from stormshift.engines.spark.sink import SinkSpec, write_leaf
+from stormshift.engines.spark.spoutread import HeadInput
 from stormshift.engines.spark.taskstate import TaskCache, config_of, dump_state, open_task
 from stormshift.engines.spark.worker import ensure_paths, redis_for
 from stormshift.errors import ComponentFailure, TupleError
@@ -392,11 +393,13 @@ def _run_member(job: StageJob, member: _Member, position: int, table: pa.Table,
                 queues: dict[str, list[QueueItem]], ctx: dict[str, Any]) -> None:
     """One run of a member over its input: the partition's rows (head) or its fused queue."""
     if position == 0:
-        member.stats.maxseq = R.max_seq_by_src(table)
-        chunks: Iterator[QueueItem] = R.iter_chunks(table)
+        feed = HeadInput(table, job.layout, job.redis_url, job.namespace)
+        chunks: Iterator[QueueItem] = iter(feed)
         if faults.active():
-            chunks = faults.midway(chunks, R.tuple_count(table), ctx)
+            held = list(chunks)
+            chunks = faults.midway(iter(held), sum(len(c[2]) for c in held), ctx)
         member.run_chunks(chunks)
+        member.stats.maxseq = feed.maxseq
     else:
         member.run_chunks(iter(queues[member.name]))
     if member.name in job.ticks:
