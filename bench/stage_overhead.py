@@ -5,7 +5,8 @@ Python processes per task share the cores and the figures move ±15% run to
 run. This script runs the adclicks stages exactly as a Spark task does
 (``stormshift.engines.spark.stage.run_partition``: sort, decode, host, route,
 rows, fenced snapshot and stats writes in a real Redis), feeding each stage
-the Arrow rows the previous one produced, and compares the time per tuple
+the Arrow rows the previous one produced (parse_bolt reads its lines from the
+data file through a read row, as it does on Spark), and compares the time per tuple
 with the user's bare ``process()`` (emit/ack as no-ops). The difference is
 the framework's cost per tuple inside a Spark task::
 
@@ -47,6 +48,18 @@ def _input_table(layout: Any, spout: str, lines: list[str]) -> Any:
     import pyarrow as pa
 
     return pa.Table.from_batches(list(out.batches()))
+
+
+def _read_row_table(layout: Any, graph: Any, args: argparse.Namespace, part: str, n: int) -> Any:
+    """What the source sends the head when it reads the spout itself (the real path since
+    ``spoutread``): a beacon and one read row for lines ``(0, n]`` of ``part``."""
+    import pyarrow as pa
+
+    from stormshift.engines.spark.source import Opts, ReplayPartition, _read_replay
+
+    opts = Opts(graph, "ad_log_spout", args.redis, f"bench-stage-src-{uuid.uuid4().hex[:8]}",
+                n, 1000, -1, 0)
+    return pa.Table.from_batches(list(_read_replay(opts, ReplayPartition(0, [(part, 0, n)]))))
 
 
 def _rows_for(layout: Any, outputs: Any, stage: Any, task: int) -> Any:
@@ -92,7 +105,11 @@ def measure(args: argparse.Namespace) -> dict[str, dict[str, float]]:
     namespace = f"bench-stage-{uuid.uuid4().hex[:12]}"
     by_head = {s.head: s for s in layout.stages}
     ctr, spent = by_head["ads_ctr_bolt"], by_head["client_spent_bolt"]
-    source = _input_table(layout, "ad_log_spout", lines)
+    first_file = min(data.glob("part-*.jsonl"))
+    if args.parse_input == "rows":
+        source = _input_table(layout, "ad_log_spout", lines)
+    else:
+        source = _read_row_table(layout, graph, args, first_file.name, len(lines))
     best: dict[str, float] = {}
     counts: dict[str, int] = {}
     try:
@@ -149,10 +166,13 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--tuples", type=int, default=200_000)
     p.add_argument("--rounds", type=int, default=5, help="best of N runs per stage")
     p.add_argument("--redis", default="redis://127.0.0.1:6379")
+    p.add_argument("--parse-input", choices=("read", "rows"), default="read",
+                   help="read: parse_bolt reads the spout's file range itself (a read row, as "
+                        "on Spark); rows: it gets the lines as rows (before spoutread)")
     args = p.parse_args(argv)
     result = measure(args)
     print(f"adclicks stages in one process, {args.tuples:,} lines, best of {args.rounds} "
-          f"(run_partition with real Redis, drop sink)")
+          f"(run_partition with real Redis, drop sink; parse input: {args.parse_input})")
     print(f"{'stage':>18} {'tuples':>9} {'bare process()':>15} {'in the stage':>13} {'framework':>10}")
     for name, r in result.items():
         print(f"{name:>18} {r['tuples']:>9,} {r['bare_ns'] / 1000:>12.2f} µs {r['stage_ns'] / 1000:>10.2f} µs "
