@@ -231,6 +231,19 @@ class LoggingBolt(Bolt):
         self.emit([tup.values[0]])
 
 
+def _nested(depth: int) -> list[Any]:
+    value: list[Any] = []
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+def _cycle() -> list[Any]:
+    value: list[Any] = []
+    value.append(value)
+    return value
+
+
 class BadValueBolt(Bolt):
     outputs = ["word", "extra"]
 
@@ -243,6 +256,8 @@ class BadValueBolt(Bolt):
             "object": object(),
             "nested": {"ok": [1, {2, 3}]},
             "bigint": 2**70,
+            "deep": _nested(500),
+            "cycle": _cycle(),
         }
         if kind == "arity":
             self.emit([1, 2, 3])

@@ -364,6 +364,8 @@ def test_logging_is_captured_per_task_and_never_reaches_root(echo, caplog):
         ("object", "field 'extra' is a builtins.object object"),
         ("nested", r"field 'extra' \['ok'\] \[1\] is a set"),
         ("bigint", "beyond 64 bits"),
+        ("deep", r"field 'extra' (\[0\] )+\.\.\. is nested deeper than 100 lists/dicts"),
+        ("cycle", r"nested deeper than 100 lists/dicts \(or contains itself\)"),
         ("arity", "declares 2 fields"),
         ("stream", r"undeclared stream 'nope'; declared streams are \['default'\]"),
     ],

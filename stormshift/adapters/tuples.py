@@ -176,7 +176,12 @@ class _WireError(Exception):
         self.what, self.fix, self.path = what, fix, path
 
 
-def _wire_value(v: Any, path: str = "") -> Any:
+MAX_NESTING = 100
+"""Deepest nesting of lists/dicts in an emitted value (a cycle never ends; Python's
+recursion limit would otherwise end it with a RecursionError deep inside the check)."""
+
+
+def _wire_value(v: Any, path: str = "", depth: int = 0) -> Any:
     """One value in wire form (containers copied), or ``_WireError``."""
     t = type(v)
     if v is None or t is str or t is bool:
@@ -195,12 +200,18 @@ def _wire_value(v: Any, path: str = "") -> Any:
         if not v.is_finite():
             raise _WireError(f"Decimal {v}", "send None (or a str) instead", path)
         return json.loads(str(v))  # as the JSON number arrives: int or float
+    if isinstance(v, (list, tuple, dict)) and depth >= MAX_NESTING:
+        raise _WireError(
+            f"nested deeper than {MAX_NESTING} lists/dicts (or contains itself)",
+            "flatten the value (or send it as a JSON str)",
+            path[:200] + "... " if len(path) > 200 else path,
+        )
     if isinstance(v, (list, tuple)):
-        return [_wire_value(x, f"{path}[{i}] ") for i, x in enumerate(v)]
+        return [_wire_value(x, f"{path}[{i}] ", depth + 1) for i, x in enumerate(v)]
     if isinstance(v, dict):
         out = {}
         for k, x in v.items():
-            out[_wire_key(k, path)] = _wire_value(x, f"{path}[{k!r}] ")
+            out[_wire_key(k, path)] = _wire_value(x, f"{path}[{k!r}] ", depth + 1)
         return out
     if isinstance(v, (bytes, bytearray, memoryview)):
         raise _WireError(
