@@ -25,20 +25,6 @@ sys.path.insert(0, str(Path(__file__).parent / "spark_fixtures"))
 import outtopo
 
 
-def _input(layout: Layout, numbers: list[int]) -> list[pa.RecordBatch]:
-    """Spout task 0's rows for the encoder's task 0: a beacon, then one tuple per number."""
-    import msgpack
-
-    out = R.RowBuilder()
-    head = layout.first_task("encoder")
-    out.beacon(head)
-    src = layout.graph.component("numbers").task_id(0)
-    code = layout.stream_code[("numbers", "default")]
-    for seq, n in enumerate(numbers):
-        out.add(head, src, seq, code, msgpack.packb([n, f"k{n % 2}"]))
-    return list(out.batches())
-
-
 @pytest.fixture
 def run(redis_url):
     import redis
@@ -53,7 +39,7 @@ def run(redis_url):
         sink = sink or SinkSpec("drop")
         jobs = {s.head: StageJob(layout, s, txid, frozenset(), redis_url, namespace, b"k", sink)
                 for s in layout.stages}
-        out = list(run_partition(jobs, iter(_input(layout, numbers))))
+        out = list(run_partition(jobs, iter(outtopo.encoder_rows(layout, numbers))))
         table = pa.Table.from_batches(out) if out else R.SCHEMA.empty_table()
         return layout, namespace, table
 

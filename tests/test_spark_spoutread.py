@@ -60,18 +60,6 @@ def _opts(graph: Any, redis_url: str, namespace: str) -> Opts:
     return Opts(graph, "numbers", redis_url, namespace, 1000, 100, -1, 0)
 
 
-def _rows_of_tuples(layout: Layout, numbers: list[int]) -> pa.Table:
-    """What the source sent before read rows: a beacon, then one tuple per number."""
-    out = R.RowBuilder()
-    head = layout.first_task("encoder")
-    out.beacon(head)
-    src = layout.graph.component("numbers").task_id(0)
-    code = layout.stream_code[("numbers", "default")]
-    for seq, n in enumerate(numbers):
-        out.add(head, src, seq, code, msgpack.packb([n, f"k{n % 2}"]))
-    return pa.Table.from_batches(list(out.batches()))
-
-
 def _stage(layout: Layout, redis_url: str, namespace: str, table: pa.Table) -> tuple[list[Any], dict]:
     jobs = {s.head: StageJob(layout, s, 1, frozenset(), redis_url, namespace, b"k", SinkSpec("drop"))
             for s in layout.stages}
@@ -91,7 +79,7 @@ def test_only_a_spout_whose_every_consumer_reads_locally_is_deferred() -> None:
 def test_a_read_row_of_the_log_gives_the_stage_the_same_tuples(r: Any, redis_url: str) -> None:
     layout = Layout(load_topology(outtopo.EncodeTopo))
     ns_rows, ns_wal = _ns(r), _ns(r)
-    want_rows, want_stats = _stage(layout, redis_url, ns_rows, _rows_of_tuples(layout, NUMBERS))
+    want_rows, want_stats = _stage(layout, redis_url, ns_rows, pa.Table.from_batches(outtopo.encoder_rows(layout, NUMBERS)))
 
     wal = WriteAheadLog(r, ns_wal, "numbers", 0)
     head = wal.open_for_append()
@@ -135,7 +123,7 @@ def test_a_read_row_of_a_replay_range_reads_the_files_and_dead_letters_bad_lines
 
     ns_rows = _ns(r)
     want_rows, _ = _stage(Layout(load_topology(outtopo.EncodeTopo)), redis_url, ns_rows,
-                          _rows_of_tuples(Layout(load_topology(outtopo.EncodeTopo)), NUMBERS))
+                          pa.Table.from_batches(outtopo.encoder_rows(Layout(load_topology(outtopo.EncodeTopo)), NUMBERS)))
     got_rows, got_stats = _stage(layout, redis_url, ns, table)
     assert got_rows == want_rows
     assert got_stats["encoder"].tuples_in == len(NUMBERS)

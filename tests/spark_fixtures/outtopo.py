@@ -80,3 +80,20 @@ class MixedTopo(Topology):
     numbers = Numbers.spec(par=1)
     encoder = Encoder.spec(inputs={numbers: Grouping.SHUFFLE}, par=1)
     totals = Totals.spec(inputs={numbers: Grouping.fields("key")}, par=2)
+
+
+def encoder_rows(layout, numbers):
+    """Spout task 0's rows for the encoder's task 0, as the source sends them: a beacon,
+    then one tuple ``[n, "k<n % 2>"]`` per number (record batches)."""
+    import msgpack
+
+    from stormshift.engines.spark import rows as R
+
+    out = R.RowBuilder()
+    head = layout.first_task("encoder")
+    out.beacon(head)
+    src = layout.graph.component("numbers").task_id(0)
+    code = layout.stream_code[("numbers", "default")]
+    for seq, n in enumerate(numbers):
+        out.add(head, src, seq, code, msgpack.packb([n, f"k{n % 2}"]))
+    return list(out.batches())
