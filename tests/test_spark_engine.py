@@ -129,6 +129,32 @@ def test_restart_from_checkpoint_loses_and_duplicates_nothing(spark, redis_url, 
     assert str(tmp_path / "ck-new") in str(err.value) and not lines
 
 
+def test_heads_read_their_spout_tasks_ranges_themselves(spark, redis_url, namespace, tmp_path):
+    from stormshift.engines.spark.layout import Layout
+    from stormshift.engines.spark.spoutread import deferred
+    from stormshift.state.connection import connect
+    from stormshift.state.deadletter import DeadLetters
+
+    data = tmp_path / "in"
+    data.mkdir()
+    files = {"part-000.jsonl": range(25), "part-001.jsonl": range(25, N)}  # uneven on purpose
+    for name, ns in files.items():
+        lines = [json.dumps({"n": n, "key": f"k{n % 7}"}) for n in ns]
+        lines.insert(3, "{not json")
+        (data / name).write_text("\n".join(lines) + "\n")
+    graph = load_topology(sparktopo.ReadLocally, overrides={"jsonlines.path": str(data)})
+    assert deferred(Layout(graph), "numbers")
+    s = run(spark, graph, tmp_path, redis_url, namespace, batch=10)
+    expected = Counter()
+    for n in range(N):
+        expected[f"k{n % 7}"] += 2 * n
+    assert {k: v[1] for k, v in s.latest("sums").items()} == dict(expected)
+    assert s["numbers"].tuples_out == N and s["doubler"].tuples_in == N
+    assert s["sums"].tuples_in == N
+    decode = [d for d in DeadLetters(connect(redis_url), namespace).list() if d.reason == "decode"]
+    assert sorted(d.tuple_key.split(":")[0] for d in decode) == sorted(files)  # each once
+
+
 def test_head_on_the_source_partitions_gets_its_spout_tasks_tuples(spark, redis_url, namespace,
                                                                    tmp_path):
     from stormshift.engines.spark.layout import Layout

@@ -160,3 +160,13 @@ class LocalReplay(Topology):
     numbers = NumberLines.spec(par=2)
     seen = Seen.spec(inputs={numbers: Grouping.SHUFFLE}, par=2)
     sums = KeySum.spec(inputs={numbers: Grouping.fields("key")}, par=2)
+
+
+class ReadLocally(Topology):
+    """The spout's only consumer runs on its partitions (same par, shuffle): each doubler
+    task reads its spout task's file range itself (``spoutread``); sums are fields-grouped."""
+
+    config = {"jsonlines.fields": ["n", "key"], "jsonlines.bounded": True}
+    numbers = NumberLines.spec(par=2)
+    doubler = Doubler.spec(inputs={numbers: Grouping.SHUFFLE}, par=2)
+    sums = KeySum.spec(inputs={doubler: Grouping.fields("key")}, par=2)
