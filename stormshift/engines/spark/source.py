@@ -183,7 +183,7 @@ def _read_replay(opts: Opts, part: ReplayPartition) -> Any:
     import msgpack
 
     from stormshift.engines.spark.layout import Layout
-    from stormshift.engines.spark.spoutread import deferred, replay_host, replay_values
+    from stormshift.engines.spark.spoutread import deferred, replay_chunks, replay_host
 
     layout = Layout(opts.graph)
     if deferred(layout, opts.spout):
@@ -197,13 +197,16 @@ def _read_replay(opts: Opts, part: ReplayPartition) -> Any:
     first = {c.name: c.first_task_id for c in opts.graph}
     packer = msgpack.Packer(use_bin_type=True)
     out, local = _local_rows(layout, part.task)
-    values_of = replay_values(opts.graph, opts.redis_url, opts.namespace, opts.spout, part.task,
-                              part.ranges)
-    for seq, values in enumerate(values_of):
-        packed = packer.pack(values)
-        for consumer, index in route("default", values):
-            dest = first[consumer] + index
-            out.add(local.get(dest, dest), src, seq, code, packed)
+    chunks = replay_chunks(opts.graph, opts.redis_url, opts.namespace, opts.spout, part.task,
+                           part.ranges)
+    seq = 0
+    for chunk in chunks:
+        for values in chunk:
+            packed = packer.pack(values)
+            for consumer, index in route("default", values):
+                dest = first[consumer] + index
+                out.add(local.get(dest, dest), src, seq, code, packed)
+            seq += 1
     yield from out.batches()
 
 

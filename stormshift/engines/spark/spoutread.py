@@ -27,7 +27,7 @@ import pyarrow as pa
 
 from stormshift.engines.spark import rows as R
 
-__all__ = ["READ_SID", "HeadInput", "deferred", "read_row", "replay_host", "replay_values", "wal_entries"]
+__all__ = ["READ_SID", "HeadInput", "deferred", "read_row", "replay_chunks", "replay_host", "wal_entries"]
 
 READ_SID = -2
 """``sid`` of a read row: its ``v`` is a range to read, not a chunk of tuples."""
@@ -78,10 +78,12 @@ def replay_host(graph: Any, namespace: str, spout: str, task: int) -> Any:
     return host
 
 
-def replay_values(graph: Any, redis_url: str, namespace: str, spout: str, task: int,
-                  ranges: Iterable[tuple[str, Any, Any]]) -> Iterator[list[Any]]:
+def replay_chunks(graph: Any, redis_url: str, namespace: str, spout: str, task: int,
+                  ranges: Iterable[tuple[str, Any, Any]],
+                  size: int = R.CHUNK_TUPLES) -> Iterator[list[list[Any]]]:
     """The values of every good record of ``ranges`` (``(partition, start, end]`` each), in
-    order; a record that is no tuple is dead-lettered (reason ``decode``)."""
+    order, in lists of up to ``size``; a record that is no tuple is dead-lettered (reason
+    ``decode``)."""
     from stormshift.spouts.base import read_range
 
     host = replay_host(graph, namespace, spout, task)
@@ -102,9 +104,15 @@ def replay_values(graph: Any, redis_url: str, namespace: str, spout: str, task: 
             source=spout, tuple_key=msg_id_for(err.partition, err.offset), task=task,
             reason="decode")
 
+    chunk: list[list[Any]] = []
     for pname, start, end in ranges:
         for values, _msg_id in read_range(host.instance, pname, start, end, dead_letter):
-            yield values
+            chunk.append(values)
+            if len(chunk) >= size:
+                yield chunk
+                chunk = []
+    if chunk:
+        yield chunk
 
 
 # -- a head's input ---------------------------------------------------------------
@@ -144,9 +152,8 @@ class HeadInput:
         n = 0
         if spec["kind"] == "replay":
             code = layout.stream_code[(spout, "default")]
-            values = replay_values(layout.graph, self.redis_url, self.namespace, spout, task,
-                                   [tuple(r) for r in spec["ranges"]])
-            for chunk in _chunked(values):
+            for chunk in replay_chunks(layout.graph, self.redis_url, self.namespace, spout, task,
+                                       [tuple(r) for r in spec["ranges"]]):
                 n += len(chunk)
                 yield src, code, chunk
         else:
@@ -174,14 +181,3 @@ def _tasks_of(layout: Any, head: str) -> frozenset[int]:
     """Global task ids the planner may have routed a spout tuple to for ``head``."""
     first = layout.first_task(head)
     return frozenset(range(first, first + layout.graph.component(head).par))
-
-
-def _chunked(values: Iterator[list[Any]]) -> Iterator[list[list[Any]]]:
-    chunk: list[list[Any]] = []
-    for v in values:
-        chunk.append(v)
-        if len(chunk) >= R.CHUNK_TUPLES:
-            yield chunk
-            chunk = []
-    if chunk:
-        yield chunk
