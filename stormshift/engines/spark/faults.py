@@ -194,11 +194,12 @@ def _record(fault: dict[str, Any], ctx: dict[str, Any]) -> None:
         fh.write(line + "\n")
 
 
-def midway(chunks: Iterator[Any], total: int, ctx: dict[str, Any]) -> Iterator[Any]:
+def midway(chunks: Iterator[Any], ctx: dict[str, Any]) -> Iterator[Any]:
     """``(src, sid, value lists)`` chunks unchanged, calling the ``task.midway`` fault point
-    after half of their tuples (a chunk is cut there)."""
-    seen, half = 0, total // 2
-    for src, sid, values_list in chunks:
+    after half of their tuples (a chunk is cut there). Reads all chunks first, to count."""
+    held = list(chunks)
+    seen, half = 0, sum(len(c[2]) for c in held) // 2
+    for src, sid, values_list in held:
         if seen <= half < seen + len(values_list):
             cut = half - seen
             yield src, sid, values_list[:cut]

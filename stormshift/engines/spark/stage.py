@@ -23,15 +23,14 @@ one is *redone*: its rows, fused queues and state maps of this batch are
 dropped, and it runs again from the state of txid-1 with the dead-lettered
 tuples skipped (a tuple raising in a redo is dead-lettered at once and forces
 another redo). A dead-lettered tuple thus leaves no trace in state, and one
-that succeeded on a retry counts once. Dead-lettered at
-once, because retrying cannot change the outcome: a tuple of the wrong arity
-(``arity``), one whose ``process()`` raised a ``TupleError`` (``emit``: it
-emitted the wrong arity or to an undeclared stream), one whose emit cannot be
-encoded (``encode``), and one the bolt ``fail()``s itself (``fail``: Storm
-would replay it from the spout; a batch engine has no replay). A tuple with an
-emit that cannot be encoded also makes its member redone, as a raise does: its
-other emits are in the rows already (emits go there at once, ``output.py``).
-Every entry carries
+that succeeded on a retry counts once. Dead-lettered at once, because retrying
+cannot change the outcome: a tuple of the wrong arity (``arity``), one whose
+``process()`` raised a ``TupleError`` (``emit``: it emitted the wrong arity or
+to an undeclared stream), one whose emit cannot be encoded (``encode``), and
+one the bolt ``fail()``s itself (``fail``: Storm would replay it from the
+spout; a batch engine has no replay). A tuple with an emit that cannot be
+encoded also makes its member redone, as a raise does: its other emits are in
+the rows already (emits go there at once, ``output.py``). Every entry carries
 its reason, source component and tuple id (``txid:task:n``, deterministic:
 rows are sorted); the run summary counts dead letters per reason. They are
 written when the task closes, after its fenced snapshot: an attempt that dies
@@ -72,6 +71,7 @@ from stormshift.errors import ComponentFailure, TupleError
 __all__ = ["StageJob", "run_partition"]
 
 _CACHE = TaskCache()
+Poison = dict[int, tuple[str, tuple[Any, ...]]]  # tuple number n -> (reason, its dead letter)
 
 
 @dataclass(frozen=True)
@@ -97,11 +97,10 @@ class _Member:
     """One hosted bolt task of the stage; its emits go through a ``MemberOutput``."""
 
     def __init__(self, job: StageJob, name: str, task: int, r: Any, out: R.RowBuilder,
-                 queues: dict[str, list[QueueItem]],
-                 poison: dict[int, tuple[str, tuple[Any, ...]]] | None = None, redo: bool = False):
+                 queues: dict[str, list[QueueItem]], poison: Poison | None = None, redo: bool = False):
         self.job, self.name, self.task, self.r = job, name, task, r
         # Dead-lettered tuples of an earlier run of this member (by number n): skipped in a redo.
-        self.poison: dict[int, tuple[str, tuple[Any, ...]]] = poison if poison is not None else {}
+        self.poison: Poison = poison if poison is not None else {}
         # Dead letters of this run, written by close() after the fenced snapshot: an attempt
         # that dies or is fenced before it leaves none (a retry may well process the tuple).
         self.letters: list[tuple[Any, ...]] = []
@@ -123,11 +122,9 @@ class _Member:
         self.store = SnapshotStore(self.r, job.namespace, job.state_key)
         comp = job.layout.graph.component(self.name)
         key = self.cache_key = (job.namespace, self.name, self.task, config_of(job.layout.graph, comp))
-        self.host, reused = open_task(
-            key, job.txid, self.epoch, _CACHE,
-            lambda: host_component(job.layout.graph, self.name, self.task),
-            lambda: self.store.load(self.name, self.task, job.txid),
-        )
+        self.host, reused = open_task(key, job.txid, self.epoch, _CACHE,
+                                      lambda: host_component(job.layout.graph, self.name, self.task),
+                                      lambda: self.store.load(self.name, self.task, job.txid))
         self.stats.reused = int(reused)
         self.host.router.reset_seq()
         self.host.deliver_to(self.output.deliver)
@@ -360,7 +357,7 @@ def _run_members(job: StageJob, task: int, table: pa.Table, r: Any) -> tuple[lis
     for position, name in enumerate(members):
         feeds = {m: queues[m] for m in members[position + 1:] if m in job.layout.fed_by(job.stage, name)}
         ctx = {"txid": job.txid, "component": name, "task": task}
-        poison: dict[int, tuple[str, tuple[Any, ...]]] = {}
+        poison: Poison = {}
         redo = False
         while True:
             mark, fed = out.mark(), {m: len(q) for m, q in feeds.items()}
@@ -394,11 +391,7 @@ def _run_member(job: StageJob, member: _Member, position: int, table: pa.Table,
     """One run of a member over its input: the partition's rows (head) or its fused queue."""
     if position == 0:
         feed = HeadInput(table, job.layout, job.redis_url, job.namespace)
-        chunks: Iterator[QueueItem] = iter(feed)
-        if faults.active():
-            held = list(chunks)
-            chunks = faults.midway(iter(held), sum(len(c[2]) for c in held), ctx)
-        member.run_chunks(chunks)
+        member.run_chunks(faults.midway(iter(feed), ctx) if faults.active() else iter(feed))
         member.stats.maxseq = feed.maxseq
     else:
         member.run_chunks(iter(queues[member.name]))
