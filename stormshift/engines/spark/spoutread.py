@@ -7,11 +7,11 @@ Two places read them (``layout`` doc, "head on the source's partitions"):
 - the stage of a head that reads the spout locally, when every consumer of
   every stream of the spout is such a head (``deferred``). The source then
   sends, per head task, its beacon and one *read row* (``sid = READ_SID``,
-  ``v`` = a chunk of one item: the range, a msgpack map) instead of the tuples, and the head's stage reads
-  the range itself (``HeadInput``): the tuples never cross into the JVM and
-  back, nor are they packed and unpacked on the way. The range is what
-  Spark's offset log holds, so a re-run reads the same tuples in the same
-  order, as before.
+  ``v`` = a chunk of one item: the range, a msgpack map) instead of the
+  tuples, and the head's stage reads the range itself (``HeadInput``): the
+  tuples never cross into the JVM and back, nor are they packed and unpacked
+  on the way. The range is what Spark's offset log holds, so a re-run reads
+  the same tuples in the same order, as before.
 
 Seqs are the same in both places: the index of a tuple in the task's range
 (WAL: among all logged entries of the range; replay: among good records).
@@ -26,6 +26,7 @@ import msgpack
 import pyarrow as pa
 
 from stormshift.engines.spark import rows as R
+from stormshift.state.wal import Entry
 
 __all__ = ["READ_SID", "HeadInput", "deferred", "read_row", "replay_chunks", "replay_host", "wal_entries"]
 
@@ -50,14 +51,12 @@ def read_row(kind: str, spout: str, task: int, head: str, **where: Any) -> bytes
 
 # -- the two kinds of ranges ---------------------------------------------------
 def wal_entries(redis_url: str, namespace: str, spout: str, task: int,
-                start: int, end: int) -> Iterator[tuple[int, list[int], bytes]]:
+                start: int, end: int) -> Iterator[Entry]:
     """``(stream code, target task ids, packed values)`` of log seqs ``start <= seq < end``."""
     from stormshift.engines.spark.worker import redis_for
     from stormshift.state.wal import WriteAheadLog
 
-    wal = WriteAheadLog(redis_for(redis_url), namespace, spout, task)
-    for code, targets, packed in wal.read(start, end):
-        yield code, list(targets), packed
+    return WriteAheadLog(redis_for(redis_url), namespace, spout, task).read(start, end)
 
 
 _REPLAY_HOSTS: dict[tuple[Any, ...], Any] = {}
@@ -90,8 +89,9 @@ def replay_chunks(graph: Any, redis_url: str, namespace: str, spout: str, task: 
     host.router.reset_seq()
 
     def dead_letter(err: Any) -> None:
-        # The reader knows no txid (Spark numbers batches apart from their ranges), so the
-        # entry says txid -1; its identity is its place in the source, ``partition:offset``,
+        # The source's reader knows no txid (Spark numbers batches apart from their ranges),
+        # so the entry says txid -1 on both paths; its identity is its place in the source,
+        # ``partition:offset``,
         # the same on every re-read of the range: a replayed batch adds nothing, two equal
         # bad records stay two entries. Not redrivable (no bolt failed it): fix the source
         # data and append it again.
@@ -164,7 +164,7 @@ class HeadInput:
             for code, targets, packed in wal_entries(self.redis_url, self.namespace, spout, task,
                                                      spec["start"], spec["end"]):
                 n += 1
-                if not any(t in mine for t in targets):
+                if mine.isdisjoint(targets):
                     continue  # logged for another head
                 if code != run_code or len(run) >= R.CHUNK_TUPLES:
                     if run:
