@@ -27,6 +27,7 @@ from stormshift.engines.spark.source import (
 )
 from stormshift.engines.spark.spoutread import READ_SID, HeadInput, deferred
 from stormshift.engines.spark.stage import StageJob, run_partition
+from stormshift.engines.spark.worker import redis_for
 from stormshift.state.deadletter import DeadLetters
 from stormshift.state.wal import WriteAheadLog
 from stormshift.topology.loader import load_topology
@@ -64,10 +65,9 @@ def _stage(layout: Layout, redis_url: str, namespace: str, table: pa.Table) -> t
     jobs = {s.head: StageJob(layout, s, 1, frozenset(), redis_url, namespace, b"k", SinkSpec("drop"))
             for s in layout.stages}
     out = list(run_partition(jobs, iter(table.to_batches())))
-    rows = sorted((d, s, q, i, bytes(v)) for d, s, q, i, v in zip(
-        *(pa.Table.from_batches(out).column(c).to_pylist() for c in ("dest", "src", "seq", "sid", "v"))))
-    return rows, {name: stats for name, stats in read_stats(
-        __import__("redis").Redis.from_url(redis_url), namespace, 1)}
+    rows = sorted(zip(*(pa.Table.from_batches(out).column(c).to_pylist()
+                        for c in ("dest", "src", "seq", "sid", "v"))))
+    return rows, dict(read_stats(redis_for(redis_url), namespace, 1))
 
 
 def test_only_a_spout_whose_every_consumer_reads_locally_is_deferred() -> None:
