@@ -64,6 +64,40 @@ def test_daemon_setup_in_a_worker_like_process_uses_bytecode_and_starts_no_threa
     assert Path(got["pyspark"]).resolve() == Path(pyspark.__file__).resolve()
 
 
+def test_a_fork_freezes_its_modules_before_its_first_task_and_never_a_tasks_objects() -> None:
+    """In a fresh process (a freeze is for the process's life): the first task call imports
+    ``AFTER_FORK`` and freezes; a task's own garbage stays collectable; no second freeze."""
+    code = (
+        "import gc, json, sys\n"
+        "from stormshift.engines.spark.daemon import AFTER_FORK, first_task_freezes\n"
+        "calls = []\n"
+        "def task(sock, authenticated):\n"
+        "    calls.append(sock)\n"
+        "    cycle = {'name': sock}\n"
+        "    cycle['self'] = cycle\n"
+        "    return 0\n"
+        "run = first_task_freezes(task)\n"
+        "before = gc.get_freeze_count()\n"
+        "run(1, True)\n"
+        "first = gc.get_freeze_count()\n"
+        "freed = gc.collect()\n"
+        "run(2, True)\n"
+        "print(json.dumps({'before': before, 'first': first, 'second': gc.get_freeze_count(),\n"
+        "                  'freed': freed, 'calls': calls,\n"
+        "                  'imported': [m for m in AFTER_FORK if m in sys.modules]}))\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True, timeout=120)
+    got = json.loads(done.stdout.strip().splitlines()[-1])
+    from stormshift.engines.spark.daemon import AFTER_FORK
+
+    assert got["before"] == 0 and got["first"] > 20_000  # pyarrow and pandas alone are more
+    assert got["second"] == got["first"]
+    assert got["freed"] >= 1  # the first task's cycle: not frozen
+    assert got["calls"] == [1, 2]
+    assert got["imported"] == list(AFTER_FORK)
+
+
 def test_local_masters_get_the_daemon_clusters_do_not() -> None:
     assert worker_conf("local[*]") == {"spark.python.daemon.module": DAEMON_MODULE}
     assert worker_conf("local") == {"spark.python.daemon.module": DAEMON_MODULE}
@@ -73,6 +107,7 @@ def test_local_masters_get_the_daemon_clusters_do_not() -> None:
 
 def test_spark_workers_run_under_the_daemon(spark: Any) -> None:
     def probe(batches: Any) -> Any:
+        import gc
         import sys
 
         import pyarrow as pa
@@ -83,15 +118,17 @@ def test_spark_workers_run_under_the_daemon(spark: Any) -> None:
         yield pa.RecordBatch.from_pydict({
             "pyspark": [ps.__file__],
             "preloaded": ["stormshift.adapters.host" in sys.modules],
+            "frozen": [gc.get_freeze_count()],
             "daemon": [sys.modules["__main__"].__spec__.name
                        if sys.modules["__main__"].__spec__ else ""],
         })
 
     assert spark.sparkContext.getConf().get("spark.python.daemon.module") == DAEMON_MODULE
     rows = spark.range(2).repartition(2).mapInArrow(
-        probe, "pyspark string, preloaded boolean, daemon string").collect()
+        probe, "pyspark string, preloaded boolean, frozen long, daemon string").collect()
     assert rows
     for row in rows:
         assert "pyspark.zip" not in row.pyspark
         assert row.preloaded
+        assert row.frozen > 20_000  # the modules, frozen before the first task
         assert row.daemon == DAEMON_MODULE

@@ -142,3 +142,15 @@ def test_a_spout_feeding_other_stages_still_sends_rows(r: Any, redis_url: str) -
                                                  WalPartition(0, head, end))))
     assert READ_SID not in table.column("sid").to_pylist()
     assert R.tuple_count(table.filter(pa.compute.not_equal(table.column("src"), -1))) == 2 * len(NUMBERS)
+
+
+def test_rechunk_keeps_every_item_in_order_in_full_chunks() -> None:
+    from stormshift.engines.spark.spoutread import rechunk
+
+    sizes = [0, 1, 31, 32, 33, 0, 64, 5, 100, 3]
+    items = iter(range(10_000))
+    blocks = [[next(items) for _ in range(n)] for n in sizes]
+    chunks = list(rechunk(iter(blocks), 32))
+    assert [x for c in chunks for x in c] == list(range(sum(sizes)))
+    assert all(len(c) == 32 for c in chunks[:-1]) and 0 < len(chunks[-1]) <= 32
+    assert list(rechunk(iter([[], []]), 32)) == []

@@ -199,6 +199,63 @@ def test_jsonlines_bad_record_raises_tuple_error_and_read_range_resumes(tmp_path
     assert "missing field 'n'" in str(dead[1])
 
 
+def _messy_lines() -> list[bytes]:
+    """Blank and whitespace-only lines (ASCII and not), CRLF, bad JSON, a missing field,
+    a non-object, invalid UTF-8, non-ASCII text, and a last line without newline."""
+    return [click(0).encode(), b"", b"   \t", click(2).encode() + b"\r", b"{not json",
+            json.dumps({"ad": "x"}).encode(), b"[1, 2]", b"\xff\xfe" + click(7).encode(),
+            "\u00a0".encode(), json.dumps({"ad": "\u00e9t\u00e9", "n": 9}).encode(),
+            b"\x1c", click(11).encode()]
+
+
+@pytest.mark.parametrize("fields", [["ad", "n"], None], ids=["fields", "raw"])
+@pytest.mark.parametrize("block_bytes", [8 << 20, 40], ids=["one-block", "small-blocks"])
+def test_jsonlines_replay_values_gives_exactly_replay_reads_records(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fields: list[str] | None,
+        block_bytes: int) -> None:
+    """The Spark read path (values in blocks) and the local one (values + msg ids) agree
+    record for record, bad records and their reasons included, on any range."""
+    import stormshift.spouts.jsonlines as jl
+
+    monkeypatch.setattr(jl, "_READ_BLOCK_BYTES", block_bytes)
+    (tmp_path / "m.jsonl").write_bytes(b"\n".join(_messy_lines()))  # no newline at the end
+    conf: dict[str, Any] = {"jsonlines.path": str(tmp_path), "jsonlines.bounded": True}
+    if fields is not None:
+        conf["jsonlines.fields"] = fields
+    spout = make(JsonLinesSpout, conf)
+    total = len(_messy_lines())
+    seen = {}
+    for start, end in [(0, total), (1, 9), (3, 4), (7, total), (5, 5)]:
+        dead_read: list[RecordDecodeError] = []
+        expected = [v for v, _ in read_range(spout, "m.jsonl", start, end, dead_read.append)]
+        dead_values: list[RecordDecodeError] = []
+        blocks = list(spout.replay_values("m.jsonl", start, end, dead_values.append))
+        assert [v for block in blocks for v in block] == expected, (start, end)
+        assert [(d.offset, d.values, str(d)) for d in dead_values] == \
+            [(d.offset, d.values, str(d)) for d in dead_read]
+        seen[(start, end)] = expected, [d.offset for d in dead_read]
+    good, bad = seen[(0, total)]
+    if fields is None:  # invalid UTF-8 is the only bad raw line; blank ones are skipped
+        assert (len(good), bad) == (9, [8])
+    else:  # bad JSON, missing field, not an object, bad UTF-8, "\u00a0" and "\x1c" no JSON
+        assert (good, bad) == ([["ad0", 0], ["ad2", 2], ["\u00e9t\u00e9", 9], ["ad2", 11]],
+                               [5, 6, 7, 8, 9, 11])
+
+
+def test_replay_values_default_blocks_a_sources_replay_read(r: redis.Redis,
+                                                            stream_keys: list[str]) -> None:
+    key = stream_keys[0]
+    ids = add(r, key, [{"payload": click(i)} if i != 5 else {"payload": "{oops"}
+                       for i in range(2500)])
+    spout = make(RedisStreamSpout, {"redis_streams.url": REDIS_URL, "redis_streams.keys": [key],
+                                    "redis_streams.json_fields": ["n"]})
+    dead: list[RecordDecodeError] = []
+    blocks = list(spout.replay_values(key, "0-0", ids[-1], dead.append))
+    assert [v for block in blocks for v in block] == [[i] for i in range(2500) if i != 5]
+    assert [d.offset for d in dead] == [ids[5]]
+    assert all(len(block) <= 1024 for block in blocks) and len(blocks) == 3
+
+
 def test_jsonlines_missing_path_is_a_clear_config_error(tmp_path: Path) -> None:
     with pytest.raises(TopologyError, match="jsonlines.path"):
         make(JsonLinesSpout, {})

@@ -123,6 +123,9 @@ def read_range(
             position = err.offset
 
 
+_VALUES_BLOCK = 1024
+
+
 class ReplayableSpout(streamparse.Spout):
     """Base of the built-in sources: replay interface + Storm-like local loop.
 
@@ -205,6 +208,24 @@ class ReplayableSpout(streamparse.Spout):
 
     def replay_read(self, partition: str, start: Any, end: Any) -> Iterator[tuple[list[Any], str]]:
         raise NotImplementedError
+
+    def replay_values(self, partition: str, start: Any, end: Any,
+                      on_error: Callable[[RecordDecodeError], None]) -> Iterator[list[list[Any]]]:
+        """The values of every good record of ``(start, end]`` in order, in blocks (lists
+        of value lists, any size); a bad record goes to ``on_error``, reading goes on.
+
+        The Spark engine's read path: no msg ids (a batch is replayed by its range, not
+        per tuple). The default is ``read_range`` in blocks; a source overrides it where
+        it can decode a whole block at once. Both must give the same records.
+        """
+        block: list[list[Any]] = []
+        for values, _msg_id in read_range(self, partition, start, end, on_error):
+            block.append(values)
+            if len(block) >= _VALUES_BLOCK:
+                yield block
+                block = []
+        if block:
+            yield block
 
     def replay_exhausted(self, offsets: dict[str, Any]) -> bool:
         """True when the input is bounded and every partition is read to its end."""

@@ -12,19 +12,27 @@ what it needs after the fork. Two costs follow (``bench/README.md``,
    once per pyspark package imported so far.
 2. Each forked worker imports streamparse, redis and stormshift's hosting
    modules again.
+3. After every task a reused worker runs a full ``gc.collect()``, which walks
+   every object the process holds: the imported modules (pyspark, pyarrow,
+   pandas: ~100,000 objects, ~40 ms per walk here) as much as the task's leftovers.
 
 This module is the session's ``spark.python.daemon.module`` (``session.py``
 sets it for local masters, where workers run the driver's Python). It takes
 the zip off ``sys.path`` when the installed pyspark is the same version (so
 imports come from its ``.pyc`` files), imports ``PRELOAD`` before any fork,
-then runs pyspark's own daemon unchanged. Only modules that start no thread
-are preloaded: forking a process with threads is unsafe, which is why pyspark
-imports the worker module after the fork; pyarrow and numpy start threads on
-import and stay after the fork (``tests/test_spark_daemon.py`` checks this).
+freezes them (``gc.freeze``: the collector never walks them again, and pages
+shared with the forks stay shared), then runs pyspark's own daemon. Only modules
+that start no thread are preloaded: forking a process with threads is unsafe,
+which is why pyspark imports the worker module after the fork; pyarrow and numpy
+start threads on import (``tests/test_spark_daemon.py`` checks this). Each fork
+imports those (``AFTER_FORK``) before its first task and freezes them too; what
+a task leaves behind (state caches, spout hosts) is never frozen, so the
+per-task collection still frees it.
 """
 
 from __future__ import annotations
 
+import gc
 import importlib
 import importlib.machinery
 import os
@@ -33,7 +41,8 @@ import sys
 import zipfile
 from collections.abc import Callable, Sequence
 
-__all__ = ["DAEMON_MODULE", "PRELOAD", "preload", "without_spark_zip"]
+__all__ = ["AFTER_FORK", "DAEMON_MODULE", "PRELOAD", "first_task_freezes", "preload",
+           "without_spark_zip"]
 
 DAEMON_MODULE = "stormshift.engines.spark.daemon"
 
@@ -56,6 +65,17 @@ PRELOAD = (
 )
 """Imported before the fork: modules every stage or source task needs, none of
 which starts a thread (no pyarrow, no numpy)."""
+
+AFTER_FORK = (
+    "pyarrow",
+    "pandas",
+    "pyspark.sql.pandas.serializers",
+    "stormshift.engines.spark.stage",
+    "stormshift.engines.spark.source",
+    "stormshift.engines.spark.spoutread",
+)
+"""Imported by each fork before its first task (pyspark's worker would import them
+during it), then frozen with the rest of the modules."""
 
 _VERSION = re.compile(r"""__version__\s*(?::\s*str\s*)?=\s*['"]([^'"]+)['"]""")
 
@@ -117,6 +137,29 @@ def preload(modules: Sequence[str] = PRELOAD) -> list[str]:
     return missing
 
 
+def freeze_modules() -> None:
+    """Collect, then move every object that survives to the collector's permanent
+    generation. Called only where the heap holds modules and nothing of a task."""
+    gc.collect()
+    gc.freeze()
+
+
+def first_task_freezes(worker: Callable[..., int]) -> Callable[..., int]:
+    """pyspark's per-fork ``worker`` function, importing and freezing ``AFTER_FORK``
+    before the fork's first task (the flag lives in each forked process)."""
+    ready = False
+
+    def run(*args: object) -> int:
+        nonlocal ready
+        if not ready:
+            ready = True
+            preload(AFTER_FORK)
+            freeze_modules()
+        return worker(*args)
+
+    return run
+
+
 def thread_count() -> int:
     """Threads of this process (Linux; 1 where /proc is not there)."""
     try:
@@ -132,9 +175,11 @@ def main() -> None:
         print(f"stormshift daemon: {thread_count()} threads before fork after preloading "
               f"{', '.join(PRELOAD)}; set spark.python.daemon.module=pyspark.daemon if "
               "workers hang", file=sys.stderr)
-    from pyspark.daemon import manager
+    freeze_modules()
+    import pyspark.daemon
 
-    manager()
+    pyspark.daemon.worker = first_task_freezes(pyspark.daemon.worker)
+    pyspark.daemon.manager()
 
 
 if __name__ == "__main__":

@@ -28,7 +28,8 @@ import pyarrow as pa
 from stormshift.engines.spark import rows as R
 from stormshift.state.wal import Entry
 
-__all__ = ["READ_SID", "HeadInput", "deferred", "read_row", "replay_chunks", "replay_host", "wal_entries"]
+__all__ = ["READ_SID", "HeadInput", "deferred", "read_row", "rechunk", "replay_chunks", "replay_host",
+           "wal_entries"]
 
 READ_SID = -2
 """``sid`` of a read row: its ``v`` is a range to read, not a chunk of tuples."""
@@ -83,8 +84,6 @@ def replay_chunks(graph: Any, redis_url: str, namespace: str, spout: str, task: 
     """The values of every good record of ``ranges`` (``(partition, start, end]`` each), in
     order, in lists of up to ``size``; a record that is no tuple is dead-lettered (reason
     ``decode``)."""
-    from stormshift.spouts.base import read_range
-
     host = replay_host(graph, namespace, spout, task)
     host.router.reset_seq()
 
@@ -104,13 +103,26 @@ def replay_chunks(graph: Any, redis_url: str, namespace: str, spout: str, task: 
             source=spout, tuple_key=msg_id_for(err.partition, err.offset), task=task,
             reason="decode")
 
-    chunk: list[list[Any]] = []
-    for pname, start, end in ranges:
-        for values, _msg_id in read_range(host.instance, pname, start, end, dead_letter):
-            chunk.append(values)
-            if len(chunk) >= size:
-                yield chunk
-                chunk = []
+    reader = host.instance
+    yield from rechunk((block for pname, start, end in ranges
+                        for block in reader.replay_values(pname, start, end, dead_letter)), size)
+
+
+def rechunk(blocks: Iterable[list[Any]], size: int) -> Iterator[list[Any]]:
+    """The items of ``blocks``, in order, in lists of ``size`` (the last may be shorter)."""
+    chunk: list[Any] = []
+    for block in blocks:
+        if chunk:  # top up what the last block left first
+            room = size - len(chunk)
+            chunk.extend(block[:room])
+            if len(chunk) < size:
+                continue
+            yield chunk
+            block = block[room:]
+        full = len(block) - len(block) % size
+        for at in range(0, full, size):
+            yield block[at:at + size]
+        chunk = block[full:]
     if chunk:
         yield chunk
 
