@@ -569,8 +569,10 @@ def mib(n: int) -> str:
 
 
 def report(args: argparse.Namespace, data: Path, results: dict[str, dict[str, Any]]) -> None:
+    from stormshift import native
+
     print(f"\nadclicks, {args.events:,} events, {args.batch:,} per batch, {args.master}, "
-          f"Redis {args.redis}\ndata: {data}\n")
+          f"Redis {args.redis}\ndata: {data}\n{native.summary()}\n")
     for name in ("baseline", "stormshift"):
         res = results.get(name)
         if res is None:

@@ -174,6 +174,9 @@ def main(argv: list[str] | None = None) -> int:
                         "on Spark); rows: it gets the lines as rows (before spoutread)")
     args = p.parse_args(argv)
     result = measure(args)
+    from stormshift import native
+
+    print(native.summary())
     print(f"adclicks stages in one process, {args.tuples:,} lines, best of {args.rounds} "
           f"(run_partition with real Redis, drop sink; parse input: {args.parse_input})")
     print(f"{'stage':>18} {'tuples':>9} {'bare process()':>15} {'in the stage':>13} {'framework':>10}")

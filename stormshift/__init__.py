@@ -6,6 +6,10 @@ semantics, tuple at a time), ``engines.spark`` (micro-batches), ``state``
 (Redis, exactly-once), ``windows`` and ``shadow``.
 """
 
+from stormshift import native
+
+native.install()  # before any hot-path module is imported: compiled or its source (native.py)
+
 from stormshift.topology.graph import TopologyGraph
 from stormshift.topology.loader import load_topology
 
