@@ -24,9 +24,10 @@ from stormshift.topology.graph import TopologyGraph
 __all__ = ["EMPTY", "EndOfInput", "HostBase", "working_dir"]
 
 EMPTY: list[Any] = []
+_FRAMEWORK_PACKAGES = ("pystorm", "streamparse", "stormshift")
 _FRAMEWORK_DIRS = tuple(
-    os.path.dirname(m.__file__) + os.sep  # type: ignore[type-var, operator]
-    for m in (__import__("pystorm"), __import__("streamparse"), __import__("stormshift"))
+    os.path.dirname(__import__(p).__file__) + os.sep  # type: ignore[type-var, operator]
+    for p in _FRAMEWORK_PACKAGES
 )
 
 
@@ -59,7 +60,11 @@ def _where(tb: TracebackType | None) -> str:
     for frame, lineno in traceback.walk_tb(tb):
         name = frame.f_globals.get("__name__", "?")
         here = f"{name}:{lineno} in {frame.f_code.co_name}"
-        if found == "unknown" or not frame.f_code.co_filename.startswith(_FRAMEWORK_DIRS):
+        # A compiled module's frames name their file relative to the package root: the
+        # module name tells framework from user code there (``stormshift/native.py``).
+        framework = (frame.f_code.co_filename.startswith(_FRAMEWORK_DIRS)
+                     or str(name).partition(".")[0] in _FRAMEWORK_PACKAGES)
+        if found == "unknown" or not framework:
             found = here
     return found
 
