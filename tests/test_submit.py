@@ -101,6 +101,7 @@ def test_command_ships_project_and_stormshift(project: Path, tmp_path: Path) -> 
                    "stormshift/spouts/jsonlines.py", "stormshift/engines/spark/submit.py"):
         assert module in package
     assert not any("__pycache__" in n or n.endswith(".pyc") for n in package)
+    assert not any(n.endswith((".so", "_compiled.json")) for n in package)
 
 
 def test_zips_are_reproducible(project: Path, tmp_path: Path) -> None:

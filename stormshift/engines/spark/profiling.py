@@ -8,7 +8,8 @@ every stage task and source read appends one line to ``DIR/tasks.jsonl``
 ``STORMSHIFT_PROFILE_MODE=time``, writes a ``cProfile`` file
 ``DIR/<label>-<pid>-<n>.prof``. ``bench/profile_report.py DIR`` sums both.
 Off by default; cProfile roughly halves the speed, ``time`` mode costs nothing
-measurable. Timing is only observed, never fed into a batch's computation.
+measurable. cProfile does not see into the compiled hot path (``native.py``): set
+``STORMSHIFT_PURE=1`` as well to list the framework's functions. Timing is only observed, never fed into a batch's computation.
 """
 
 from __future__ import annotations

@@ -163,11 +163,18 @@ def project_entries(project_dir: Path) -> list[tuple[Path, str]]:
 
 
 def stormshift_entries() -> list[tuple[Path, str]]:
-    """This package's files (for clusters without stormshift installed)."""
+    """This package's sources (for clusters without stormshift installed). No compiled
+    modules: Python cannot import them from a zip, and they are built for this machine;
+    executors run the sources (``stormshift/native.py``)."""
+    import importlib.machinery
+
     import stormshift
+    from stormshift.native import RECORD
 
     package_dir = Path(stormshift.__file__).resolve().parent
-    return [(f, f.relative_to(package_dir.parent).as_posix()) for f in _walk(package_dir)]
+    compiled = tuple(importlib.machinery.EXTENSION_SUFFIXES)
+    return [(f, f.relative_to(package_dir.parent).as_posix()) for f in _walk(package_dir)
+            if not f.name.endswith(compiled) and f.name != RECORD]
 
 
 def driver_args(project_dir: Path, name: str, master: str, run_args: Sequence[str]) -> list[str]:
