@@ -11,8 +11,15 @@ from pathlib import Path
 from typing import Any
 
 import pyspark
+import pytest
 
-from stormshift.engines.spark.daemon import DAEMON_MODULE, version_of, without_spark_zip
+from stormshift.engines.spark.daemon import (
+    AFTER_FORK,
+    DAEMON_MODULE,
+    THREAD_FREE_ENV,
+    version_of,
+    without_spark_zip,
+)
 from stormshift.engines.spark.session import worker_conf
 
 SPARK_LIB = Path(pyspark.__file__).parent / "python" / "lib"
@@ -37,28 +44,38 @@ def test_zip_leaves_the_path_only_for_the_same_installed_version() -> None:
     assert without_spark_zip(["/a", "/b"]) == ["/a", "/b"]
 
 
-def test_daemon_setup_in_a_worker_like_process_uses_bytecode_and_starts_no_thread() -> None:
-    """What Spark's worker daemon gets: the zips first on PYTHONPATH (as Spark sets it)."""
+@pytest.mark.parametrize("user_env, early", [({}, True), ({"OPENBLAS_NUM_THREADS": "4"}, False)],
+                         ids=["thread-free", "user-wants-blas-threads"])
+def test_daemon_setup_in_a_worker_like_process_uses_bytecode_and_starts_no_thread(
+        user_env: dict[str, str], early: bool) -> None:
+    """What Spark's worker daemon gets: the zips first on PYTHONPATH (as Spark sets it).
+    pyarrow and pandas are imported before the fork only where no thread can follow."""
     zips = [str(SPARK_LIB / "pyspark.zip"), *map(str, sorted(SPARK_LIB.glob("py4j-*.zip")))]
     assert Path(zips[0]).is_file()
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([*zips, os.environ.get("PYTHONPATH", "")])}
+    env = {k: v for k, v in os.environ.items() if k not in THREAD_FREE_ENV}
+    env.update(user_env, PYTHONPATH=os.pathsep.join([*zips, os.environ.get("PYTHONPATH", "")]))
     code = (
-        "import json, sys\n"
-        "from stormshift.engines.spark.daemon import preload, thread_count, without_spark_zip\n"
-        "sys.path[:] = without_spark_zip(sys.path)\n"
-        "missing = preload()\n"
+        "import json, os, sys\n"
+        "from stormshift.engines.spark.daemon import AFTER_FORK, PRELOAD, prepare, thread_count\n"
+        "early = prepare(os.environ)\n"
         "import pyspark\n"
-        "print(json.dumps({'missing': missing, 'threads': thread_count(),\n"
+        "print(json.dumps({'early': early, 'threads': thread_count(),\n"
+        "                  'missing': [m for m in PRELOAD if m not in sys.modules],\n"
+        "                  'after_fork': [m for m in AFTER_FORK if m in sys.modules],\n"
         "                  'pyspark': pyspark.__file__, 'zip_on_path': any(\n"
         "                      p.endswith('pyspark.zip') for p in sys.path),\n"
-        "                  'pyarrow': 'pyarrow' in sys.modules, 'numpy': 'numpy' in sys.modules}))\n"
+        "                  'numpy': 'numpy' in sys.modules}))\n"
     )
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
                           check=True, timeout=120)
     got = json.loads(done.stdout.strip().splitlines()[-1])
     assert got["missing"] == []
     assert got["threads"] == 1, "a preloaded module started a thread: unsafe to fork"
-    assert not got["pyarrow"] and not got["numpy"]
+    assert got["early"] is early
+    if early:
+        assert got["after_fork"] == list(AFTER_FORK) and got["numpy"]
+    else:
+        assert not {"pyarrow", "pandas"} & set(got["after_fork"]) and not got["numpy"]
     assert not got["zip_on_path"]
     assert "pyspark.zip" not in got["pyspark"]
     assert Path(got["pyspark"]).resolve() == Path(pyspark.__file__).resolve()

@@ -10,8 +10,8 @@ what it needs after the fork. Two costs follow (``bench/README.md``,
    pyspark's sources again, and each ``importlib.invalidate_caches()`` (pyspark's
    worker calls it when it adds its files dir) re-reads the zip's directory
    once per pyspark package imported so far.
-2. Each forked worker imports streamparse, redis and stormshift's hosting
-   modules again.
+2. Each forked worker imports streamparse, redis, pyarrow, pandas and
+   stormshift's hosting modules again (~1 s of CPU per worker here).
 3. After every task a reused worker runs a full ``gc.collect()``, which walks
    every object the process holds: the imported modules (pyspark, pyarrow,
    pandas: ~100,000 objects, ~40 ms per walk here) as much as the task's leftovers.
@@ -21,13 +21,19 @@ sets it for local masters, where workers run the driver's Python). It takes
 the zip off ``sys.path`` when the installed pyspark is the same version (so
 imports come from its ``.pyc`` files), imports ``PRELOAD`` before any fork,
 freezes them (``gc.freeze``: the collector never walks them again, and pages
-shared with the forks stay shared), then runs pyspark's own daemon. Only modules
-that start no thread are preloaded: forking a process with threads is unsafe,
-which is why pyspark imports the worker module after the fork; pyarrow and numpy
-start threads on import (``tests/test_spark_daemon.py`` checks this). Each fork
-imports those (``AFTER_FORK``) before its first task and freezes them too; what
-a task leaves behind (state caches, spout hosts) is never frozen, so the
-per-task collection still frees it.
+shared with the forks stay shared), then runs pyspark's own daemon.
+
+Forking a process that has threads is unsafe (which is why pyspark imports the
+worker module after the fork), and two of those imports start one: pyarrow's
+bundled jemalloc its background thread (Arrow allocates with mimalloc; the thread
+is idle) and numpy's OpenBLAS its pool. ``THREAD_FREE_ENV`` turns both off (unless
+the user set the variables otherwise; Spark runs one task per worker and core,
+so one BLAS thread is what a worker should use anyway); then ``AFTER_FORK`` is
+imported before the fork too, and only if the process still has one thread
+(``tests/test_spark_daemon.py`` checks it). Otherwise each fork imports
+``AFTER_FORK`` before its first task and freezes it there. What a task leaves
+behind (state caches, spout hosts) is never frozen: the per-task collection
+still frees it.
 """
 
 from __future__ import annotations
@@ -41,8 +47,17 @@ import sys
 import zipfile
 from collections.abc import Callable, Sequence
 
-__all__ = ["AFTER_FORK", "DAEMON_MODULE", "PRELOAD", "first_task_freezes", "preload",
-           "without_spark_zip"]
+__all__ = [
+    "AFTER_FORK",
+    "DAEMON_MODULE",
+    "PRELOAD",
+    "THREAD_FREE_ENV",
+    "first_task_freezes",
+    "preload",
+    "prepare",
+    "thread_free_env",
+    "without_spark_zip",
+]
 
 DAEMON_MODULE = "stormshift.engines.spark.daemon"
 
@@ -74,8 +89,14 @@ AFTER_FORK = (
     "stormshift.engines.spark.source",
     "stormshift.engines.spark.spoutread",
 )
-"""Imported by each fork before its first task (pyspark's worker would import them
-during it), then frozen with the rest of the modules."""
+"""Imported before the fork where ``THREAD_FREE_ENV`` holds, else by each fork before its
+first task (pyspark's worker would import them during it); frozen either way."""
+
+THREAD_FREE_ENV = {
+    "JE_ARROW_MALLOC_CONF": "background_thread:false",
+    "OPENBLAS_NUM_THREADS": "1",
+}
+"""Settings under which importing ``AFTER_FORK`` starts no thread."""
 
 _VERSION = re.compile(r"""__version__\s*(?::\s*str\s*)?=\s*['"]([^'"]+)['"]""")
 
@@ -160,6 +181,13 @@ def first_task_freezes(worker: Callable[..., int]) -> Callable[..., int]:
     return run
 
 
+def thread_free_env(environ: dict[str, str] | os._Environ[str]) -> bool:
+    """Set ``THREAD_FREE_ENV``'s variables the user left unset; True when all hold."""
+    for name, value in THREAD_FREE_ENV.items():
+        environ.setdefault(name, value)
+    return all(environ[name] == value for name, value in THREAD_FREE_ENV.items())
+
+
 def thread_count() -> int:
     """Threads of this process (Linux; 1 where /proc is not there)."""
     try:
@@ -168,9 +196,19 @@ def thread_count() -> int:
         return 1
 
 
-def main() -> None:
+def prepare(environ: dict[str, str] | os._Environ[str]) -> bool:
+    """Everything before the first fork but the freeze; True when ``AFTER_FORK`` was
+    imported here too (the environment keeps it thread-free)."""
     sys.path[:] = without_spark_zip(sys.path)
     preload()
+    early = thread_count() == 1 and thread_free_env(environ)
+    if early:
+        preload(AFTER_FORK)
+    return early
+
+
+def main() -> None:
+    prepare(os.environ)
     if thread_count() > 1:  # pragma: no cover - a dependency started a thread on import
         print(f"stormshift daemon: {thread_count()} threads before fork after preloading "
               f"{', '.join(PRELOAD)}; set spark.python.daemon.module=pyspark.daemon if "
