@@ -19,9 +19,12 @@ import subprocess
 import sys
 from typing import Any
 
-CONFIGS = {
-    "pyspark.daemon (Spark's default)": "pyspark.daemon",
-    "stormshift.engines.spark.daemon": "stormshift.engines.spark.daemon",
+CONFIGS = {  # name -> (daemon module, environment)
+    "pyspark.daemon (Spark's default)": ("pyspark.daemon", {}),
+    # pyarrow's jemalloc thread left on: pyarrow/pandas imported by each fork
+    "stormshift daemon, imports per fork": ("stormshift.engines.spark.daemon",
+                                            {"JE_ARROW_MALLOC_CONF": "background_thread:true"}),
+    "stormshift.engines.spark.daemon": ("stormshift.engines.spark.daemon", {}),
 }
 
 
@@ -68,10 +71,10 @@ def main(argv: list[str] | None = None) -> int:
     env = {**os.environ, "PYSPARK_PYTHON": os.environ.get("PYSPARK_PYTHON", sys.executable)}
     results: dict[str, list[dict[str, Any]]] = {name: [] for name in CONFIGS}
     for _ in range(args.rounds):
-        for name, module in CONFIGS.items():
+        for name, (module, extra) in CONFIGS.items():
             done = subprocess.run([sys.executable, __file__, "--one", module, "--master", args.master,
-                                   "--jobs", str(args.jobs)], env=env, capture_output=True,
-                                  text=True, check=True)
+                                   "--jobs", str(args.jobs)], env={**env, **extra},
+                                  capture_output=True, text=True, check=True)
             results[name].append(json.loads(done.stdout.strip().splitlines()[-1]))
     print(f"Python worker start-up, {args.master}, {args.jobs} jobs of 2 tasks, "
           f"{args.rounds} runs each (CPU of every Python process Spark started)")
