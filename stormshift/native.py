@@ -132,8 +132,8 @@ def install(root: str | None = None) -> list[str]:
     from_source = [m for m, s in states.items() if s != "compiled" and "not compiled" not in s]
     if not from_source:
         return []
-    if any(s.startswith("source (edited") for s in states.values()):
-        edited = [m for m, s in states.items() if s.startswith("source (edited")]
+    edited = [m for m, s in states.items() if s.startswith("source (edited")]
+    if edited:
         warnings.warn(f"stormshift: {', '.join(edited)} changed since it was compiled; running "
                       "it from source (slower) until `pip install -e .` rebuilds it",
                       RuntimeWarning, stacklevel=3)
