@@ -7,6 +7,8 @@ import json
 import os
 import subprocess
 import sys
+import zipfile
+import zipimport
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +19,10 @@ from stormshift.engines.spark.daemon import (
     AFTER_FORK,
     DAEMON_MODULE,
     THREAD_FREE_ENV,
+    forget_archive_importers,
+    holds_modules,
     version_of,
+    without_moduleless_archives,
     without_spark_zip,
 )
 from stormshift.engines.spark.session import worker_conf
@@ -42,6 +47,40 @@ def test_zip_leaves_the_path_only_for_the_same_installed_version() -> None:
     unreadable = without_spark_zip(path, zipped=lambda z: None, installed=lambda p: "4.3.0")
     assert unreadable == path
     assert without_spark_zip(["/a", "/b"]) == ["/a", "/b"]
+
+
+def test_archives_without_python_modules_leave_the_path(tmp_path: Path) -> None:
+    """Spark's spark-core jar sits on the workers' path for distributions that ship pyspark
+    inside it; a jar or zip without a module gives imports nothing but costs every task."""
+    jar, zipped, broken = tmp_path / "core.jar", tmp_path / "lib.zip", tmp_path / "broken.zip"
+    with zipfile.ZipFile(jar, "w") as z:
+        z.writestr("org/apache/Spark.class", b"\xca\xfe")
+    with zipfile.ZipFile(zipped, "w") as z:
+        z.writestr("pkg/__init__.py", "")
+    broken.write_bytes(b"not a zip")
+    assert not holds_modules(str(jar)) and holds_modules(str(zipped))
+    assert holds_modules(str(broken)), "unreadable: kept, the import system reports it"
+    path = [str(tmp_path), str(jar), str(zipped), str(broken), "/no/such.zip", "/site-packages"]
+    assert without_moduleless_archives(path) == [
+        str(tmp_path), str(zipped), str(broken), "/no/such.zip", "/site-packages"]
+
+
+def test_importers_of_archives_off_the_path_are_forgotten(tmp_path: Path) -> None:
+    """``importlib.invalidate_caches()`` (pyspark's worker calls it per task) re-reads the
+    directory of every zip importer in the cache, on the path or not."""
+    kept, gone = tmp_path / "kept.zip", tmp_path / "gone.jar"
+    for archive in (kept, gone):
+        with zipfile.ZipFile(archive, "w") as z:
+            z.writestr("pkg/__init__.py", "")
+    cache: dict[str, object] = {
+        str(kept): zipimport.zipimporter(str(kept)),
+        str(gone): zipimport.zipimporter(str(gone)),
+        f"{gone}/pkg": zipimport.zipimporter(f"{gone}/pkg"),
+        str(tmp_path): None,
+    }
+    dropped = forget_archive_importers([str(kept), str(tmp_path)], cache)
+    assert sorted(dropped) == sorted([str(gone), f"{gone}/pkg"])
+    assert list(cache) == [str(kept), str(tmp_path)]
 
 
 @pytest.mark.parametrize("user_env, early", [({}, True), ({"OPENBLAS_NUM_THREADS": "4"}, False)],
@@ -132,8 +171,12 @@ def test_spark_workers_run_under_the_daemon(spark: Any) -> None:
 
         for _ in batches:
             pass
+        import zipimport
+
         yield pa.RecordBatch.from_pydict({
             "pyspark": [ps.__file__],
+            "archives": [sorted(f.archive for f in sys.path_importer_cache.values()
+                                if isinstance(f, zipimport.zipimporter))],
             "preloaded": ["stormshift.adapters.host" in sys.modules],
             "frozen": [gc.get_freeze_count()],
             "daemon": [sys.modules["__main__"].__spec__.name
@@ -142,10 +185,13 @@ def test_spark_workers_run_under_the_daemon(spark: Any) -> None:
 
     assert spark.sparkContext.getConf().get("spark.python.daemon.module") == DAEMON_MODULE
     rows = spark.range(2).repartition(2).mapInArrow(
-        probe, "pyspark string, preloaded boolean, frozen long, daemon string").collect()
+        probe, "pyspark string, archives array<string>, preloaded boolean, frozen long, "
+               "daemon string").collect()
     assert rows
     for row in rows:
         assert "pyspark.zip" not in row.pyspark
+        # no importer re-reads pyspark.zip or the spark-core jar at each task's start
+        assert not [a for a in row.archives if a.endswith((".jar", "pyspark.zip"))]
         assert row.preloaded
         assert row.frozen > 20_000  # the modules, frozen before the first task
         assert row.daemon == DAEMON_MODULE
