@@ -188,6 +188,15 @@ def steady_rate(rows: list[int], durations_ms: list[float]) -> float:
     return sum(rows[1:]) / (sum(durations_ms[1:]) / 1000)
 
 
+def late_rate(rows: list[int], durations_ms: list[float]) -> float:
+    """Events/s over the second half of the batches: the JVM's JIT compiler keeps
+    warming up for several batches, so on runs of 8+ batches this is the steady state."""
+    half = len(rows) // 2
+    if len(rows) < 4 or sum(durations_ms[half:]) <= 0:
+        return 0.0
+    return sum(rows[half:]) / (sum(durations_ms[half:]) / 1000)
+
+
 def spark_session(master: str, app: str, conf: dict[str, str] | None = None) -> Any:
     from pyspark.sql import SparkSession
 
@@ -300,6 +309,7 @@ def run_baseline(args: argparse.Namespace, data: Path) -> dict[str, Any]:
     result = {
         "events": rows, "elapsed_s": elapsed, "events_per_s": rows / elapsed, "batches": len(durations),
         "steady_events_per_s": steady_rate([p["numInputRows"] for p in progress], durations),
+        "late_events_per_s": late_rate([p["numInputRows"] for p in progress], durations),
         "batch_ms_p50": percentile(durations, 50), "batch_ms_p99": percentile(durations, 99),
         "peak_rss": rss.peaks, "cpu_s": rss.cpu_s, "jit_s": rss.jit_s,
         "totals": read_baseline_totals(r, keys),
@@ -404,6 +414,7 @@ def run_stormshift(args: argparse.Namespace, data: Path) -> dict[str, Any]:
     return {
         "events": events, "elapsed_s": elapsed, "events_per_s": events / elapsed,
         "steady_events_per_s": steady_rate(sizes, durations),
+        "late_events_per_s": late_rate(sizes, durations),
         "batches": len(durations), "batch_ms_p50": percentile(durations, 50),
         "batch_ms_p99": percentile(durations, 99), "peak_rss": rss.peaks,
         "cpu_s": rss.cpu_s, "jit_s": rss.jit_s,
@@ -584,6 +595,8 @@ def report(args: argparse.Namespace, data: Path, results: dict[str, dict[str, An
         print(f"{name:>10}: {res['events_per_s']:>9,.0f} events/s overall, "
               f"{res['steady_events_per_s']:>9,.0f} after the first batch  ({res['events']:,} events in "
               f"{res['elapsed_s']:.1f}s, {res['batches']} batches)")
+        if res.get("late_events_per_s"):
+            print(f"{'':>10}  {res['late_events_per_s']:,.0f} events/s over the last half of the batches")
         print(f"{'':>10}  batch duration p50 {res['batch_ms_p50']:,.0f} ms, p99 {res['batch_ms_p99']:,.0f} ms")
         print(f"{'':>10}  peak RSS: driver python {mib(peaks['driver_python'])}, driver JVM "
               f"{mib(peaks['driver_jvm'])}, python worker {mib(peaks['python_worker'])}")
@@ -609,6 +622,9 @@ def report(args: argparse.Namespace, data: Path, results: dict[str, dict[str, An
         ratio = ours["events_per_s"] / base["events_per_s"]
         steady = ours["steady_events_per_s"] / max(base["steady_events_per_s"], 1e-9)
         print(f"\n     ratio stormshift / baseline: {ratio:.2f} overall, {steady:.2f} after the first batch")
+        if base.get("late_events_per_s") and ours.get("late_events_per_s"):
+            late = ours["late_events_per_s"] / base["late_events_per_s"]
+            print(f"     ratio over the last half of the batches: {late:.2f}")
     hosting = results.get("hosting")
     if hosting:
         print()
