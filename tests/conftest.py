@@ -32,7 +32,7 @@ def _worker_pythonpath() -> str:
 def spark() -> Iterator[Any]:
     """The one SparkSession (local[2]) every Spark test shares."""
     os.environ["PYTHONPATH"] = _worker_pythonpath()
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    # no PYSPARK_PYTHON: build_session's launcher runs this interpreter, as for users
     from stormshift.engines.spark.session import build_session
 
     session = build_session("local[2]", app_name="stormshift-tests", shuffle_partitions=2)

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from stormshift.engines.spark.launcher import worker_python
+
 __all__ = ["RUNTIME_CONF", "build_session", "configure_session", "worker_conf"]
 
 # Runtime SQL settings the per-batch plan relies on (set on a reused session too).
@@ -34,7 +36,8 @@ def build_session(master: str, *, app_name: str = "stormshift", shuffle_partitio
         builder = builder.config(key, value)
     for key, value in (conf or {}).items():
         builder = builder.config(key, value)
-    session = builder.getOrCreate()
+    with worker_python(master, conf):
+        session = builder.getOrCreate()
     session.sparkContext.setLogLevel("WARN")
     configure_session(session)
     return session
