@@ -19,12 +19,13 @@ what it needs after the fork. Three costs follow (``bench/README.md``,
    pandas: ~100,000 objects, ~40 ms per walk here) as much as the task's leftovers.
 
 This module is the session's ``spark.python.daemon.module`` (``session.py``
-sets it for local masters, where workers run the driver's Python). It takes
+sets it for local masters, where workers run the driver's Python). On a local
+master ``launcher.py`` usually keeps the archives off ``PYTHONPATH`` already;
+where it does not (a cluster, the user's own ``PYSPARK_PYTHON``) the daemon takes
 the zip off ``sys.path`` when the installed pyspark is the same version (so
 imports come from its ``.pyc`` files), and archives that hold no Python module
-(the jar) too, and forgets the importers of archives no longer on the path;
-it imports ``PRELOAD`` before any fork,
-freezes them (``gc.freeze``: the collector never walks them again, and pages
+(the jar) too, and forgets the importers of archives no longer on the path.
+It imports ``PRELOAD`` before any fork, freezes them (``gc.freeze``: the collector never walks them again, and pages
 shared with the forks stay shared), then runs pyspark's own daemon.
 
 Forking a process that has threads is unsafe (which is why pyspark imports the
@@ -50,7 +51,8 @@ import re
 import sys
 import zipfile
 import zipimport
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, MutableMapping, Sequence
+from typing import Any
 
 __all__ = [
     "AFTER_FORK",
@@ -176,7 +178,7 @@ def without_moduleless_archives(
             or holds(p)]
 
 
-def forget_archive_importers(path: Sequence[str], cache: dict[str, object]) -> list[str]:
+def forget_archive_importers(path: Sequence[str], cache: MutableMapping[str, Any]) -> list[str]:
     """Drop from ``sys.path_importer_cache`` the zip importers of archives not on ``path``
     (``invalidate_caches`` re-reads each one's directory); returns the keys dropped."""
     on_path = set(path)
