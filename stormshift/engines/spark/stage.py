@@ -110,6 +110,7 @@ class _Member:
         self.output = MemberOutput(job.layout, name, task, out, queues, job.sink.kind != "drop",
                                    self.stats)
         self.host: Any = None
+        self.anchorless = False
 
     # -- lifecycle -------------------------------------------------------
     def open(self) -> None:
@@ -127,7 +128,8 @@ class _Member:
                                       lambda: self.store.load(self.name, self.task, job.txid))
         self.stats.reused = int(reused)
         self.host.router.reset_seq()
-        self.host.deliver_to(self.output.deliver)
+        # Delivered emits need no anchors (_current_tups): only Storm's acker reads them.
+        self.anchorless = self.host.deliver_to(self.output.deliver) and not self.host.batching
 
     def close(self) -> None:
         job = self.job
@@ -155,6 +157,7 @@ class _Member:
         auto_ack_ok = not host.batching  # a BatchingBolt acks when it flushes
         fast_ack = host.plan["ack"]
         poison = self.poison
+        track = not self.anchorless
         prefix = f"{self.job.txid}:{self.task}:"
         shapes: dict[tuple[int, int], tuple[Any, ...]] = {}
         new = tuple.__new__
@@ -181,7 +184,8 @@ class _Member:
                 if done:
                     done.clear()
                 before = len(fails)
-                inst._current_tups = [tup]
+                if track:
+                    inst._current_tups = [tup]
                 try:
                     process(tup)
                 except Exception as exc:  # noqa: BLE001 - the user's error, handled as execute() does
@@ -189,11 +193,12 @@ class _Member:
                     continue
                 if auto_ack_ok and inst.auto_ack:
                     if fast_ack:
-                        if not done or tup.id not in done:
-                            acks_append(tup.id)
+                        if not done or tid not in done:
+                            acks_append(tid)
                     else:
                         inst.ack(tup)
-                inst._current_tups = EMPTY
+                if track:
+                    inst._current_tups = EMPTY
                 if emits:
                     output.dispatch(emits)
                 if bad:
