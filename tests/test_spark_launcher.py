@@ -88,6 +88,20 @@ def test_the_launcher_is_used_only_where_the_user_chose_no_interpreter(tmp_path:
         assert launcher is None and env == {}
 
 
+def test_no_launcher_where_the_temp_dir_cannot_run_programs(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A ``noexec`` /tmp would leave Spark unable to start any Python process."""
+    real = os.statvfs
+
+    class NoExec:
+        def __init__(self, path: str) -> None:
+            self.f_flag = real(path).f_flag | os.ST_NOEXEC
+
+    monkeypatch.setattr(os, "statvfs", NoExec)
+    env: dict[str, str] = {}
+    with worker_python("local[2]", {}, env) as launcher:
+        assert launcher is None and env == {}
+
+
 @pytest.mark.skipif(os.name != "posix", reason="the launcher is a POSIX shell script")
 def test_spark_python_processes_run_the_drivers_python_without_spark_archives(spark: Any) -> None:
     def probe(batches: Any) -> Any:

@@ -15,7 +15,8 @@ that drops exactly those archives from ``PYTHONPATH`` -- only the ones whose
 installed twin is the same version -- and ``exec``s the driver's own
 interpreter (so workers also run the Python stormshift is installed in, not
 whatever ``python3`` is first on ``PATH``). Everything else on ``PYTHONPATH``
-stays, in order.
+stays, in order. Where the temp dir is mounted ``noexec`` there is no launcher:
+Spark's own defaults apply.
 """
 
 from __future__ import annotations
@@ -89,9 +90,12 @@ def launcher_script(python: str, drop: Sequence[str]) -> str:
     )
 
 
-def _write_launcher(python: str, drop: Sequence[str]) -> str:
+def _write_launcher(python: str, drop: Sequence[str]) -> str | None:
+    """The script's path, or None where the temp dir's file system forbids running it."""
     folder = tempfile.mkdtemp(prefix="stormshift-python-")
     atexit.register(shutil.rmtree, folder, True)
+    if os.statvfs(folder).f_flag & os.ST_NOEXEC:  # e.g. /tmp mounted noexec: Spark's default
+        return None
     path = os.path.join(folder, "python")
     with open(path, "w", encoding="utf-8") as f:
         f.write(launcher_script(python, drop))
@@ -121,6 +125,9 @@ def worker_python(master: str, conf: Mapping[str, str] | None = None,
         yield None
         return
     launcher = _write_launcher(sys.executable, redundant_archives(home))
+    if launcher is None:
+        yield None
+        return
     environ["PYSPARK_PYTHON"] = launcher
     try:
         yield launcher
