@@ -108,8 +108,8 @@ def _spark_home() -> str | None:
         from pyspark.find_spark_home import _find_spark_home
 
         return _find_spark_home()
-    except Exception:  # noqa: BLE001 - no Spark home found: pyspark will say so itself
-        return None
+    except (Exception, SystemExit):  # noqa: BLE001 - it exits when it finds none: pyspark's
+        return None  # own start reports that, not this optional step
 
 
 @contextmanager
