@@ -181,20 +181,21 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, round(q / 100 * len(ordered) + 0.5) - 1))]
 
 
+def _rate_from(first: int, rows: list[int], durations_ms: list[float]) -> float:
+    """Events/s over the batches from index ``first`` on (0.0 when there are none)."""
+    ms = sum(durations_ms[first:])
+    return sum(rows[first:]) / (ms / 1000) if first > 0 and len(rows) > first and ms > 0 else 0.0
+
+
 def steady_rate(rows: list[int], durations_ms: list[float]) -> float:
     """Events/s over the batches after the first (JVM and Python worker warm-up)."""
-    if len(rows) < 2 or sum(durations_ms[1:]) <= 0:
-        return 0.0
-    return sum(rows[1:]) / (sum(durations_ms[1:]) / 1000)
+    return _rate_from(1, rows, durations_ms)
 
 
 def late_rate(rows: list[int], durations_ms: list[float]) -> float:
     """Events/s over the second half of the batches: the JVM's JIT compiler keeps
     warming up for several batches, so on runs of 8+ batches this is the steady state."""
-    half = len(rows) // 2
-    if len(rows) < 4 or sum(durations_ms[half:]) <= 0:
-        return 0.0
-    return sum(rows[half:]) / (sum(durations_ms[half:]) / 1000)
+    return _rate_from(len(rows) // 2, rows, durations_ms) if len(rows) >= 4 else 0.0
 
 
 def spark_session(master: str, app: str, conf: dict[str, str] | None = None) -> Any:

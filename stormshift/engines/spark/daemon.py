@@ -66,7 +66,6 @@ __all__ = [
     "thread_free_env",
     "without_moduleless_archives",
     "without_spark_zip",
-    "zipped_version",
 ]
 
 DAEMON_MODULE = "stormshift.engines.spark.daemon"
@@ -117,8 +116,7 @@ def version_of(source: str) -> str | None:
     return found.group(1) if found else None
 
 
-def zipped_version(zip_path: str) -> str | None:
-    """The pyspark version a ``pyspark.zip`` holds, or None."""
+def _zipped_version(zip_path: str) -> str | None:
     try:
         with zipfile.ZipFile(zip_path) as z:
             return version_of(z.read("pyspark/version.py").decode("utf-8"))
@@ -141,7 +139,7 @@ def _installed_version(path: Sequence[str]) -> str | None:
 
 def without_spark_zip(
     path: Sequence[str],
-    zipped: Callable[[str], str | None] = zipped_version,
+    zipped: Callable[[str], str | None] = _zipped_version,
     installed: Callable[[Sequence[str]], str | None] = _installed_version,
 ) -> list[str]:
     """``path`` without Spark's ``pyspark.zip`` entries when the rest of ``path`` holds an

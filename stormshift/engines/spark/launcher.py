@@ -33,7 +33,7 @@ from contextlib import contextmanager
 from importlib import metadata
 from pathlib import Path
 
-from stormshift.engines.spark.daemon import holds_modules, zipped_version
+from stormshift.engines.spark.daemon import without_moduleless_archives, without_spark_zip
 
 __all__ = ["launcher_script", "redundant_archives", "worker_python"]
 
@@ -47,26 +47,19 @@ def _dist_version(name: str) -> str | None:
         return None
 
 
-def redundant_archives(spark_home: str | os.PathLike[str]) -> list[str]:
-    """The archives Spark puts on its workers' ``PYTHONPATH`` that an installed package of
-    the same version makes redundant (pyspark's zip, py4j's zip), and jars there that hold
-    no Python module. An archive of another version than the installed one stays."""
+def redundant_archives(spark_home: str | os.PathLike[str], path: Sequence[str] = sys.path) -> list[str]:
+    """The archives Spark puts on its workers' ``PYTHONPATH`` that the packages on ``path``
+    make redundant: the ones the daemon would take off ``sys.path`` (``pyspark.zip`` of the
+    installed version, jars without Python) and py4j's zip of the installed py4j version."""
     home = Path(spark_home)
     lib = home / "python" / "lib"
-    found: list[str] = []
-    pyspark_zip = lib / "pyspark.zip"
-    installed = _dist_version("pyspark")
-    if pyspark_zip.is_file() and installed and zipped_version(str(pyspark_zip)) == installed:
-        found.append(str(pyspark_zip))
+    spark = [str(z) for z in (lib / "pyspark.zip",) if z.is_file()]
+    jars = [str(j) for j in sorted((home / "jars").glob("spark-core_*.jar"))]
+    kept = set(without_moduleless_archives(without_spark_zip([*spark, *jars, *path])))
     py4j = _dist_version("py4j")
-    for z in sorted(lib.glob("py4j-*-src.zip")):
-        m = _PY4J_ZIP.fullmatch(z.name)
-        if m and py4j and m.group(1) == py4j:
-            found.append(str(z))
-    for jar in sorted((home / "jars").glob("spark-core_*.jar")):
-        if not holds_modules(str(jar)):
-            found.append(str(jar))
-    return found
+    zips = [str(z) for z in sorted(lib.glob("py4j-*-src.zip"))
+            if py4j and (m := _PY4J_ZIP.fullmatch(z.name)) and m.group(1) == py4j]
+    return [a for a in spark if a not in kept] + zips + [j for j in jars if j not in kept]
 
 
 def launcher_script(python: str, drop: Sequence[str]) -> str:
@@ -121,15 +114,11 @@ def worker_python(master: str, conf: Mapping[str, str] | None = None,
     local = master == "local" or master.startswith("local[")
     chosen = "PYSPARK_PYTHON" in environ or "spark.pyspark.python" in (conf or {})
     home = _spark_home() if local and not chosen and os.name == "posix" else None
-    if home is None:
-        yield None
-        return
-    launcher = _write_launcher(sys.executable, redundant_archives(home))
-    if launcher is None:
-        yield None
-        return
-    environ["PYSPARK_PYTHON"] = launcher
+    launcher = _write_launcher(sys.executable, redundant_archives(home)) if home else None
+    if launcher:
+        environ["PYSPARK_PYTHON"] = launcher
     try:
         yield launcher
     finally:
-        environ.pop("PYSPARK_PYTHON", None)
+        if launcher:
+            environ.pop("PYSPARK_PYTHON", None)

@@ -24,17 +24,16 @@ dropped, and it runs again from the state of txid-1 with the dead-lettered
 tuples skipped (a tuple raising in a redo is dead-lettered at once and forces
 another redo). A dead-lettered tuple thus leaves no trace in state, and one
 that succeeded on a retry counts once. Dead-lettered at once, because retrying
-cannot change the outcome: a tuple of the wrong arity (``arity``), one whose
-``process()`` raised a ``TupleError`` (``emit``: it emitted the wrong arity or
-to an undeclared stream), one whose emit cannot be encoded (``encode``), and
-one the bolt ``fail()``s itself (``fail``: Storm would replay it from the
-spout; a batch engine has no replay). A tuple with an emit that cannot be
-encoded also makes its member redone, as a raise does: its other emits are in
-the rows already (emits go there at once, ``output.py``). Every entry carries
-its reason, source component and tuple id (``txid:task:n``, deterministic:
-rows are sorted); the run summary counts dead letters per reason. They are
-written when the task closes, after its fenced snapshot: an attempt that dies
-or is fenced first leaves none behind for a tuple its retry then processes.
+cannot change the outcome: a tuple of the wrong arity (``arity``), one whose ``process()``
+raised a ``TupleError`` (``emit``: it emitted the wrong arity or to an undeclared
+stream), one whose emit cannot be encoded (``encode``), and one the bolt ``fail()``s
+itself (``fail``: Storm would replay it from the spout; a batch engine has no replay).
+A tuple with an emit that cannot be encoded also makes its member redone, as a raise
+does: its other emits are in the rows already (emits go there at once, ``output.py``).
+Every entry carries its reason, source component and tuple id (``txid:task:n``,
+deterministic: rows are sorted); the run summary counts dead letters per reason.
+They are written when the task closes, after its fenced snapshot: an attempt that
+dies or is fenced first leaves none behind for a tuple its retry then processes.
 ``stormshift deadletter replay`` sends entries back after a fix (``redrive.py``).
 """
 
@@ -110,7 +109,6 @@ class _Member:
         self.output = MemberOutput(job.layout, name, task, out, queues, job.sink.kind != "drop",
                                    self.stats)
         self.host: Any = None
-        self.anchorless = False
 
     # -- lifecycle -------------------------------------------------------
     def open(self) -> None:
@@ -128,8 +126,8 @@ class _Member:
                                       lambda: self.store.load(self.name, self.task, job.txid))
         self.stats.reused = int(reused)
         self.host.router.reset_seq()
-        # Delivered emits need no anchors (_current_tups): only Storm's acker reads them.
-        self.anchorless = self.host.deliver_to(self.output.deliver) and not self.host.batching
+        # Keep inst._current_tups per tuple? Delivered emits need no anchors (Storm's acker).
+        self.tracks_current = not self.host.deliver_to(self.output.deliver) or self.host.batching
 
     def close(self) -> None:
         job = self.job
@@ -157,7 +155,7 @@ class _Member:
         auto_ack_ok = not host.batching  # a BatchingBolt acks when it flushes
         fast_ack = host.plan["ack"]
         poison = self.poison
-        track = not self.anchorless
+        track = self.tracks_current
         prefix = f"{self.job.txid}:{self.task}:"
         shapes: dict[tuple[int, int], tuple[Any, ...]] = {}
         new = tuple.__new__
@@ -277,10 +275,8 @@ class _Member:
         stats.reasons[reason] = stats.reasons.get(reason, 0) + 1
 
     def tick(self) -> None:
-        """Deliver this batch's planned tick (BatchingBolt flushes follow it).
-
-        An emit of the flush that cannot be encoded is dropped and counted as an error
-        (a tick is no input tuple: there is nothing to dead-letter)."""
+        """Deliver this batch's planned tick (BatchingBolt flushes follow it). An emit of the
+        flush that cannot be encoded is dropped, counted as an error (no tuple to dead-letter)."""
         outbox, output = self.host.outbox, self.output
         try:
             if getattr(self.host, "is_tickless", False):
