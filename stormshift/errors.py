@@ -44,7 +44,8 @@ class TupleError(StormshiftError):
 class ComponentFailure(StormshiftError):
     """A user component raised while handling one call (``process``, ``next_tuple``...).
 
-    ``where`` is the user's callable as ``module:line``; ``traceback_text`` is
+    ``where`` is the user's callable as ``module:line``; ``location`` the same
+    as ``file:line`` (relative to the project); ``traceback_text`` is
     the formatted traceback of the original exception (kept for dead letters).
     """
 
@@ -58,6 +59,7 @@ class ComponentFailure(StormshiftError):
         where: str,
         traceback_text: str,
         tup: object = None,
+        location: str = "",
     ):
         self.component = component
         self.task = task
@@ -66,6 +68,7 @@ class ComponentFailure(StormshiftError):
         self.where = where
         self.traceback_text = traceback_text
         self.tup = tup
+        self.location = location  # the user's file:line in function (engines/problems.py)
         super().__init__(
             f"component {component!r} task {task}: {call}() raised "
             f"{type(cause).__name__}: {cause} (at {where})"

@@ -82,6 +82,7 @@ def print_summary(graph: TopologyGraph, summary: Any, console: Console, top: int
 
     for line in accounting_lines(summary):
         console.print(line, highlight=False, markup=False)
+    print_problems(summary, console)
     for component, stream in sorted(summary.outputs):
         latest = summary.latest(component, stream)
         if latest:
@@ -95,6 +96,17 @@ def print_summary(graph: TopologyGraph, summary: Any, console: Console, top: int
             for values in ranked[:top]:
                 table.add_row(*(str(v) for v in values))
             console.print(table)
+
+
+def print_problems(summary: Any, console: Console) -> None:
+    """The distinct errors per component (one traceback each), warnings, the log file."""
+    for line in summary.problems.lines():
+        style = "red" if line.startswith("errors in ") else None
+        console.print(line, style=style, highlight=False, markup=False, soft_wrap=True)
+    for warning in summary.warnings:
+        console.print(f"warning: {warning}", style="yellow", highlight=False, markup=False)
+    if summary.log_file:
+        console.print(f"component logs: {summary.log_file}", highlight=False, markup=False)
 
 
 def _rank_key(values: list[Any]) -> tuple[Any, ...]:

@@ -73,6 +73,8 @@ class SpoutHost(HostBase):
         self._call("ack", msg_id)
 
     def fail(self, msg_id: Any) -> None:
+        # A spout that said it was done may replay what failed: Storm would ask it again.
+        self.exhausted = False
         self._call("fail", msg_id)
 
     def activate(self) -> None:
@@ -254,7 +256,10 @@ class BoltHost(HostBase):
             if not self.batching and inst.auto_ack:
                 inst.ack(tick)
         except Exception as exc:  # noqa: BLE001 - any user error becomes a ComponentFailure
-            failure = self._failure(exc, "process_tick", tick)
+            # A BatchingBolt's flush failed: the failure carries the batch being flushed.
+            current = [t for t in inst._current_tups if t is not tick]
+            failure = self._failure(exc, "process_tick",
+                                    current if self.batching and current else tick)
         finally:
             inst._current_tups = EMPTY
             self._scrub_tick(tick.id, *marks)

@@ -21,7 +21,7 @@ from stormshift.adapters.tuples import IdGenerator, counter_ids
 from stormshift.errors import ComponentFailure, StormshiftError
 from stormshift.topology.graph import TopologyGraph
 
-__all__ = ["EMPTY", "EndOfInput", "HostBase", "working_dir"]
+__all__ = ["EMPTY", "EndOfInput", "HostBase", "user_location", "working_dir"]
 
 EMPTY: list[Any] = []
 _FRAMEWORK_PACKAGES = ("pystorm", "streamparse", "stormshift")
@@ -67,6 +67,21 @@ def _where(tb: TracebackType | None) -> str:
         if found == "unknown" or not framework:
             found = here
     return found
+
+
+def user_location(tb: TracebackType | None, root: str | None = None) -> str:
+    """``file:line in function`` of the innermost frame in the user's code (relative to
+    ``root``, the project directory, when inside it): what the run summary shows."""
+    found = ""
+    for frame, lineno in traceback.walk_tb(tb):
+        path = frame.f_code.co_filename
+        module = str(frame.f_globals.get("__name__", "")).partition(".")[0]
+        framework = path.startswith(_FRAMEWORK_DIRS) or module in _FRAMEWORK_PACKAGES
+        if not found or not framework:
+            if root and os.path.isabs(path) and path.startswith(os.path.abspath(root) + os.sep):
+                path = os.path.relpath(path, root)
+            found = f"{path}:{lineno} in {frame.f_code.co_name}"
+    return found or "unknown"
 
 
 class HostBase:
@@ -150,4 +165,5 @@ class HostBase:
             where=_where(exc.__traceback__),
             traceback_text="".join(traceback.format_exception(exc)),
             tup=tup,
+            location=user_location(exc.__traceback__, self.graph.project_dir or self.graph.working_dir),
         )

@@ -8,6 +8,13 @@ dead-letter store, a failed tuple goes back to its spout). So
 neither acked nor dead-lettered: a bolt that never acks (``auto_ack = False``
 and no ``ack()``), or a BatchingBolt holding tuples it has not flushed yet.
 
+Local engine, per bolt, delivery: every tuple queued for a bolt's tasks
+(``received``) was executed (``in``), dropped with a crashed task's queue
+(``lost``) or is still queued when the run ended (``queued``):
+``received == in + lost + queued``. Lost tuples are accounted for, not hidden:
+the identity holds, and the CLI exits non-zero for them (a failure, like a
+dead letter).
+
 Topology level: the *first-hop* bolts (every input is a spout) get each spout
 emit once per subscription (``all`` grouping: once per task), plus the dead
 letters redriven into them; that is the run's *input*, and it must equal what
@@ -52,10 +59,13 @@ def accounting(summary: Any) -> dict[str, Any]:
         if s.kind == "spout":
             continue
         settled = s.acks + (s.fails if local else s.dead_lettered)
+        delivered = s.received == s.tuples_in + s.lost + s.queued if local else True
         bolts[s.name] = {
             "in": s.tuples_in, "acked": s.acks, "failed": s.fails,
             "dead_lettered": s.dead_lettered, "redriven": s.redriven,
-            "unsettled": s.tuples_in - settled, "holds": s.tuples_in == settled,
+            "lost": s.lost, "received": s.received if local else s.tuples_in,
+            "queued": s.queued,
+            "unsettled": s.tuples_in - settled, "holds": s.tuples_in == settled and delivered,
         }
     hop = summary.first_hop
     names = [n for n in hop if n in bolts]
@@ -67,6 +77,8 @@ def accounting(summary: Any) -> dict[str, Any]:
         "processed": sum(bolts[n]["acked"] for n in names),
         "dead_lettered": sum(bolts[n]["dead_lettered"] for n in names),
         "failed": sum(bolts[n]["failed"] for n in names),
+        "lost": sum(b["lost"] for b in bolts.values()),
+        "given_up": sum(s.gave_up for s in summary.components.values() if s.kind == "spout"),
     }
     expected: int | None = top["redriven"]
     for n in names:
@@ -103,8 +115,18 @@ def accounting_lines(summary: Any) -> list[str]:
     if top["expected_input"] is not None and top["expected_input"] != top["input"]:
         lines.append(f"  spouts emitted {top['spout_tuples']:,}: first-hop bolts should have got "
                      f"{top['expected_input']:,}, got {top['input']:,}")
+    if top["lost"]:
+        lines.append(f"  lost {top['lost']:,}: queued for tasks that crashed (Storm drops a dead "
+                     "worker's queue; their spout trees time out and replay)")
+    if top["given_up"]:
+        lines.append(f"  given up {top['given_up']:,}: spout tuples that failed more than "
+                     "stormshift.max_replays times, no longer replayed")
     for name, b in acc["bolts"].items():
         if b["holds"]:
+            continue
+        if local and b["received"] != b["in"] + b["lost"] + b["queued"]:
+            lines.append(f"  {name}: received {b['received']:,} != in {b['in']:,} + lost "
+                         f"{b['lost']:,} + still queued {b['queued']:,}")
             continue
         gap = b["unsettled"]
         why = (f"{gap:,} neither acked nor {what}: never acked, or still batched" if gap > 0

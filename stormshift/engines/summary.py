@@ -21,6 +21,16 @@ shadow runs and tests read one shape. Vocabulary:
   (``raised``, ``arity``, ``emit``, ``encode``, ``fail``: see the retry policy
   in ``engines/spark/stage.py``).
 - *redriven*: dead letters replayed into a bolt (``stormshift deadletter replay``).
+- *lost* (local engine, bolts): tuples that were queued for a task when it crashed
+  (Storm drops a dead worker's queue; their trees time out and replay).
+- *gave_up* (local engine, spouts): failed spout tuples the engine stopped replaying
+  after ``stormshift.max_replays`` failures (Storm replays forever; a bounded run
+  must end): each counted here, never silently.
+
+``problems`` holds the distinct errors per component (``problems.py``), shown
+first by the CLI; ``warnings`` what the run noticed (a spout that never signalled
+end of input, a batch whose tuples all failed); ``log_file`` where components'
+``self.logger`` lines went.
 
 ``accounting()`` checks that every tuple is accounted for (``accounting.py``).
 - *complete_latency_ms* (spouts): mean engine time from a spout emit to its
@@ -36,6 +46,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from stormshift.engines.problems import ErrorDigest
+
 __all__ = ["ComponentStats", "RunSummary"]
 
 _COLUMNS = (
@@ -50,6 +62,8 @@ _COLUMNS = (
     "replays",
     "duplicates",
     "restarts",
+    "lost",
+    "gave_up",
 )
 _ALWAYS = ("tuples_in", "tuples_out", "acks", "fails")
 _HEADERS = {"tuples_in": "in", "tuples_out": "out", "dead_lettered": "dead-lettered"}
@@ -73,6 +87,10 @@ class ComponentStats:
     replays: int = 0
     duplicates: int = 0
     restarts: int = 0
+    lost: int = 0
+    gave_up: int = 0
+    received: int = 0  # local engine: deliveries queued for the bolt's tasks (accounting)
+    queued: int = 0  # local engine: of those, still queued when the run ended
     busy_ms: float = 0.0
     completed_trees: int = 0
     complete_latency_total_ms: int = 0
@@ -105,6 +123,14 @@ class RunSummary:
     error_messages: list[str] = field(default_factory=list)
     dead_letter_reasons: dict[str, dict[str, int]] = field(default_factory=dict)
     first_hop: dict[str, Any] = field(default_factory=dict)  # accounting.first_hop(graph)
+    problems: ErrorDigest = field(default_factory=ErrorDigest)
+    warnings: list[str] = field(default_factory=list)
+    log_file: str | None = None
+
+    def warn(self, message: str) -> None:
+        """Record a warning once (the CLI prints warnings as they come and in the summary)."""
+        if message not in self.warnings:
+            self.warnings.append(message)
 
     @classmethod
     def for_graph(cls, graph: Any, engine: str) -> RunSummary:
@@ -168,6 +194,9 @@ class RunSummary:
             "components": {n: s.to_dict() for n, s in self.components.items()},
             "outputs": {f"{c}:{s}": len(v) for (c, s), v in self.outputs.items()},
             "errors": list(self.error_messages),
+            "error_kinds": self.problems.to_list(),
+            "warnings": list(self.warnings),
+            "log_file": self.log_file,
             "dead_letter_reasons": {c: dict(r) for c, r in self.dead_letter_reasons.items()},
             "accounting": self.accounting(),
         }

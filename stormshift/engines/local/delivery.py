@@ -113,10 +113,13 @@ class Delivery:
             tup = maker(emit.values, tuple_id, source_task_id)
         except TupleError as exc:  # Storm's TupleImpl refuses it: the emitter's error
             self.record_error(source, str(exc))
+            self.summary.problems.add_exception(source, exc)
+            self.summary.components[key[0]].lost += 1
             return False
         if anchors:
             self.tracker.register(tuple_id, anchors, lineage, key)
         self.queues[key].append(tup)
+        self.summary.components[key[0]].received += 1
         return True
 
     def _record_output(self, source: str, emit: Any) -> None:

@@ -18,13 +18,21 @@ Bounded runs (the engine is a bounded simulation, Storm is not):
 - ``duration_secs``: stop calling ``next_tuple`` after that much engine time.
 - sources exhausted: a spout whose ``next_tuple`` raised ``StopIteration`` /
   ``EndOfInput`` is never asked again (it still gets ``ack``/``fail``).
+- idle sources: no new spout tuple for ``stormshift.idle_timeout_secs`` of engine
+  time (default 10) with nothing in flight, and no ``duration_secs`` bound: a spout
+  that never signals end of input (one that swallows its own ``StopIteration``)
+  ends the pull phase with a warning naming it, instead of a hang.
 Whichever comes first ends the *pull* phase; then, like ``storm kill -w``,
 spouts are deactivated and the run *drains*: queues are processed and it ends
 when no tree is pending (complete, failed or timed out, replays included),
 or after ``drain_secs`` with trees still pending (default 10 x message
 timeout: room for a reliable spout's replays after timeouts, yet a bound on a
 spout that replays forever; the summary then reports the pending trees).
-Nothing special happens at the end, as in Storm; ``final_tick=True``
+A spout tuple whose tree failed more than ``stormshift.max_replays`` times
+(default 10) is no longer handed back to its spout's ``fail`` (Storm would
+replay it forever): it counts as *given up*, so a bolt failing every tuple
+deterministically cannot keep a bounded run alive. Nothing special happens
+at the end, as in Storm; ``final_tick=True``
 delivers one last tick (and tickless flush) to bolts that use them, in
 topological order, so batching bolts flush what they hold.
 
@@ -50,6 +58,13 @@ from stormshift.engines.summary import RunSummary
 from stormshift.topology.graph import TopologyGraph
 
 __all__ = ["LocalEngine"]
+
+
+_EXHAUSTED = "sources exhausted"
+
+
+def _optional_int(value: Any) -> int | None:
+    return None if value is None or value == "" else int(value)
 
 Progress = Callable[[str], None]  # gets RunSummary.progress_line(), like the Spark engine's
 
@@ -101,10 +116,13 @@ class LocalEngine:
             sink=sink,
             track_duplicates=track_duplicates,
             drop_queue_on_crash=drop_queue_on_crash,
+            max_replays=_optional_int(self.conf.get("stormshift.max_replays", 10)),
         )
+        self.idle_ms = int(float(self.conf.get("stormshift.idle_timeout_secs", 10)) * 1000)
         self._faults: ActiveFaults = self.plan.start()
         self._timers = Periodic()
         self._ran = False
+        self._reported: set[tuple[str, str, str, str]] = set()
 
     # -- public -------------------------------------------------------------
     def instances(self, component: str) -> list[Any]:
@@ -143,9 +161,20 @@ class LocalEngine:
             except KeyboardInterrupt:
                 self.summary.stop_reason = "interrupted"
         self._refresh(wall_start, start_ms)
+        for (name, _), queue in self.tasks.queues.items():
+            self.summary.components[name].queued += len(queue)
         if on_progress is not None:
             on_progress(self.summary.progress_line())
+            self._report_new_errors(on_progress)
         return self.summary
+
+    def _report_new_errors(self, on_progress: Progress) -> None:
+        """Each distinct error once, as soon as a progress line sees it."""
+        for kind in self.summary.problems.kinds():
+            key = (kind.component, kind.type, kind.message, kind.location)
+            if key not in self._reported:
+                self._reported.add(key)
+                on_progress(f"error in {kind.component}: {kind.headline()}")
 
     # -- the loop -----------------------------------------------------------
     def _loop(
@@ -158,16 +187,24 @@ class LocalEngine:
     ) -> None:
         pulling, reason, drain_until_ms = True, "", 0
         next_progress_ms = start_ms + self.progress_ms
+        seen_tuples, last_new_ms, replaying = -1, start_ms, False
         while True:
             now_ms = self.clock.now_ms()
             did = self._fire_timers(now_ms)
+            if self.summary.spout_tuples != seen_tuples:
+                seen_tuples, last_new_ms = self.summary.spout_tuples, now_ms
             if pulling:
                 reason = self._bound(now_ms - start_ms, max_tuples, duration_ms)
+                if not reason and duration_ms is None:
+                    reason = self._idle_sources(now_ms - last_new_ms)
                 if reason:
                     pulling, drain_until_ms = False, now_ms + self.drain_ms
-                    self.tasks.deactivate_spouts()
+                    # Spouts that ran out of input still replay what fails while draining.
+                    replaying = reason == _EXHAUSTED
+                    if not replaying:
+                        self.tasks.deactivate_spouts()
                     did = self.tasks.run_callbacks() or did
-            pullable = self.tasks.pull_spouts(max_tuples) if pulling else None
+            pullable = self.tasks.pull_spouts(max_tuples) if pulling or replaying else None
             did = (pullable is not None and pullable[0]) or did
             did = self.tasks.run_bolts(self._faults) or did
             did = self.tasks.run_callbacks() or did
@@ -175,7 +212,8 @@ class LocalEngine:
                 next_progress_ms = now_ms + self.progress_ms
                 self._refresh(wall_start, start_ms)
                 on_progress(self.summary.progress_line())
-            if not pulling and self._drained():
+                self._report_new_errors(on_progress)
+            if not pulling and self._drained() and not (replaying and self._reopened()):
                 self.summary.stop_reason = reason
                 break
             if not pulling and now_ms >= drain_until_ms:
@@ -192,6 +230,8 @@ class LocalEngine:
                     "and nothing scheduled (no timeout, tick or bound can end the wait)"
                 )
                 break
+        if replaying:
+            self.tasks.deactivate_spouts()
         if self.final_tick:
             self._final_tick()
 
@@ -201,8 +241,26 @@ class LocalEngine:
         if duration_ms is not None and elapsed_ms >= duration_ms:
             return f"duration {duration_ms / 1000:g}s reached"
         if self.tasks.all_spouts_exhausted():
-            return "sources exhausted"
+            return _EXHAUSTED
         return ""
+
+    def _idle_sources(self, idle_ms: int) -> str:
+        """A stop reason once spouts emitted nothing new for ``idle_ms`` with nothing in
+        flight (module doc); the warning names the spouts that never said they were done."""
+        if idle_ms < self.idle_ms or len(self.acker) or not self.tasks.idle():
+            return ""
+        names = self.tasks.unfinished_spouts()
+        self.summary.warn(
+            f"spout {', '.join(names)} emitted nothing new for {self.idle_ms / 1000:g}s of "
+            "engine time and never signalled end of input: the run ended as if its input were "
+            "done. Fix: raise StopIteration (or stormshift.adapters.host.EndOfInput) from "
+            "next_tuple when the input is used up (a spout that catches StopIteration itself "
+            "never ends); or set -o stormshift.idle_timeout_secs=N for a slower source.")
+        return f"sources idle for {self.idle_ms / 1000:g}s"
+
+    def _reopened(self) -> bool:
+        """A spout that had run out of input got a ``fail`` since: it may replay."""
+        return not self.tasks.all_spouts_exhausted()
 
     def _drained(self) -> bool:
         return len(self.acker) == 0 and self.tasks.idle()
@@ -224,7 +282,7 @@ class LocalEngine:
             deadlines.append(start_ms + duration_ms)
         if not pulling:
             deadlines.append(drain_until_ms)
-        if pulling and pullable is not None and pullable[1]:
+        if pullable is not None and pullable[1]:
             deadlines.append(now_ms + self.spout_wait_ms)  # Storm's sleep spout wait strategy
         if not deadlines:
             return False

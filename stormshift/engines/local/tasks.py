@@ -5,6 +5,12 @@ call: emits go to ``Delivery`` (new tuples, new tree edges); bolt acks/fails
 become acker messages; finished trees become ``spout.ack``/``spout.fail``
 calls, queued and delivered in order -- as Storm delivers them through the
 spout executor's queue, never re-entrantly. It also restarts crashed tasks.
+
+Nothing disappears uncounted: a crashed bolt task's queued tuples count as
+``lost``; every error goes to the run's ``ErrorDigest`` with its type,
+message and the user's file:line; a spout tuple that failed more than
+``max_replays`` times is no longer handed back to its spout (``gave_up``),
+so a bolt that fails every tuple cannot keep a bounded run going forever.
 """
 
 from __future__ import annotations
@@ -59,6 +65,7 @@ class TaskSet:
         sink: Sink | None,
         track_duplicates: bool,
         drop_queue_on_crash: bool,
+        max_replays: int | None = None,
     ) -> None:
         self.graph = graph
         self.summary = summary
@@ -79,6 +86,8 @@ class TaskSet:
         self.acking = acking
         self.track_duplicates = track_duplicates
         self.drop_queue_on_crash = drop_queue_on_crash
+        self.max_replays = max_replays
+        self.fail_counts: dict[tuple[str, int, Hashable], int] = {}
         self.hosts: dict[TaskKey, Any] = {}
         self.callbacks: deque[tuple[Tree, bool]] = deque()
         self.seen_msg_ids: dict[TaskKey, set[Hashable]] = {}
@@ -129,6 +138,10 @@ class TaskSet:
             for k in self._bolt_keys
             if self.hosts[k].is_tickless
         }
+
+    def unfinished_spouts(self) -> list[str]:
+        """Spouts with a task that never signalled end of input."""
+        return sorted({k[0] for k in self._spout_keys if not self.hosts[k].exhausted})
 
     def all_spouts_exhausted(self) -> bool:
         return all(self.hosts[k].exhausted for k in self._spout_keys)
@@ -204,7 +217,8 @@ class TaskSet:
     def _spout_crashed(self, key: TaskKey, exc: ComponentFailure) -> None:
         """A spout process died: its pending trees are forgotten, a fresh instance opens."""
         box = self.hosts[key].outbox
-        if not self._note_side_effects(key[0], box):
+        self.summary.problems.add_exception(key[0], exc)
+        if not self._note_side_effects(key[0], box, digest=False):
             self.delivery.record_error(key[0], str(exc))
         box.drain()
         self.stats[key[0]].restarts += 1
@@ -231,8 +245,20 @@ class TaskSet:
                     stats.complete_latency_total_ms += self.clock.now_ms() - tree.started_ms
             else:
                 stats.fails += 1
+                if self._give_up(tree):
+                    stats.gave_up += 1
+                    continue
             self._spout_call((tree.spout, tree.task_index), "ack" if ok else "fail", tree.msg_id)
         return did
+
+    def _give_up(self, tree: Tree) -> bool:
+        """True once ``tree``'s msg_id failed more than ``max_replays`` times: its spout is
+        not told (it would replay it again), the tuple counts as given up."""
+        if self.max_replays is None or tree.msg_id is None:
+            return False
+        key = (tree.spout, tree.task_index, msg_key(tree.msg_id))
+        n = self.fail_counts[key] = self.fail_counts.get(key, 0) + 1
+        return n > self.max_replays
 
     # -- bolts --------------------------------------------------------------
     def enqueue_tick(self, component: str) -> None:
@@ -263,6 +289,7 @@ class TaskSet:
             self.delivery.record_error(
                 key[0], f"{key[0]}[{key[1]}]: injected crash (process killed) at tuple {tup.id}"
             )
+            self.summary.problems.add(key[0], "InjectedCrash", "process killed by the fault plan")
             self._bolt_crashed(key)
             return
         if action is Action.FAIL_BEFORE:
@@ -287,21 +314,22 @@ class TaskSet:
             call(self.hosts[key])
         except ComponentFailure as exc:
             self._busy(key[0], started)
-            if not self._apply_bolt(key, None):
+            self.summary.problems.add_exception(key[0], exc)
+            if not self._apply_bolt(key, None, digest=False):
                 self.delivery.record_error(key[0], str(exc))
             self._bolt_crashed(key)
             return
         self._busy(key[0], started)
         self._apply_bolt(key, extra_fail)
 
-    def _apply_bolt(self, key: TaskKey, extra_fail: str | None) -> int:
+    def _apply_bolt(self, key: TaskKey, extra_fail: str | None, digest: bool = True) -> int:
         """Apply a bolt's outbox: emits first (anchoring needs the inputs), then fails, then acks.
 
         Returns the number of errors the bolt reported.
         """
         box = self.hosts[key].outbox
         stats = self.stats[key[0]]
-        errors = self._note_side_effects(key[0], box)
+        errors = self._note_side_effects(key[0], box, digest)
         source_task_id = self.task_ids[key]
         for ordinal, emit in enumerate(box.emits):
             self.delivery.bolt_emit(key[0], source_task_id, emit, ordinal)
@@ -333,19 +361,25 @@ class TaskSet:
 
     def _bolt_crashed(self, key: TaskKey) -> None:
         """The task's process died: its queue and held tuples are lost, a fresh instance opens."""
-        self.stats[key[0]].restarts += 1
+        stats = self.stats[key[0]]
+        stats.restarts += 1
         if self.drop_queue_on_crash:
-            self.queues[key].clear()
+            queue = self.queues[key]
+            stats.lost += sum(1 for item in queue if item is not TICK)
+            queue.clear()
         self.tracker.drop_task(*key)
         self.hosts[key] = self._new_host(key)
 
     # -- bookkeeping --------------------------------------------------------
-    def _note_side_effects(self, component: str, box: Any) -> int:
-        """Count reported errors, forward logs; returns the number of errors."""
+    def _note_side_effects(self, component: str, box: Any, digest: bool = True) -> int:
+        """Count reported errors (into the digest unless the caller has the exception
+        itself), forward logs; returns the number of errors."""
         errors = len(box.errors)
         if errors:
             for message in box.errors:
                 self.delivery.record_error(component, f"{component}: {message}")
+                if digest:
+                    self.summary.problems.add_text(component, str(message))
             box.errors.clear()
         if box.logs:
             logger = logging.getLogger(f"stormshift.component.{component}")

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from functools import reduce
 from typing import Any
 
+from stormshift.engines.problems import ErrorDigest
 from stormshift.engines.spark import faults
 from stormshift.engines.spark.counters import COUNTERS, read_stats, stats_key
 from stormshift.engines.spark.layout import ROW_SCHEMA_DDL, Layout, Stage
@@ -63,6 +64,7 @@ class BatchResult:
     counters: dict[str, dict[str, int]] = field(default_factory=dict)  # component -> counter -> n
     spout_tuples: int = 0
     reasons: dict[str, dict[str, int]] = field(default_factory=dict)  # component -> dead-letter reason -> n
+    problems: ErrorDigest = field(default_factory=ErrorDigest)  # the batch's distinct errors
 
     def advance(self, expected: BatchStatus, new: BatchStatus) -> None:
         """Move forward only from ``expected`` (a protocol step run out of order is a bug)."""
@@ -194,6 +196,8 @@ class BatchRunner:
                 reasons = result.reasons.setdefault(name, {})
                 for reason, n in stats.reasons.items():
                     reasons[reason] = reasons.get(reason, 0) + n
+            for (kind, _, location), (n, trace, message) in stats.problems.items():
+                result.problems.add(name, kind, message, location, trace, n)
         for src, top in spout_seq.items():
             owner = layout.task_owner[src][0]
             if layout.graph.component(owner).is_spout:

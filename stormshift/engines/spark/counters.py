@@ -38,10 +38,33 @@ class MemberStats:
     reused: int = 0
     maxseq: dict[int, int] = field(default_factory=dict)  # highest spout emit seq per source task
     reasons: dict[str, int] = field(default_factory=dict)  # dead letters per reason
+    # distinct errors: (type, message or "", location) -> [count, first traceback, first message]
+    problems: dict[tuple[str, str, str], list[Any]] = field(default_factory=dict)
+
+    def note_error(self, error: BaseException, trace: str = "") -> None:
+        """Count one error by kind; the first ``MAX_KINDS`` kinds keep a traceback each."""
+        from stormshift.engines.problems import MAX_KINDS
+
+        cause = getattr(error, "cause", None)
+        location = getattr(error, "location", "") or ""
+        trace = trace or getattr(error, "traceback_text", "") or ""
+        if isinstance(cause, BaseException):
+            error = cause
+        message = str(error).strip().split("\n")[0][:300]
+        key = (type(error).__name__, "" if location else message, location)  # as ErrorDigest
+        seen = self.problems.get(key)
+        if seen is None and len(self.problems) >= MAX_KINDS:
+            key, trace, message = ("(other errors)", "", ""), "", ""
+            seen = self.problems.get(key)
+        if seen is None:
+            self.problems[key] = [1, trace[-4000:], message]
+        else:
+            seen[0] += 1
 
     def pack(self) -> bytes:
         return msgpack.packb([*(getattr(self, c) for c in COUNTERS), list(self.maxseq.items()),
-                              self.reasons], use_bin_type=True)
+                              self.reasons, [[*k, *v] for k, v in self.problems.items()]],
+                             use_bin_type=True)
 
 
 def stats_key(namespace: str, txid: int) -> str:
@@ -66,6 +89,8 @@ def read_stats(r: Any, namespace: str, txid: int) -> Iterator[tuple[str, MemberS
         stats.maxseq = dict(values[len(COUNTERS)])
         if len(values) > len(COUNTERS) + 1 and values[len(COUNTERS) + 1]:
             stats.reasons = dict(values[len(COUNTERS) + 1])
+        if len(values) > len(COUNTERS) + 2:
+            stats.problems = {tuple(p[:3]): list(p[3:]) for p in values[len(COUNTERS) + 2]}
         yield name, stats
 
 

@@ -41,7 +41,11 @@ from typing import Any
 
 from stormshift.engines.spark.batch import BatchConfig, BatchResult, BatchRunner
 from stormshift.engines.spark.layout import Layout
-from stormshift.engines.spark.progress import format_progress, stop_reason_from
+from stormshift.engines.spark.progress import (
+    first_seen_errors,
+    format_progress,
+    stop_reason_from,
+)
 from stormshift.engines.spark.recovery import check_not_behind, durability_warning
 from stormshift.engines.spark.sink import parse_sink, read_jsonl_outputs
 from stormshift.engines.spark.source import SOURCE_NAME, SpoutSource, now_ms, source_options
@@ -155,12 +159,15 @@ class SparkEngine:
         dead_letters = DeadLetters(r, self.namespace)
         dl_mark = dead_letters.last_id()
         batches: list[BatchResult] = []
+        reported: set[tuple[str, str, str, str]] = set()
 
         def on_batch(result: BatchResult) -> None:
             batches.append(result)
             _accumulate(summary, result)
             if on_progress is not None:
                 on_progress(format_progress(result, self.layout))
+                for line in first_seen_errors(result, reported):
+                    on_progress(line)
 
         runner = BatchRunner(cfg, r, commit_log, ticks, on_batch, now_ms)
         stream = None
@@ -245,6 +252,7 @@ def _accumulate(summary: RunSummary, result: BatchResult) -> None:
         for reason, n in reasons.items():
             mine[reason] = mine.get(reason, 0) + n
     summary.spout_tuples += result.spout_tuples
+    summary.problems.merge(result.problems.kinds())
 
 
 def _count_spout_dead_letters(summary: RunSummary, letters: list[Any]) -> None:

@@ -13,7 +13,27 @@ import msgpack
 
 from stormshift.errors import ComponentFailure, TupleError
 
-__all__ = ["encode_error", "format_trace", "plain", "retries", "write_dead_letter"]
+__all__ = ["drop_held", "encode_error", "format_trace", "held_tuples", "plain", "retries",
+           "write_dead_letter"]
+
+
+def held_tuples(instance: Any) -> dict[str, Any]:
+    """A BatchingBolt's tuples waiting for a flush, by id, in flush order."""
+    return {t.id: t for batch in instance._batches.values() for t in batch}
+
+
+def drop_held(instance: Any, poison: dict[str, tuple[str, Any]]) -> list[tuple[str, Any]]:
+    """Take the dead-lettered tuples out of a restored BatchingBolt's batches (an earlier
+    run's flush failed on them); returns their ``(reason, letter)`` entries."""
+    dropped = []
+    for key, batch in list(instance._batches.items()):
+        kept = [t for t in batch if t.id not in poison]
+        dropped.extend(poison[t.id] for t in batch if t.id in poison)
+        if kept:
+            instance._batches[key] = kept
+        else:
+            del instance._batches[key]
+    return dropped
 
 
 def retries(failure: ComponentFailure, max_attempts: int) -> int:

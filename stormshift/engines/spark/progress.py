@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-__all__ = ["format_progress", "stop_reason_from"]
+__all__ = ["first_seen_errors", "format_progress", "stop_reason_from"]
 
 
 def format_progress(result: Any, layout: Any) -> str:
@@ -26,6 +26,23 @@ def format_progress(result: Any, layout: Any) -> str:
     if flows:
         parts.append(" ".join(flows))
     return " | ".join(parts)
+
+
+def first_seen_errors(result: Any, reported: set[tuple[str, str, str, str]]) -> list[str]:
+    """A line for each error kind seen for the first time in this batch (``reported``
+    remembers them), saying when every tuple a component got failed: a run whose first
+    tuples all fail says so after its first batch, not at the end."""
+    lines = []
+    for kind in result.problems.kinds():
+        key = (kind.component, kind.type, kind.message, kind.location)
+        if key in reported:
+            continue
+        reported.add(key)
+        c = result.counters.get(kind.component, {})
+        got, failed = c.get("tuples_in", 0), c.get("dead_lettered", 0)
+        every = f" (all {got:,} tuples it got in this batch failed)" if got and failed >= got else ""
+        lines.append(f"error in {kind.component}{every}: {kind.headline()}")
+    return lines
 
 
 _RAISED = re.compile(r"^\s*([A-Za-z_][\w.]*(?:Error|Exception|Failure)): .+")

@@ -59,7 +59,13 @@ from stormshift.engines.spark.counters import (
 from stormshift.engines.spark.layout import Layout, Stage
 from stormshift.engines.spark.output import MemberOutput, QueueItem
 from stormshift.engines.spark.poison import encode_error as _encode_error
-from stormshift.engines.spark.poison import format_trace, plain, write_dead_letter
+from stormshift.engines.spark.poison import (
+    drop_held,
+    format_trace,
+    held_tuples,
+    plain,
+    write_dead_letter,
+)
 from stormshift.engines.spark.poison import retries as _retries
 from stormshift.engines.spark.sink import SinkSpec, write_leaf
 from stormshift.engines.spark.spoutread import HeadInput
@@ -70,7 +76,7 @@ from stormshift.errors import ComponentFailure, TupleError
 __all__ = ["StageJob", "run_partition"]
 
 _CACHE = TaskCache()
-Poison = dict[int, tuple[str, tuple[Any, ...]]]  # tuple number n -> (reason, its dead letter)
+Poison = dict[str, tuple[str, tuple[Any, ...]]]  # tuple id -> (reason, its dead letter)
 
 
 @dataclass(frozen=True)
@@ -96,7 +102,8 @@ class _Member:
     """One hosted bolt task of the stage; its emits go through a ``MemberOutput``."""
 
     def __init__(self, job: StageJob, name: str, task: int, r: Any, out: R.RowBuilder,
-                 queues: dict[str, list[QueueItem]], poison: Poison | None = None, redo: bool = False):
+                 queues: dict[str, list[QueueItem]], poison: Poison | None = None, redo: bool = False,
+                 flush_attempt: int = 0):
         self.job, self.name, self.task, self.r = job, name, task, r
         # Dead-lettered tuples of an earlier run of this member (by number n): skipped in a redo.
         self.poison: Poison = poison if poison is not None else {}
@@ -104,6 +111,8 @@ class _Member:
         # that dies or is fenced before it leaves none (a retry may well process the tuple).
         self.letters: list[tuple[Any, ...]] = []
         self.redo = redo
+        self.flush_attempt = flush_attempt  # earlier runs of this member whose flush raised
+        self.retry_flush = False  # this run's flush raised: run the member again (a retry)
         self.tainted = False  # a process() attempt raised: state may hold part of it
         self.stats = MemberStats()
         self.output = MemberOutput(job.layout, name, task, out, queues, job.sink.kind != "drop",
@@ -126,6 +135,9 @@ class _Member:
                                       lambda: self.store.load(self.name, self.task, job.txid))
         self.stats.reused = int(reused)
         self.host.router.reset_seq()
+        if self.poison and self.host.batching:  # held tuples of earlier batches dead-lettered
+            for letter in drop_held(self.host.instance, self.poison):
+                self._skip_poison(letter)
         # Keep inst._current_tups per tuple? Delivered emits need no anchors (Storm's acker).
         self.tracks_current = not self.host.deliver_to(self.output.deliver) or self.host.batching
 
@@ -167,10 +179,10 @@ class _Member:
             source, stream, vtype, arity, mk = shape
             for values in values_list:
                 n += 1
-                if poison and n in poison:
-                    self._skip_poison(poison[n])
-                    continue
                 tid = prefix + str(n)
+                if poison and tid in poison:
+                    self._skip_poison(poison[tid])
+                    continue
                 if len(values) == arity:  # TupleFactory.maker's tuple, built inline
                     tup = new(Tuple, (tid, source, stream, src, new(vtype, values)))
                 else:
@@ -237,7 +249,7 @@ class _Member:
         self.tainted = True  # its other emits and state changes are in this run: redo
         letter = self._dead_letter(tup.stream, list(tup.values), _encode_error(self.name, exc), "",
                                    "encode", tup.component, tup.id)
-        self.poison[int(tup.id.rsplit(":", 1)[1])] = ("encode", letter)
+        self.poison[tup.id] = ("encode", letter)
 
     def _execute(self, tup: Any, last: ComponentFailure, attempts: int) -> None:
         """Retry ``tup`` after a failed attempt, up to ``attempts`` more times."""
@@ -262,13 +274,14 @@ class _Member:
         reason = "emit" if isinstance(last.cause, TupleError) else "raised"
         letter = self._dead_letter(tup.stream, list(tup.values), last, last.traceback_text,
                                    reason, tup.component, tup.id)
-        self.poison[int(tup.id.rsplit(":", 1)[1])] = (reason, letter)
+        self.poison[tup.id] = (reason, letter)
 
     def _skip_poison(self, known: tuple[str, tuple[Any, ...]]) -> None:
         """A tuple dead-lettered by an earlier run of this member: skipped, its letter kept."""
         reason, letter = known
         self.letters.append(letter)
         stats = self.stats
+        stats.note_error(letter[2], letter[3])
         stats.errors += 1
         stats.fails += 1
         stats.dead_lettered += 1
@@ -276,21 +289,55 @@ class _Member:
 
     def tick(self) -> None:
         """Deliver this batch's planned tick (BatchingBolt flushes follow it). An emit of the
-        flush that cannot be encoded is dropped, counted as an error (no tuple to dead-letter)."""
-        outbox, output = self.host.outbox, self.output
+        flush that cannot be encoded is dropped, counted as an error (no tuple to dead-letter).
+        A flush that raises: ``_flush_failed``; held tuples the flush ``fail()``ed are
+        dead-lettered (reason ``fail``)."""
+        host, outbox, output = self.host, self.host.outbox, self.output
+        held = held_tuples(host.instance) if host.batching else {}
+        fails_before = len(outbox.fails)
         try:
-            if getattr(self.host, "is_tickless", False):
-                self.host.flush_tickless()
+            if getattr(host, "is_tickless", False):
+                host.flush_tickless()
             else:
-                self.host.tick()
-        except ComponentFailure:
-            self.stats.errors += 1
+                host.tick()
+        except ComponentFailure as failure:
+            self._flush_failed(failure, held)
+            return
         if outbox.emits:
             output.dispatch(outbox.emits)
         for exc in output.bad:
             self.stats.errors += 1
+            self.stats.note_error(_encode_error(self.name, exc))
             outbox.errors.append(str(_encode_error(self.name, exc)))
         output.bad.clear()
+        for tid in outbox.fails[fails_before:]:
+            if tid in held:
+                self._bolt_failed(held[tid])
+
+    def _flush_failed(self, failure: ComponentFailure, held: dict[str, Any]) -> None:
+        """A tick or flush raised. A plain bolt's ``process_tick``: an error, counted. A
+        BatchingBolt's flush: its emits so far are in the rows, so the member is redone;
+        retried (the whole member) up to ``max_attempts`` runs, then the batch being flushed
+        is dead-lettered (reason ``raised``, or ``emit`` for an emit the topology does not
+        declare) and a redo flushes the other batches without it."""
+        self.host.outbox.emits.clear()
+        self.output.bad.clear()
+        self.stats.note_error(failure)
+        batch = [t for t in failure.tup if t.id in held] if isinstance(failure.tup, list) else []
+        if not batch:
+            self.stats.errors += 1
+            return
+        self.tainted = True
+        emit_error = isinstance(failure.cause, TupleError)
+        if not emit_error and self.flush_attempt + 1 < self.job.max_attempts:
+            self.retry_flush = True
+            return
+        self.stats.errors += 1
+        for tup in batch:
+            letter = self._dead_letter(tup.stream, list(tup.values), failure, failure.traceback_text,
+                                       "emit" if emit_error else "raised", tup.component, tup.id,
+                                       note=False)
+            self.poison[tup.id] = ("emit" if emit_error else "raised", letter)
 
     def drain_counts(self) -> None:
         outbox = self.host.outbox
@@ -303,9 +350,11 @@ class _Member:
         del outbox.logs[:]
 
     def _dead_letter(self, stream: str, values: Any, error: BaseException, trace: str,
-                     reason: str, source: str, tuple_id: str) -> tuple[Any, ...]:
+                     reason: str, source: str, tuple_id: str, note: bool = True) -> tuple[Any, ...]:
         """Dead-letter one input tuple (written by ``close``)."""
         stats = self.stats
+        if note:
+            stats.note_error(error, trace)
         stats.dead_lettered += 1
         stats.reasons[reason] = stats.reasons.get(reason, 0) + 1
         letter = (stream, plain(values), error, trace or format_trace(error), reason, source, tuple_id)
@@ -359,10 +408,10 @@ def _run_members(job: StageJob, task: int, table: pa.Table, r: Any) -> tuple[lis
         feeds = {m: queues[m] for m in members[position + 1:] if m in job.layout.fed_by(job.stage, name)}
         ctx = {"txid": job.txid, "component": name, "task": task}
         poison: Poison = {}
-        redo = False
+        redo, flush_attempt = False, 0
         while True:
             mark, fed = out.mark(), {m: len(q) for m, q in feeds.items()}
-            member = _Member(job, name, task, r, out, feeds, dict(poison), redo)
+            member = _Member(job, name, task, r, out, feeds, dict(poison), redo, flush_attempt)
             member.open()
             try:
                 with TaskScope(r, job.namespace, name, task, job.txid, member.epoch):
@@ -373,7 +422,9 @@ def _run_members(job: StageJob, task: int, table: pa.Table, r: Any) -> tuple[lis
                 out.rewind(mark)
                 for m, n in fed.items():
                     del feeds[m][n:]
-                if redo and member.poison.keys() == poison.keys():  # pragma: no cover
+                if member.retry_flush:
+                    flush_attempt += 1  # a flush retried: the same poison, one attempt more
+                elif redo and member.poison.keys() == poison.keys():  # pragma: no cover
                     raise RuntimeError(f"{name}:{task}: a redo found no new dead letter") from None
                 # The next run restores the state of txid-1 (open() popped the live instance).
                 poison, redo = member.poison, True
