@@ -43,6 +43,7 @@ def test_a_jvm_start_is_refused_before_any_process_starts() -> None:
     (["stormshift", "submit", "p", "--master", "local[1]", "--run"], "spark"),
     (["redis-server", "--port", "0"], "redis"),
     ([sys.executable, "-m", "stormshift", "--help"], None),
+    ([sys.executable, "-m", "stormshift", "run", "examples/wordcount", "--engine", "local"], None),
     ([sys.executable, "-m", "stormshift", "submit", "p", "--master", "m"], None),
     ([sys.executable, "-m", "ruff", "check"], None),
 ])
