@@ -36,7 +36,7 @@ from typing import Any
 import pytest
 
 #: markers that take a test out of the unit tier
-HEAVY_MARKERS = frozenset({"spark", "redis", "faults", "slow", "cluster"})
+HEAVY_MARKERS = frozenset({"spark", "redis", "faults", "slow"})
 
 #: shared fixtures (tests/conftest.py, tests/state_fixtures.py) that imply a marker
 FIXTURE_MARKERS = {
@@ -75,10 +75,10 @@ def assign_tiers(items: list[pytest.Item]) -> None:
 
 def _program(args: Any) -> tuple[str, list[str]]:
     """(basename of the executable, argv as strings) of a Popen ``args``."""
-    if isinstance(args, (str, bytes, os.PathLike)):
+    if isinstance(args, (str, bytes)):
+        argv = os.fsdecode(args).split()  # a shell=True command line, roughly
+    elif isinstance(args, os.PathLike):
         argv = [os.fsdecode(args)]
-        if isinstance(args, (str, bytes)):
-            argv = os.fsdecode(args).split()
     else:
         argv = [os.fsdecode(a) for a in args]
     return (os.path.basename(argv[0]) if argv else ""), argv
