@@ -5,6 +5,10 @@ their own test modules. ``spark`` starts lazily (tests that do not ask for it
 never pay the JVM start). ``redis_url`` is the server on 127.0.0.1:6379
 (started by ``.ci/run`` when absent); ``namespace`` gives each test its own
 state namespace so tests never see each other's keys.
+
+Tiers: ``tier_guard`` (a plugin registered here) marks every test ``spark``,
+``redis`` or ``unit``, and makes a ``unit`` test that starts a JVM or reaches
+a Redis server fail with the marker to add (``pytest -m unit`` is the fast tier).
 """
 
 from __future__ import annotations
@@ -17,6 +21,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+pytest_plugins = ("tier_guard", "pytester")
 
 REPO = Path(__file__).resolve().parent.parent
 REDIS_URL = os.environ.get("STORMSHIFT_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")

@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from stormshift import native
 
 ROOT = Path(native.__file__).resolve().parents[1]
@@ -79,6 +81,7 @@ def test_this_install_runs_every_hot_path_module_compiled_when_it_built_them() -
         f"compiler; STORMSHIFT_PURE=1 at install time builds nothing): {states}")
 
 
+@pytest.mark.redis  # runs the other files' Redis tests in a child pytest
 def test_the_pure_python_sources_pass_the_hot_paths_tests_on_their_own() -> None:
     """Everyone without a compiler runs the sources: the tests of every compiled module
     (hosting, routing, tuples, rows, stage input, JSON lines) pass on them too."""

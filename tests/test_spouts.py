@@ -242,6 +242,7 @@ def test_jsonlines_replay_values_gives_exactly_replay_reads_records(
                                [5, 6, 7, 8, 9, 11])
 
 
+@pytest.mark.redis
 def test_replay_values_default_blocks_a_sources_replay_read(r: redis.Redis,
                                                             stream_keys: list[str]) -> None:
     key = stream_keys[0]
@@ -311,6 +312,7 @@ def add(r: redis.Redis, key: str, entries: list[dict[str, str]]) -> list[str]:
     return [r.xadd(key, e).decode() for e in entries]
 
 
+@pytest.mark.redis
 def test_redis_offsets_ranges_and_order(r: redis.Redis, stream_keys: list[str]) -> None:
     b, a, c = stream_keys
     ids_a = add(r, a, [{"payload": click(i)} for i in range(4)])
@@ -331,6 +333,7 @@ def test_redis_offsets_ranges_and_order(r: redis.Redis, stream_keys: list[str]) 
     assert list(spout.replay_read(c, "0-0", "0-0")) == []
 
 
+@pytest.mark.redis
 def test_redis_field_modes_and_latest_start(r: redis.Redis, stream_keys: list[str]) -> None:
     key = stream_keys[0]
     add(r, key, [{"payload": "old", "ad": "a0", "user": "u0"}])
@@ -347,6 +350,7 @@ def test_redis_field_modes_and_latest_start(r: redis.Redis, stream_keys: list[st
     assert [v for v, _ in raw.replay_read(key, "0-0", new_id)] == [["old"], ["new"]]
 
 
+@pytest.mark.redis
 def test_redis_reads_past_one_xrange_page(r: redis.Redis, stream_keys: list[str],
                                           monkeypatch: pytest.MonkeyPatch) -> None:
     import stormshift.spouts.redis_streams as rs
@@ -358,6 +362,7 @@ def test_redis_reads_past_one_xrange_page(r: redis.Redis, stream_keys: list[str]
     assert [v[0] for v, _ in spout.replay_read(key, ids[2], ids[25])] == [str(i) for i in range(3, 26)]
 
 
+@pytest.mark.redis
 def test_redis_bad_entry_is_dead_lettered_not_dropped(r: redis.Redis, stream_keys: list[str]) -> None:
     key = stream_keys[0]
     ids = add(r, key, [{"payload": click(1)}, {"payload": "{oops"}, {"other": "x"}, {"payload": click(4)}])
@@ -371,6 +376,7 @@ def test_redis_bad_entry_is_dead_lettered_not_dropped(r: redis.Redis, stream_key
     assert "missing entry field 'payload'" in str(dead[1])
 
 
+@pytest.mark.redis
 def test_redis_bounded_exhaustion(r: redis.Redis, stream_keys: list[str]) -> None:
     a, b = stream_keys[:2]
     ids = add(r, a, [{"payload": "1"}, {"payload": "2"}])
@@ -384,6 +390,7 @@ def test_redis_bounded_exhaustion(r: redis.Redis, stream_keys: list[str]) -> Non
     assert not spout.replay_exhausted(offsets)
 
 
+@pytest.mark.redis
 def test_redis_local_tasks_next_tuple_and_replay(r: redis.Redis, stream_keys: list[str]) -> None:
     b, a, c = stream_keys
     for key in (a, b, c):
@@ -513,6 +520,7 @@ def test_local_engine_counts_every_good_record_once(tmp_path: Path) -> None:
     assert summary["clicks"].tuples_out == 120 and summary["clicks"].errors == 1
 
 
+@pytest.mark.redis
 def test_java_kafka_spout_replaced_by_redis_streams(tmp_path: Path, r: redis.Redis,
                                                     stream_keys: list[str]) -> None:
     """The migrations guide's example: config maps the JavaSpout to RedisStreamSpout."""

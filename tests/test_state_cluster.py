@@ -12,7 +12,7 @@ from state_fixtures import LocalCluster, drop_namespace
 
 from stormshift.state.connection import connect
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.redis]
 
 pytest_plugins = ["state_fixtures"]
 

@@ -20,6 +20,7 @@ from stormshift.state.inspect import map_get
 from stormshift.state.scope import TaskScope
 
 pytest_plugins = ["state_fixtures"]
+pytestmark = pytest.mark.redis
 
 
 def test_acl_user_and_password_in_the_url(redis_client):

@@ -17,7 +17,7 @@ from stormshift.state.fencing import acquire_epoch
 from stormshift.state.inspect import map_items
 from stormshift.state.scope import TaskScope
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.redis]
 KEYS = 30_000
 
 pytest_plugins = ["state_fixtures"]
