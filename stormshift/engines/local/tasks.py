@@ -136,7 +136,7 @@ class TaskSet:
         }
 
     def all_spouts_exhausted(self) -> bool:
-        return all(self.hosts[k].exhausted for k in self._spout_keys)
+        return all(self.spout_ended(k) for k in self._spout_keys)
 
     def idle(self) -> bool:
         return not self.callbacks and not self.delivery.pending()
