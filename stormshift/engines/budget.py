@@ -4,7 +4,8 @@ Words:
 
 - *budget* ``N``: spout tuples per run, in total over every spout and every spout
   task. A tuple counts once: a replay of a tuple already taken (same msg id) does
-  not count again. A replayable source counts records (a line, a stream entry).
+  not count again. On the Spark engine a replayable source counts records (a
+  line, a stream entry: a blank or bad one too, the cut being in its offsets).
 - *share*: ``N`` split evenly over items in a fixed order -- item ``i`` of ``k``
   gets ``N // k``, plus one when ``i < N % k``. Spouts split the run's budget in
   declaration order; each spout's tasks split its share by task index.
