@@ -224,6 +224,13 @@ def test_spark_jsonlines_cut_at_n_and_restart_continues(spark, redis_url, namesp
     graph, per_task = jsonlines_graph(tmp_path / "in")
     check_restart(spark, redis_url, namespace, tmp_path / "ck", graph, per_task, 20, 40,
                   run_local(graph, 40))
+    # N counts from the checkpoint's start: the same N again reads nothing ...
+    again = run_spark(spark, graph, tmp_path / "ck", redis_url, namespace, 40)
+    assert again.stop_reason == "max_tuples=40 reached" and again.spout_tuples == 0
+    # ... and no budget reads the rest, to end of input
+    rest = run_spark(spark, graph, tmp_path / "ck", redis_url, namespace, None, until_done=True)
+    assert rest.stop_reason == "done" and rest.spout_tuples == 2
+    assert seen(rest) == first_n(per_task, 42) and counts(rest) == key_counts(first_n(per_task, 42))
 
 
 @pytest.mark.spark
