@@ -182,15 +182,30 @@ def test_local_end_of_input_comes_first(tmp_path: Path) -> None:
     assert summary.stop_reason == "sources exhausted"
 
 
+def two_spouts_want(n: int) -> list[int]:
+    """``first`` (one task) gets ceil(n / 2); ``second``'s two tasks split the rest. Both
+    spouts emit the same numbers: ``seen`` gets a multiset."""
+    share_first, share_second = (n + 1) // 2, n // 2
+    tasks = [list(range(60)), [maxtopo.TASK_STRIDE + j for j in range(60)]]
+    return sorted(first_n([list(range(60))], share_first) + first_n(tasks, share_second))
+
+
+def test_local_several_spouts_split_the_budget_in_declaration_order() -> None:
+    summary = run_local(load_topology(maxtopo.TwoSpouts), 31)
+    assert summary.spout_tuples == 31 and seen(summary) == two_spouts_want(31)
+    assert summary["first"].tuples_out == 16 and summary["second"].tuples_out == 15
+
+
 # -- Spark engine ---------------------------------------------------------------------
 def run_spark(spark: Any, graph: Any, ck: Path, redis_url: str, namespace: str, n: int | None,
               **kw: Any) -> Any:
     from stormshift.engines.spark import SparkEngine
 
     duration = kw.pop("duration_secs", 120)  # a safety net: every test stops on its own
+    max_batches = kw.pop("max_batches", None)
     engine = SparkEngine(graph, checkpoint_dir=str(ck), redis_url=redis_url, spark=spark,
                          namespace=namespace, batch_max_tuples=kw.pop("batch", 4), **kw)
-    return engine.run(max_tuples=n, duration_secs=duration)
+    return engine.run(max_tuples=n, duration_secs=duration, max_batches=max_batches)
 
 
 def check_restart(spark: Any, redis_url: str, namespace: str, ck: Path, graph: Any,
@@ -265,3 +280,29 @@ def test_spark_end_of_input_before_n_stops_with_or_without_until_done(spark, red
     other = run_spark(spark, graph, tmp_path / "ck2", redis_url, namespace + "-2", 30, batch=10,
                       until_done=True)
     assert other.stop_reason == "max_tuples=30 reached" and other.spout_tuples == 30
+
+
+@pytest.mark.spark
+@pytest.mark.redis
+def test_spark_several_spouts_split_the_budget_like_local(spark, redis_url, namespace, tmp_path):
+    summary = run_spark(spark, load_topology(maxtopo.TwoSpouts), tmp_path / "ck", redis_url,
+                        namespace, 31, batch=5)
+    assert summary.stop_reason == "max_tuples=31 reached" and summary.spout_tuples == 31
+    assert seen(summary) == two_spouts_want(31)
+
+
+@pytest.mark.spark
+@pytest.mark.redis
+def test_spark_stopped_mid_run_replays_the_cut_batch_exactly(spark, redis_url, namespace, tmp_path,
+                                                             redis_streams):
+    """A run stopped after two batches may leave the next one planned (in the offset log)
+    but not committed; the next run re-reads exactly its planned, cut range and goes on to N."""
+    graph, per_task = redis_streams
+    first = run_spark(spark, graph, tmp_path / "ck", redis_url, namespace, 36, batch=7,
+                      max_batches=2)
+    assert first.stop_reason == "max_batches" and first.spout_tuples < 36
+    second = run_spark(spark, graph, tmp_path / "ck", redis_url, namespace, 36, batch=7)
+    assert second.stop_reason == "max_tuples=36 reached"
+    assert first.spout_tuples + second.spout_tuples == 36
+    want = first_n(per_task, 36)
+    assert seen(second) == want and counts(second) == key_counts(want)

@@ -98,3 +98,12 @@ class RedisStreams(Topology):
     numbers = Entries.spec(par=2)
     seen = Seen.spec(inputs={numbers: Grouping.SHUFFLE}, par=2)
     counts = CountPerKey.spec(inputs={numbers: Grouping.fields("key")}, par=2)
+
+
+class TwoSpouts(Topology):
+    """Two generic spouts share the budget in declaration order (``first`` gets the extra one)."""
+
+    config = {"maxt.limits": [60, 60], "maxt.burst": 2}
+    first = BurstSpout.spec(par=1)
+    second = BurstSpout.spec(par=2)
+    seen = Seen.spec(inputs={first: Grouping.SHUFFLE, second: Grouping.SHUFFLE}, par=2)
