@@ -15,8 +15,8 @@ Vocabulary:
 - *msg id*: ``"<partition>:<offset>"`` of the record (its Storm tuple id).
 
 Call order (Spark engine): ``initialize(conf, context)``, then
-``replay_initial_offsets()`` once per new query, ``replay_latest_offsets(start,
-max_records)`` per batch (driver), ``replay_read(p, start, end)`` per
+``replay_initial_offsets()`` once per new query, ``replay_plan(start,
+budgets)`` per batch (driver; ``replay_task_ended`` under ``--max-tuples``), ``replay_read(p, start, end)`` per
 partition (executors), ``replay_exhausted(offsets)`` to end a bounded run.
 
 A record that cannot be decoded is never dropped: ``replay_read`` raises
@@ -27,7 +27,7 @@ reader dead-letters it and resumes after it — :func:`read_range` does both.
 from __future__ import annotations
 
 import collections
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import streamparse
@@ -179,17 +179,24 @@ class ReplayableSpout(streamparse.Spout):
         raise NotImplementedError
 
     def replay_latest_offsets(self, start: dict[str, Any], max_records: int) -> dict[str, Any]:
-        """Offsets at most ``max_records`` records per spout task past ``start``.
+        """Offsets at most ``max_records`` records per spout task past ``start``
+        (``replay_plan`` with the same budget for every task)."""
+        return self.replay_plan(start, [max_records] * self._par)[0]
+
+    def replay_plan(self, start: dict[str, Any], budgets: Sequence[int]) -> tuple[dict[str, Any], list[int]]:
+        """``(offsets, counts)``: at most ``budgets[t]`` records of task ``t`` past ``start``,
+        and how many records each task's ranges hold.
 
         A task reads its partitions in sorted order (oldest file first) until
-        its budget is spent, so ``max_records`` is "tuples per spout task per
+        its budget is spent, so a budget is "tuples of this spout task in this
         batch". Partitions missing from ``start`` (new ones) start at their
         initial offset; partitions that vanished keep their offset.
         """
         latest = dict(start)
+        counts = [0] * self._par
         partitions = self.replay_partitions()
         for task_index in range(self._par):
-            budget = max_records
+            budget = budgets[task_index]
             for partition in partitions_of_task(partitions, task_index, self._par):
                 begin = start.get(partition)
                 if begin is None:
@@ -197,10 +204,18 @@ class ReplayableSpout(streamparse.Spout):
                 if budget > 0:
                     end, count = self.replay_advance(partition, begin, budget)
                     budget -= count
+                    counts[task_index] += count
                 else:
                     end = begin
                 latest[partition] = end
-        return latest
+        return latest, counts
+
+    def replay_task_ended(self, offsets: dict[str, Any], task_index: int) -> bool:
+        """True when task ``task_index`` can read nothing more: the input is bounded and
+        each of its partitions is read to its end, or it has no partition at all."""
+        mine = partitions_of_task(self.replay_partitions(), task_index, self._par)
+        return not mine or (self.bounded and all(
+            self.replay_partition_done(p, offsets.get(p, self.replay_initial_offset(p))) for p in mine))
 
     def replay_advance(self, partition: str, start: Any, max_records: int) -> tuple[Any, int]:
         """``(end, n)``: the offset ``n <= max_records`` records past ``start`` (now)."""

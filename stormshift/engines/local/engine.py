@@ -12,9 +12,11 @@ that may emit; let every bolt task, in topological order, drain its queue;
 deliver ``ack``/``fail`` to spouts (a reliable spout's replay happens here).
 
 Bounded runs (the engine is a bounded simulation, Storm is not):
-- ``max_tuples=N``: stop calling ``next_tuple`` once spouts emitted N *new*
-  tuples (replays of a known msg_id do not count; a ``next_tuple`` that emits
-  several tuples may overshoot).
+- ``max_tuples=N``: exactly N *new* spout tuples in all (replays of a known
+  msg_id do not count), split over spouts and spout tasks as on the Spark
+  engine (``stormshift.engines.budget``): a task is no longer asked once it
+  took its target, and emits of one ``next_tuple`` past it are held back
+  (delivered only if the target grows, when another task of the spout ends).
 - ``duration_secs``: stop calling ``next_tuple`` after that much engine time.
 - sources exhausted: a spout whose ``next_tuple`` raised ``StopIteration`` /
   ``EndOfInput`` is never asked again (it still gets ``ack``/``fail``).
@@ -50,6 +52,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, cast
 
 from stormshift.adapters.host import working_dir
+from stormshift.engines.budget import spout_budgets, task_targets
 from stormshift.engines.local.acker import Acker
 from stormshift.engines.local.faults import ActiveFaults, Fault, FaultPlan
 from stormshift.engines.local.scheduler import Clock, Periodic, WallClock
@@ -194,6 +197,8 @@ class LocalEngine:
             if self.summary.spout_tuples != seen_tuples:
                 seen_tuples, last_new_ms = self.summary.spout_tuples, now_ms
             if pulling:
+                if max_tuples is not None:
+                    self.tasks.targets = self._targets(max_tuples)
                 reason = self._bound(now_ms - start_ms, max_tuples, duration_ms)
                 if not reason and duration_ms is None:
                     reason = self._idle_sources(now_ms - last_new_ms)
@@ -204,7 +209,7 @@ class LocalEngine:
                     if not replaying:
                         self.tasks.deactivate_spouts()
                     did = self.tasks.run_callbacks() or did
-            pullable = self.tasks.pull_spouts(max_tuples) if pulling or replaying else None
+            pullable = self.tasks.pull_spouts() if pulling or replaying else None
             did = (pullable is not None and pullable[0]) or did
             did = self.tasks.run_bolts(self._faults) or did
             did = self.tasks.run_callbacks() or did
@@ -242,7 +247,25 @@ class LocalEngine:
             return f"duration {duration_ms / 1000:g}s reached"
         if self.tasks.all_spouts_exhausted():
             return _EXHAUSTED
+        if max_tuples is not None and self._budget_spent():
+            return f"max_tuples={max_tuples}: every spout task took its share or its input ended"
         return ""
+
+    def _targets(self, max_tuples: int) -> dict[tuple[str, int], int]:
+        """Each spout task's ``--max-tuples`` target now (module doc)."""
+        budgets = spout_budgets(max_tuples, [s.name for s in self.graph.spouts])
+        targets: dict[tuple[str, int], int] = {}
+        for spout in self.graph.spouts:
+            keys = [(spout.name, i) for i in range(spout.par)]
+            consumed = [self.tasks.taken[k] for k in keys]
+            ended = [self.tasks.spout_ended(k) for k in keys]
+            targets.update(zip(keys, task_targets(budgets[spout.name] or 0, consumed, ended)))
+        return targets
+
+    def _budget_spent(self) -> bool:
+        """No spout task can take another tuple (shares of ended spouts stay unused)."""
+        targets = self.tasks.targets or {}
+        return all(self.tasks.taken[k] >= t or self.tasks.spout_ended(k) for k, t in targets.items())
 
     def _idle_sources(self, idle_ms: int) -> str:
         """A stop reason once spouts emitted nothing new for ``idle_ms`` with nothing in

@@ -96,6 +96,11 @@ class TaskSet:
         self.task_ids = {(c.name, i): c.task_id(i) for c in graph for i in range(c.par)}
         self._spout_keys = [(c.name, i) for c in graph.spouts for i in range(c.par)]
         self._bolt_keys = [(c.name, i) for c in graph.bolts for i in range(c.par)]
+        # --max-tuples: new tuples each spout task took, its target (the engine sets it), and
+        # emits past the target, held for a larger target (the Spark engine's log keeps them)
+        self.taken: dict[TaskKey, int] = dict.fromkeys(self._spout_keys, 0)
+        self.targets: dict[TaskKey, int] | None = None
+        self.held: dict[TaskKey, deque[Any]] = {k: deque() for k in self._spout_keys}
 
     # -- lifecycle ----------------------------------------------------------
     def _new_host(self, key: TaskKey) -> Any:
@@ -144,18 +149,22 @@ class TaskSet:
         return sorted({k[0] for k in self._spout_keys if not self.hosts[k].exhausted})
 
     def all_spouts_exhausted(self) -> bool:
-        return all(self.hosts[k].exhausted for k in self._spout_keys)
+        return all(self.spout_ended(k) for k in self._spout_keys)
 
     def idle(self) -> bool:
         return not self.callbacks and not self.delivery.pending()
 
     # -- spouts -------------------------------------------------------------
-    def pull_spouts(self, max_tuples: int | None) -> tuple[bool, bool]:
+    def pull_spouts(self) -> tuple[bool, bool]:
         """One ``next_tuple`` per spout task allowed to emit: (emitted?, any asked?)."""
         emitted = asked = False
         for key in self._spout_keys:
-            if max_tuples is not None and self.summary.spout_tuples >= max_tuples:
-                break
+            if self.targets is not None and self.taken[key] >= self.targets[key]:
+                continue
+            if self.held[key]:
+                asked = True
+                emitted = self._release_held(key) or emitted
+                continue
             limit = self.max_pending[key[0]]
             if self.hosts[key].exhausted or (
                 limit is not None and self.acker.pending(*key) >= limit
@@ -183,36 +192,60 @@ class TaskSet:
         stats = self.stats[key[0]]
         self._note_side_effects(stats.name, box)
         emits = box.emits
+        held = self.held[key]
         for emit in emits:
-            stats.tuples_out += 1
-            self._spout_emit(key, emit)
+            if held or not self._spout_emit(key, emit):
+                held.append(emit)
+            else:
+                stats.tuples_out += 1
         emitted = bool(emits)
         emits.clear()
         return emitted
 
-    def _spout_emit(self, key: TaskKey, emit: Any) -> None:
+    def _release_held(self, key: TaskKey) -> bool:
+        """Deliver held emits, oldest first, while the task's target allows."""
+        held, stats = self.held[key], self.stats[key[0]]
+        delivered = False
+        while held and self._spout_emit(key, held[0]):
+            held.popleft()
+            stats.tuples_out += 1
+            delivered = True
+        return delivered
+
+    def spout_ended(self, key: TaskKey) -> bool:
+        """The task's spout ended and holds no emit past its target."""
+        return bool(self.hosts[key].exhausted) and not self.held[key]
+
+    def _spout_emit(self, key: TaskKey, emit: Any) -> bool:
+        """Deliver one spout emit; False for a new tuple past the task's ``--max-tuples``
+        target (one ``next_tuple`` emitted several): it is held, not delivered."""
         name, source_task_id = key[0], self.task_ids[key]
-        if emit.msg_id is None:  # unreliable: no tree
-            self.summary.spout_tuples += 1
-            self.delivery.spout_emit(name, source_task_id, emit, None, None)
-            return
-        mkey = msg_key(emit.msg_id)
+        mkey = None if emit.msg_id is None else msg_key(emit.msg_id)
         seen = self.seen_msg_ids[key]
-        if mkey in seen:
-            self.stats[name].replays += 1
-        else:
-            seen.add(mkey)
+        new = mkey is None or mkey not in seen
+        if new:
+            if self.targets is not None and self.taken[key] >= self.targets[key]:
+                return False
+            self.taken[key] += 1
             self.summary.spout_tuples += 1
+        if mkey is None:  # unreliable: no tree
+            self.delivery.spout_emit(name, source_task_id, emit, None, None)
+            return True
+        if new:
+            seen.add(mkey)
+        else:
+            self.stats[name].replays += 1
         if not self.acking:  # topology.acker.executors = 0: Storm acks at once
             self.delivery.spout_emit(name, source_task_id, emit, None, None)
             self.callbacks.append((Tree(0, name, key[1], emit.msg_id, 0, 0), True))
-            return
+            return True
         root = self.tracker.new_id()
         lineage = spout_lineage(name, emit.stream, mkey) if self.track_duplicates else None
         xor = self.delivery.spout_emit(name, source_task_id, emit, root, lineage)
         done = self.acker.init(root, name, key[1], emit.msg_id, xor, self.clock.now_ms())
         if done is not None:
             self.callbacks.append((done, True))
+        return True
 
     def _spout_crashed(self, key: TaskKey, exc: ComponentFailure) -> None:
         """A spout process died: its pending trees are forgotten, a fresh instance opens."""

@@ -18,7 +18,12 @@ API (also used by ``bench/spark_adclicks.py``)::
 - ``batch_max_tuples``: tuples per spout task per batch (default 10,000).
 - ``sink``: ``jsonl:DIR`` (default ``<checkpoint>/sink``), ``redis:STREAM`` or ``drop``.
 - ``spark_conf``: extra settings for the session it builds (``--conf``; unused with ``spark``).
-- ``run(max_tuples=N)`` stops generic spouts after N tuples in all (then like ``until_done``);
+- ``run(max_tuples=N)`` takes exactly N spout tuples per run, in total over every spout and
+  spout task (``stormshift.engines.budget``: which ones, independent of timing and batch
+  sizes), cutting the last batch at N in the sources' offsets; it stops once that batch
+  committed, or at end of input if that comes first (with or without ``until_done``);
+  ``duration_secs`` stops it earlier. The count is kept in the offsets Spark logs, so a
+  later ``run(max_tuples=M)`` on the same checkpoint takes the next M - N tuples;
   ``run(max_batches=N)`` stops the query once N batches committed (the next one may be cut
   short: it is re-run from the checkpoint by the next ``run``).
 
@@ -39,6 +44,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from stormshift.engines.budget import spout_budgets
 from stormshift.engines.spark.batch import BatchConfig, BatchResult, BatchRunner
 from stormshift.engines.spark.layout import Layout
 from stormshift.engines.spark.progress import (
@@ -171,10 +177,11 @@ class SparkEngine:
 
         runner = BatchRunner(cfg, r, commit_log, ticks, on_batch, now_ms)
         stream = None
+        budgets = spout_budgets(max_tuples, [s.name for s in self.graph.spouts])
         for spout in self.graph.spouts:
             opts = source_options(self.graph, spout.name, redis_url=url, namespace=self.namespace,
                                   batch_max=self.batch_max, budget_ms=self.budget_ms,
-                                  max_total=max_tuples, tick_ms=tick_ms)
+                                  max_total=budgets[spout.name], tick_ms=tick_ms)
             df = spark.readStream.format(SOURCE_NAME).options(**opts).load()
             stream = df if stream is None else stream.unionAll(df)
         if stream is None:
@@ -189,6 +196,8 @@ class SparkEngine:
         finite = self.until_done or max_tuples is not None
         enough = (lambda: len(batches) >= max_batches) if max_batches else (lambda: False)
         summary.stop_reason = self._wait(query, finite, duration_secs, started, enough)
+        if summary.stop_reason == "done" and _any_capped(query):
+            summary.stop_reason = f"max_tuples={max_tuples} reached"
         _count_spout_dead_letters(summary, dead_letters.since(dl_mark))
         summary.elapsed_ms = (time.perf_counter() - started) * 1000
         if self.sink.kind == "jsonl":
@@ -223,20 +232,27 @@ class SparkEngine:
                 query.stop()
 
 
-def _all_finished(query: Any) -> bool:
+def _end_offsets(query: Any) -> list[dict]:
+    """The end offset of every source in the query's last progress ([] before any)."""
     progress = query.lastProgress
     if not progress:
-        return False
+        return []
     sources = progress["sources"] if isinstance(progress, dict) else progress.sources
-    if not sources:
-        return False
-    for src in sources:
+    ends = []
+    for src in sources or []:
         end = src["endOffset"] if isinstance(src, dict) else src.endOffset
-        if isinstance(end, str):
-            end = json.loads(end)
-        if not end or not end.get("fin"):
-            return False
-    return True
+        ends.append((json.loads(end) if isinstance(end, str) else end) or {})
+    return ends
+
+
+def _all_finished(query: Any) -> bool:
+    ends = _end_offsets(query)
+    return bool(ends) and all(end.get("fin") for end in ends)
+
+
+def _any_capped(query: Any) -> bool:
+    """Whether a source of the last batch stopped at its ``--max-tuples`` budget."""
+    return any(end.get("capped") for end in _end_offsets(query))
 
 
 def _accumulate(summary: RunSummary, result: BatchResult) -> None:

@@ -60,13 +60,47 @@ def _after_done(opts: Opts, start: dict) -> dict:
     return {**start, "k": k, "drain": drained + 1}
 
 
-def _offset(opts: Opts, start: dict, name: str, position: Any, done: bool, empty: bool) -> dict:
-    """The next offset. End of input found with nothing new to read and no ticks to
-    drain: this empty batch is the ``fin`` batch itself (planning it commits, and so
-    acks, the last data batch), rather than one more empty batch after it."""
+def _offset(opts: Opts, start: dict, name: str, position: Any, done: bool, empty: bool,
+            counts: list[int], capped: bool) -> dict:
+    """The next offset. End of input (or of the budget) found with nothing new to read
+    and no ticks to drain: this empty batch is the ``fin`` batch itself (planning it
+    commits, and so acks, the last data batch), rather than one more empty batch after it."""
     fin = done and empty and opts.tick_ms <= 0
     k = start.get("k", 0) if done else _clock(opts, start)
-    return {name: position, "done": done, "fin": fin, "k": k}
+    return {name: position, "n": counts, "done": done, "fin": fin, "k": k, "capped": capped}
+
+
+# -- the --max-tuples budget (``stormshift.engines.budget``) ------------------------
+def _counts(start: dict, par: int) -> list[int]:
+    """Tuples per spout task in batches up to ``start`` (an offset without ``n``, from
+    an older stormshift, or written for another ``par``, counts from zero)."""
+    n = start.get("n")
+    return [int(x) for x in n] if isinstance(n, list) and len(n) == par else [0] * par
+
+
+def _capped(opts: Opts, counts: list[int]) -> bool:
+    return 0 <= opts.max_total <= sum(counts)
+
+
+def _limits(opts: Opts, counts: list[int], ended: list[bool]) -> list[int]:
+    """Tuples each task may add in this batch: ``batch_max``, cut at its target."""
+    if opts.max_total < 0:
+        return [opts.batch_max] * len(counts)
+    from stormshift.engines.budget import task_targets
+
+    targets = task_targets(opts.max_total, counts, ended)
+    return [max(0, min(opts.batch_max, t - c)) for t, c in zip(targets, counts)]
+
+
+def _resume(opts: Opts, start: dict) -> dict:
+    """An offset that ended a run at its budget (``capped``) ends this run too, unless
+    this run's budget is larger (or none): then reading goes on from it. The counts
+    come from the offset Spark logged, never from this process's memory."""
+    if not (start.get("done") and start.get("capped")) or _capped(opts, list(start.get("n") or [])):
+        return start
+    resumed = {k: v for k, v in start.items() if k != "drain"}
+    resumed.update(done=False, fin=False, capped=False)
+    return resumed
 
 
 class WalPlanner:
@@ -105,28 +139,35 @@ class WalPlanner:
     def initial_offset(self) -> dict:
         """A new query starts at the oldest tuple still logged (nothing logged is lost)."""
         starts = [_first_logged(w, h) for w, h in zip(self.wals, self.heads)]
-        return {"t": starts, "done": False, "fin": False, "k": 0}
+        return {"t": starts, "n": [0] * len(starts), "done": False, "fin": False, "k": 0,
+                "capped": False}
 
     def latest_offset(self, start: dict) -> dict:
+        """Each task's next logged tuples, up to ``batch_max`` and its ``--max-tuples`` target
+        (a ``next_tuple`` that emits past it logs the rest for a later run)."""
+        start = _resume(self.opts, start)
         if start.get("done"):
             return _after_done(self.opts, start)
         t = list(start["t"])
-        for i in range(len(self.hosts)):
-            if self.heads[i] - t[i] < self.opts.batch_max and not self._capped():
-                self._pull(i, self.opts.batch_max - (self.heads[i] - t[i]))
-            t[i] = min(self.heads[i], t[i] + self.opts.batch_max)
-        exhausted = all(h.exhausted for h in self.hosts) or self._capped()
-        done = exhausted and t == self.heads
-        return _offset(self.opts, start, "t", t, done, t == list(start["t"]))
+        counts = _counts(start, len(self.hosts))
+        ended = [self._ended(i, t[i]) for i in range(len(self.hosts))]
+        for i, limit in enumerate(_limits(self.opts, counts, ended)):
+            if self.heads[i] - t[i] < limit:
+                self._pull(i, limit - (self.heads[i] - t[i]))
+            take = min(self.heads[i] - t[i], limit)
+            t[i] += take
+            counts[i] += take
+        capped = _capped(self.opts, counts)
+        done = capped or all(self._ended(i, t[i]) for i in range(len(self.hosts)))
+        return _offset(self.opts, start, "t", t, done, t == list(start["t"]), counts, capped)
 
-    def _capped(self) -> bool:
-        return 0 <= self.opts.max_total <= self.logged
+    def _ended(self, i: int, seq: int) -> bool:
+        """Task i's spout ended and everything it logged is at or below ``seq``."""
+        return bool(self.hosts[i].exhausted) and seq >= self.heads[i]
 
     def _pull(self, i: int, want: int) -> None:
         """Run task i's next_tuple() until ``want`` new tuples, the time budget or end of input;
         log them. Replays of tuples already logged (same msg id and content) are dropped."""
-        if self.opts.max_total >= 0:
-            want = min(want, self.opts.max_total - self.logged)
         deadline = time.monotonic() + self.opts.budget_ms / 1000
         host = self.hosts[i]
         while want > 0 and not host.exhausted:
@@ -302,14 +343,26 @@ class ReplayPlanner:
         self.spout = self.host.instance
 
     def initial_offset(self) -> dict:
-        return {"p": self.spout.replay_initial_offsets(), "done": False, "fin": False, "k": 0}
+        return {"p": self.spout.replay_initial_offsets(), "n": [0] * self.comp.par, "done": False,
+                "fin": False, "k": 0, "capped": False}
 
     def latest_offset(self, start: dict) -> dict:
+        """Each task's next records, up to ``batch_max`` and its ``--max-tuples`` target: the
+        cut is in the offsets, so Spark's offset log replays exactly it."""
+        start = _resume(self.opts, start)
         if start.get("done"):
             return _after_done(self.opts, start)
-        end = self.spout.replay_latest_offsets(dict(start["p"]), self.opts.batch_max)
-        done = bool(self.spout.replay_exhausted(end))
-        return _offset(self.opts, start, "p", end, done, end == dict(start["p"]))
+        begin = dict(start["p"])
+        par = self.comp.par
+        counts = _counts(start, par)
+        ended = [False] * par
+        if self.opts.max_total >= 0:
+            ended = [self.spout.replay_task_ended(begin, i) for i in range(par)]
+        end, took = self.spout.replay_plan(begin, _limits(self.opts, counts, ended))
+        counts = [c + n for c, n in zip(counts, took)]
+        capped = _capped(self.opts, counts)
+        done = capped or bool(self.spout.replay_exhausted(end))
+        return _offset(self.opts, start, "p", end, done, end == begin, counts, capped)
 
     def partitions(self, start: dict, end: dict) -> list[ReplayPartition]:
         from stormshift.spouts.base import partitions_of_task

@@ -13,10 +13,14 @@ planning it makes Spark commit -- and so ack -- the last data batch; the
 engine stops once every source reports ``fin``; when end of input is found
 with nothing new to read, that empty batch is ``done`` and ``fin`` at once),
 ``k`` (tick clock: changes every tick interval so batches run for tick tuples
-even without new input).
+even without new input), ``n`` (spout tuples per task in batches up to this
+offset: the durable count ``--max-tuples`` is checked against,
+``stormshift.engines.budget``) and ``capped`` (``done`` because the count
+reached the budget, not end of input: a later run with a larger budget, from
+the same checkpoint, goes on from here).
 
 Generic spouts: ``latestOffset`` runs ``next_tuple()`` up to ``batch_max``
-tuples per task (or until ``budget_ms``), appends the emits to the
+tuples per task, cut at the task's ``--max-tuples`` target (or until ``budget_ms``), appends the emits to the
 write-ahead log (``stormshift.state.wal``) and only then returns the offset.
 ``commit(end)`` acks the tuples of committed batches, then trims the log.
 Replayable spouts (``stormshift.spouts.base``) are read through their replay
