@@ -31,17 +31,43 @@ class RunOptions:
     sink: str | None = None
     state_mode: Literal["strict", "reset", "adopt"] = "strict"
     spark_conf: tuple[tuple[str, str], ...] = ()  # extra SparkSession settings (--conf)
+    log_file: str | None = None  # components' self.logger lines (default .stormshift/logs/NAME.log)
+    log_level: str | None = None  # default: the topology's pystorm.log.level, else info
+
+
+def default_log_file(graph: TopologyGraph) -> str:
+    """``.stormshift/logs/<topology>.log`` under the working directory (beside checkpoints)."""
+    import os
+    import re
+
+    safe = re.sub(r"[^A-Za-z0-9_.\-]", "-", graph.name)[:100] or "topology"
+    return os.path.abspath(os.path.join(".stormshift", "logs", f"{safe}.log"))
 
 
 def run_topology(graph: TopologyGraph, options: RunOptions, progress: Console | None = None) -> Any:
-    """Run ``graph`` on the chosen engine and return its RunSummary."""
+    """Run ``graph`` on the chosen engine and return its RunSummary; components' log lines
+    go to ``options.log_file`` (WARNING and above also to ``progress``)."""
+    from stormshift.engines.logs import ComponentLogs, level_of
+
+    path = options.log_file or default_log_file(graph)
+    level = level_of(options.log_level or graph.config.get("pystorm.log.level"))
+    show = _progress_printer(progress)
+    if show is not None:
+        show(f"component logs: {path}")
+    with ComponentLogs(path, level, show):
+        summary = _run_engine(graph, options, show)
+    summary.log_file = path
+    return summary
+
+
+def _run_engine(graph: TopologyGraph, options: RunOptions, show: Any) -> Any:
     if options.engine == "local":
         from stormshift.engines.local import LocalEngine
 
         return LocalEngine(graph).run(
             max_tuples=options.max_tuples,
             duration_secs=options.duration_secs,
-            on_progress=_progress_printer(progress),
+            on_progress=show,
         )
     from stormshift.engines.spark import SparkEngine
 
@@ -60,7 +86,7 @@ def run_topology(graph: TopologyGraph, options: RunOptions, progress: Console | 
     return spark_engine.run(
         max_tuples=options.max_tuples,
         duration_secs=options.duration_secs,
-        on_progress=_progress_printer(progress),
+        on_progress=show,
     )
 
 

@@ -205,3 +205,52 @@ def test_spark_bad_emits_and_bolt_fail_are_dead_lettered_with_reasons(spark, red
     found = summary.problems.kinds("arity")  # one kind per emitting line
     assert {k.type for k in found} == {"TupleError"} and len(found) == 2
     assert sum(k.count for k in found) == len(odd) + len(undeclared)
+
+
+# -- components' own log lines reach a file per topology and the console (WARNING+) -------
+def run_logged(engine: str, tmp_path: Path, spark: Any = None, redis_url: str | None = None,
+               namespace: str | None = None) -> tuple[Any, list[str], str]:
+    from stormshift.runner import RunOptions, run_topology
+
+    console_lines: list[str] = []
+
+    class Capture:
+        def print(self, line: str, **_: Any) -> None:
+            console_lines.append(line)
+
+    g = graph("logs_only")
+    log_file = str(tmp_path / "logs" / "logs_only.log")
+    if engine == "local":
+        summary = run_topology(g, RunOptions(engine="local", log_file=log_file),
+                               progress=Capture())  # type: ignore[arg-type]
+    else:
+        from stormshift.engines.logs import ComponentLogs
+        from stormshift.engines.spark import SparkEngine
+
+        with ComponentLogs(log_file, console=console_lines.append):
+            summary = SparkEngine(g, checkpoint_dir=str(tmp_path / "ck"), redis_url=redis_url,
+                                  spark=spark, namespace=namespace, until_done=True).run()
+    return summary, console_lines, Path(log_file).read_text(encoding="utf-8")
+
+
+def test_local_component_logs_go_to_the_topology_log_file_and_warnings_to_the_console(tmp_path):
+    summary, console, text = run_logged("local", tmp_path)
+    assert summary.log_file == str(tmp_path / "logs" / "logs_only.log")
+    assert f"component logs: {summary.log_file}" in console
+    lines = text.splitlines()
+    assert [line.split(" ", 2)[2] for line in lines] == [
+        "INFO logger_bolt[0]: seen n=0 key=k0", "WARNING logger_bolt[0]: n=50 looks odd",
+        "INFO logger_bolt[0]: seen n=100 key=k2", "INFO logger_bolt[0]: seen n=200 key=k4"]
+    assert [c for c in console if "looks odd" in c] == ["warning: logger_bolt[0]: n=50 looks odd"]
+
+
+@pytest.mark.spark
+@pytest.mark.redis
+def test_spark_component_logs_reach_the_driver_log_file_once_per_line(spark, redis_url, namespace,
+                                                                      tmp_path):
+    summary, console, text = run_logged("spark", tmp_path, spark, redis_url, namespace)
+    lines = [line.split(" ", 2)[2] for line in text.splitlines()]
+    assert lines == [
+        "INFO logger_bolt[0] txid 0: seen n=0 key=k0", "WARNING logger_bolt[0] txid 0: n=50 looks odd",
+        "INFO logger_bolt[0] txid 0: seen n=100 key=k2", "INFO logger_bolt[0] txid 0: seen n=200 key=k4"]
+    assert console == ["warning: logger_bolt[0] txid 0: n=50 looks odd"]

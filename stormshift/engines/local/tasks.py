@@ -16,7 +16,6 @@ so a bolt that fails every tuple cannot keep a bounded run going forever.
 from __future__ import annotations
 
 import json
-import logging
 import time
 from collections import deque
 from collections.abc import Callable, Hashable
@@ -28,19 +27,13 @@ from stormshift.engines.local.delivery import Delivery, Sink, TaskKey
 from stormshift.engines.local.faults import Action, ActiveFaults
 from stormshift.engines.local.scheduler import TICK, Clock
 from stormshift.engines.local.tracker import TupleTracker, spout_lineage
+from stormshift.engines.logs import forward_logs
 from stormshift.engines.summary import RunSummary
 from stormshift.errors import ComponentFailure
 from stormshift.topology.graph import TopologyGraph
 
 __all__ = ["TaskSet"]
 
-_LEVELS = {
-    "TRACE": 5,
-    "DEBUG": logging.DEBUG,
-    "INFO": logging.INFO,
-    "WARN": logging.WARNING,
-    "ERROR": logging.ERROR,
-}
 
 
 def msg_key(msg_id: Any) -> Hashable:
@@ -190,7 +183,7 @@ class TaskSet:
     def _apply_spout(self, key: TaskKey) -> bool:
         box = self.hosts[key].outbox
         stats = self.stats[key[0]]
-        self._note_side_effects(stats.name, box)
+        self._note_side_effects(stats.name, box, task=key[1])
         emits = box.emits
         held = self.held[key]
         for emit in emits:
@@ -251,7 +244,7 @@ class TaskSet:
         """A spout process died: its pending trees are forgotten, a fresh instance opens."""
         box = self.hosts[key].outbox
         self.summary.problems.add_exception(key[0], exc)
-        if not self._note_side_effects(key[0], box, digest=False):
+        if not self._note_side_effects(key[0], box, digest=False, task=key[1]):
             self.delivery.record_error(key[0], str(exc))
         box.drain()
         self.stats[key[0]].restarts += 1
@@ -362,7 +355,7 @@ class TaskSet:
         """
         box = self.hosts[key].outbox
         stats = self.stats[key[0]]
-        errors = self._note_side_effects(key[0], box, digest)
+        errors = self._note_side_effects(key[0], box, digest, task=key[1])
         source_task_id = self.task_ids[key]
         for ordinal, emit in enumerate(box.emits):
             self.delivery.bolt_emit(key[0], source_task_id, emit, ordinal)
@@ -404,7 +397,8 @@ class TaskSet:
         self.hosts[key] = self._new_host(key)
 
     # -- bookkeeping --------------------------------------------------------
-    def _note_side_effects(self, component: str, box: Any, digest: bool = True) -> int:
+    def _note_side_effects(self, component: str, box: Any, digest: bool = True,
+                           task: int = 0) -> int:
         """Count reported errors (into the digest unless the caller has the exception
         itself), forward logs; returns the number of errors."""
         errors = len(box.errors)
@@ -415,9 +409,7 @@ class TaskSet:
                     self.summary.problems.add_text(component, str(message))
             box.errors.clear()
         if box.logs:
-            logger = logging.getLogger(f"stormshift.component.{component}")
-            for level, message in box.logs:
-                logger.log(_LEVELS.get(str(level).upper(), logging.INFO), "%s", message)
+            forward_logs(component, task, box.logs)
             box.logs.clear()
         if box.metrics or box.syncs:
             box.metrics.clear()

@@ -65,6 +65,7 @@ class BatchResult:
     spout_tuples: int = 0
     reasons: dict[str, dict[str, int]] = field(default_factory=dict)  # component -> dead-letter reason -> n
     problems: ErrorDigest = field(default_factory=ErrorDigest)  # the batch's distinct errors
+    logs: list[tuple[str, int, list[tuple[str, str]]]] = field(default_factory=list)  # (c, task, lines)
 
     def advance(self, expected: BatchStatus, new: BatchStatus) -> None:
         """Move forward only from ``expected`` (a protocol step run out of order is a bug)."""
@@ -198,6 +199,8 @@ class BatchRunner:
                     reasons[reason] = reasons.get(reason, 0) + n
             for (kind, _, location), (n, trace, message) in stats.problems.items():
                 result.problems.add(name, kind, message, location, trace, n)
+            if stats.logs:
+                result.logs.append((name, stats.task, stats.logs))
         for src, top in spout_seq.items():
             owner = layout.task_owner[src][0]
             if layout.graph.component(owner).is_spout:

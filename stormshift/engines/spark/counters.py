@@ -40,6 +40,18 @@ class MemberStats:
     reasons: dict[str, int] = field(default_factory=dict)  # dead letters per reason
     # distinct errors: (type, message or "", location) -> [count, first traceback, first message]
     problems: dict[tuple[str, str, str], list[Any]] = field(default_factory=dict)
+    logs: list[tuple[str, str]] = field(default_factory=list)  # the member's self.logger lines
+    task: int = 0  # set by read_stats
+
+    def take_logs(self, lines: list[tuple[str, str]]) -> None:
+        """Keep a batch's log lines, at most ``MAX_LINES_PER_TASK`` (``engines/logs.py``)."""
+        from stormshift.engines.logs import MAX_LINES_PER_TASK
+
+        room = MAX_LINES_PER_TASK - len(self.logs)
+        self.logs.extend((str(level), str(text)) for level, text in lines[:max(room, 0)])
+        if len(lines) > room:
+            self.logs.append(("WARN", f"{len(lines) - max(room, 0):,} more log lines of this "
+                                      "task in this batch were dropped"))
 
     def note_error(self, error: BaseException, trace: str = "") -> None:
         """Count one error by kind; the first ``MAX_KINDS`` kinds keep a traceback each."""
@@ -63,7 +75,8 @@ class MemberStats:
 
     def pack(self) -> bytes:
         return msgpack.packb([*(getattr(self, c) for c in COUNTERS), list(self.maxseq.items()),
-                              self.reasons, [[*k, *v] for k, v in self.problems.items()]],
+                              self.reasons, [[*k, *v] for k, v in self.problems.items()],
+                              [list(line) for line in self.logs]],
                              use_bin_type=True)
 
 
@@ -91,6 +104,9 @@ def read_stats(r: Any, namespace: str, txid: int) -> Iterator[tuple[str, MemberS
             stats.reasons = dict(values[len(COUNTERS) + 1])
         if len(values) > len(COUNTERS) + 2:
             stats.problems = {tuple(p[:3]): list(p[3:]) for p in values[len(COUNTERS) + 2]}
+        if len(values) > len(COUNTERS) + 3:
+            stats.logs = [(level, text) for level, text in values[len(COUNTERS) + 3]]
+        stats.task = int(field_name.rsplit(b":" if isinstance(field_name, bytes) else ":", 1)[1])
         yield name, stats
 
 

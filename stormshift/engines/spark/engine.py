@@ -45,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from stormshift.engines.budget import spout_budgets
+from stormshift.engines.logs import forward_logs
 from stormshift.engines.spark.batch import BatchConfig, BatchResult, BatchRunner
 from stormshift.engines.spark.layout import Layout
 from stormshift.engines.spark.progress import (
@@ -170,6 +171,8 @@ class SparkEngine:
         def on_batch(result: BatchResult) -> None:
             batches.append(result)
             _accumulate(summary, result)
+            for component, task, lines in result.logs:
+                forward_logs(component, task, lines, result.txid)
             if on_progress is not None:
                 on_progress(format_progress(result, self.layout))
                 for line in first_seen_errors(result, reported):

@@ -347,6 +347,7 @@ class _Member:
         outbox.acks.clear()
         outbox.fails.clear()
         outbox.errors.clear()
+        self.stats.take_logs(outbox.logs)  # to the driver's log file (engines/logs.py)
         del outbox.logs[:]
 
     def _dead_letter(self, stream: str, values: Any, error: BaseException, trace: str,
