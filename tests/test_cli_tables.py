@@ -31,6 +31,8 @@ def fits(lines: list[str]) -> None:
     too_wide = [line for line in lines if len(line) > 80]
     assert not too_wide, too_wide
     assert not any("…" in line for line in lines), "a cell was cut"
+    assert all(line.rstrip()[-1:] in "┓┃┩│┤┘" for line in lines if line[:1] in "┏┃┡│├└"), \
+        "a table wider than the console: its right edge was cropped"
 
 
 def squeezed(lines: list[str]) -> str:
@@ -98,4 +100,5 @@ def test_dead_letter_table_shows_the_whole_error_in_80_columns() -> None:
     fits(lines)
     text = squeezed(lines)
     assert BOX.sub("", error) in text
+    assert '[42,"somevalue"]' in text  # the last column too: a table wider than the console is cropped
     assert "1732461234567-0" in "\n".join(lines)  # ids stay whole: `replay --id` takes them

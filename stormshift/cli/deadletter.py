@@ -81,10 +81,10 @@ def letters_table(ns: str, letters: Sequence[Any], component: str | None = None)
     table = Table(title=f"dead letters of {ns}: {len(letters)}"
                         + (f" of {component}" if component else ""), show_lines=True)
     table.add_column("entry", no_wrap=True)  # ids stay whole: `replay --id` takes them
-    table.add_column("tuple", overflow="fold", min_width=8)
+    table.add_column("tuple", overflow="fold", max_width=18)
     table.add_column("reason", overflow="fold")
-    table.add_column("error", overflow="fold", ratio=3)
-    table.add_column("values", overflow="fold", ratio=2)
+    table.add_column("error", overflow="fold")
+    table.add_column("values", overflow="fold", max_width=24)
     for d in letters:
         table.add_row(f"{d.id}\ntxid {d.txid}",
                       f"{d.component}\nfrom {d.source or '?'}/{d.stream}",
