@@ -103,8 +103,7 @@ def _fenced_lines(text: str) -> list[tuple[int, str]]:
         if not (in_block and shell):
             continue
         line = raw.strip()
-        if line.startswith("$ "):
-            line = line[2:]
+        line = line.removeprefix("$ ")
         if not pending:
             start = n
         if line.endswith("\\"):

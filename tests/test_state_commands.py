@@ -7,8 +7,8 @@ import json
 from click.testing import CliRunner
 from state_fixtures import REDIS_URL, commit, run_task
 
-from stormshift.state import opaque_map, transactional_map
 from stormshift.cli.state import state_group
+from stormshift.state import opaque_map, transactional_map
 from stormshift.state.commit import CommitLog
 from stormshift.state.fencing import acquire_epoch
 from stormshift.state.inspect import map_items

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from stormshift.cli.submit import submit_command
 from stormshift.engines.spark.submit import DRIVER_FILE, build_submit_command, build_submit_plan
 from stormshift.errors import TopologyError
-from stormshift.cli.submit import submit_command
 
 TOPOLOGY = '''
 from streamparse import Grouping, Topology
