@@ -165,3 +165,23 @@ def test_spark_run_without_redis_leaves_no_server(tmp_path: Path) -> None:
     assert "state server unix://" in done.stderr  # it did use an embedded server
     assert "FutureWarning" not in done.stderr and "Failed to cancel job group" not in done.stderr
     assert servers_in(tmp_path) == []
+
+
+def test_sigterm_interrupts_a_run_exit_130(tmp_path: Path) -> None:
+    """SIGTERM (a CI timeout, ``kill``) ends the run like Ctrl-C: summary printed, exit 130."""
+    import signal
+    import time
+
+    proc = subprocess.Popen([sys.executable, "-m", "stormshift", "run", str(ROOT / "examples/wordcount"),
+                             "--engine", "local", "--json"], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=clean_env(tmp_path), cwd=tmp_path)
+    try:
+        time.sleep(4)  # the endless word spout is running
+        proc.send_signal(signal.SIGTERM)
+        out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, err
+    report = json.loads(out)
+    assert report["stop_reason"] == "interrupted" and report["exit_code"] == 130
