@@ -11,6 +11,14 @@ class StormshiftError(Exception):
     """Base of all stormshift errors."""
 
 
+class RunFailedError(StormshiftError):
+    """A run that started and then failed (e.g. the Spark streaming query died).
+
+    Distinct from errors raised before anything ran: ``stormshift run`` exits 5
+    for it, 2 for those.
+    """
+
+
 class TopologyError(StormshiftError):
     """A topology that cannot run as declared (raised at load time).
 

@@ -114,10 +114,11 @@ def print_summary(graph: TopologyGraph, summary: Any, console: Console, top: int
         if latest:
             fields = graph.stream_fields(component, stream)
             key = fields[0] if fields else "key"
-            table = Table(title=f"{component} / {stream}: latest per {key} "
-                                f"({len(latest)} keys, top {min(top, len(latest))} shown)")
+            title = (f"{component} / {stream}: latest per {key} "
+                     f"({len(latest)} keys, top {min(top, len(latest))} shown)")
+            table = Table(title=title, min_width=len(title) + 2)  # title on one line if it fits
             for f in fields:
-                table.add_column(f)
+                table.add_column(f, overflow="fold")
             ranked = sorted(latest.values(), key=_rank_key, reverse=True)
             for values in ranked[:top]:
                 table.add_row(*(str(v) for v in values))

@@ -11,8 +11,8 @@ import pytest
 from click.testing import CliRunner
 
 from stormshift.cli import main
-from stormshift.cli_options import parse_confs, parse_overrides
-from stormshift.submit_cli import submit_command
+from stormshift.cli.options import parse_confs, parse_overrides
+from stormshift.cli.submit import submit_command
 
 ADCLICKS = Path(__file__).resolve().parents[1] / "examples" / "adclicks"
 

@@ -315,7 +315,7 @@ def test_redrive_moves_each_entry_once_and_a_txid_claims_the_same_entries(redis_
 
 def test_redrive_plan_routes_like_the_grouping_and_refuses_what_cannot_go_back():
     from stormshift.adapters.routing import Router
-    from stormshift.deadletter_cli import namespace_of, redrive_refusal
+    from stormshift.cli.deadletter import namespace_of, redrive_refusal
     from stormshift.engines.spark.engine import _safe
     from stormshift.engines.spark.layout import Layout
     from stormshift.engines.spark.redrive import plan_redrive

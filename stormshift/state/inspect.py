@@ -2,6 +2,8 @@
 
 ``map_items`` returns what the last write left per key: the value and the
 txid that wrote it (``None`` for plain maps), in a deterministic key order.
+``describe`` is everything ``stormshift state ls`` shows of one namespace;
+``json_default`` renders state and dead-letter values as JSON.
 """
 
 from __future__ import annotations
@@ -12,7 +14,8 @@ from typing import Any
 from stormshift.state import keys as K
 from stormshift.state.codec import committed_view, decode_key, encode_key
 
-__all__ = ["map_get", "map_items", "map_kinds", "namespace_keys", "namespaces"]
+__all__ = ["describe", "json_default", "map_get", "map_items", "map_kinds", "namespace_keys",
+           "namespaces"]
 
 
 def _s(x: Any) -> str:
@@ -79,3 +82,42 @@ def map_get(r: Any, namespace: str, component: str, name: str, key: Any, kind: s
     if rec is None:
         return None
     return committed_view(kind or _kind_of(rec), rec)
+
+
+def json_default(x: Any) -> Any:
+    """``json.dumps`` default for state and dead-letter values: bytes as text (or hex), tuples as lists."""
+    if isinstance(x, bytes):
+        try:
+            return x.decode()
+        except UnicodeDecodeError:
+            return {"hex": x.hex()}
+    if isinstance(x, tuple):
+        return list(x)
+    return repr(x)
+
+
+def _snapshot_sizes(r: Any, ns: str) -> dict[str, dict[int, int]]:
+    from stormshift.state.snapshots import SnapshotStore
+
+    store = SnapshotStore.__new__(SnapshotStore)  # sizes need no HMAC key: nothing is verified
+    store.r, store.namespace = r, ns
+    return {f"{c}:{t}": v for (c, t), v in store.sizes().items()}
+
+
+def describe(r: Any, ns: str) -> dict[str, Any]:
+    """One namespace as plain data: committed txid, checkpoints, epochs, maps and their key
+    counts, snapshot sizes, dead letters."""
+    from stormshift.state.commit import CommitLog
+    from stormshift.state.deadletter import DeadLetters
+
+    log = CommitLog(r, ns)
+    epochs = {k.decode(): int(v) for k, v in sorted(r.hgetall(K.epochs_key(ns)).items())}
+    return {
+        "namespace": ns,
+        "committed_txid": log.committed(),
+        "checkpoints": log.checkpoints(),
+        "epochs": epochs,
+        "maps": {f"{c}:{m}": n for (c, m), n in map_kinds(r, ns).items()},
+        "snapshots_bytes": _snapshot_sizes(r, ns),
+        "dead_letters": DeadLetters(r, ns).count(),
+    }

@@ -58,7 +58,7 @@ from stormshift.engines.spark.sink import parse_sink, read_jsonl_outputs
 from stormshift.engines.spark.source import SOURCE_NAME, SpoutSource, now_ms, source_options
 from stormshift.engines.spark.ticks import TickRecorder, tick_intervals_ms
 from stormshift.engines.summary import RunSummary
-from stormshift.errors import StormshiftError
+from stormshift.errors import RunFailedError, StormshiftError
 
 __all__ = ["SparkEngine"]
 
@@ -217,7 +217,7 @@ class SparkEngine:
                 try:
                     query.awaitTermination(POLL_SECS)
                 except StreamingQueryException as exc:
-                    raise StormshiftError(
+                    raise RunFailedError(
                         f"spark engine: the streaming query failed: {stop_reason_from(exc)}") from exc
                 if finite and _all_finished(query):
                     return "done"
@@ -227,7 +227,7 @@ class SparkEngine:
                     return "max_batches"
             failure = query.exception()
             if failure is not None:
-                raise StormshiftError(
+                raise RunFailedError(
                     f"spark engine: the streaming query failed: {stop_reason_from(failure)}")
             return "stopped"
         finally:

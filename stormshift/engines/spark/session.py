@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
 from stormshift.engines.spark.launcher import worker_python
 
-__all__ = ["RUNTIME_CONF", "build_session", "configure_session", "worker_conf"]
+__all__ = ["QUIET_LOGGERS", "RUNTIME_CONF", "build_session", "configure_session", "quiet_logs",
+           "worker_conf"]
 
 # Runtime SQL settings the per-batch plan relies on (set on a reused session too).
 RUNTIME_CONF = {
@@ -18,9 +20,25 @@ RUNTIME_CONF = {
 }
 
 
+# Spark loggers whose WARN lines are noise on a stormshift console (level raised to ERROR).
+QUIET_LOGGERS = (
+    # stopping a finished query cancels job groups that have no active job left:
+    # "Failed to cancel job group ... Cannot find active jobs for it."
+    "org.apache.spark.scheduler.DAGScheduler",
+    # "spark.sql.adaptive.enabled is not supported in streaming DataFrames" on every start
+    "org.apache.spark.sql.execution.streaming.runtime.ResolveWriteToStream",
+)
+
+
 def build_session(master: str, *, app_name: str = "stormshift", shuffle_partitions: int | None = None,
                   conf: Mapping[str, str] | None = None) -> Any:
     """A SparkSession for ``master`` with the engine's settings, then ``conf`` (``--conf``) on top."""
+    # pyspark 4.x warns (FutureWarning) on every import of its pandas helpers when pandas is
+    # >= 3. The engine moves rows with mapInArrow and never uses pyspark's pandas API, so the
+    # warning says nothing about a stormshift run, and pandas is not pinned below 3 for it
+    # (pyspark itself accepts it).
+    warnings.filterwarnings("ignore", message="PySpark does not yet fully support pandas",
+                            category=FutureWarning)
     from pyspark.sql import SparkSession
 
     builder = (
@@ -39,8 +57,18 @@ def build_session(master: str, *, app_name: str = "stormshift", shuffle_partitio
     with worker_python(master, conf):
         session = builder.getOrCreate()
     session.sparkContext.setLogLevel("WARN")
+    quiet_logs(session)
     configure_session(session)
     return session
+
+
+def quiet_logs(session: Any) -> None:
+    """Raise the level of ``QUIET_LOGGERS`` to ERROR in the driver's JVM (log4j2)."""
+    jvm = session.sparkContext._jvm
+    configurator = jvm.org.apache.logging.log4j.core.config.Configurator
+    error = jvm.org.apache.logging.log4j.Level.ERROR
+    for name in QUIET_LOGGERS:
+        configurator.setLevel(name, error)
 
 
 def worker_conf(master: str) -> dict[str, str]:

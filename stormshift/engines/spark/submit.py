@@ -10,7 +10,7 @@ What goes to the cluster:
   installed): this package. Its dependencies (streamparse, redis, pyarrow,
   msgpack...) must be installed on the cluster's Python.
 - ``stormshift_driver.py``: the application file; it is ``python -m
-  stormshift run PROJECT -n NAME ...`` (``stormshift.cli:main``).
+  stormshift run PROJECT -n NAME ...`` (``stormshift.cli.main``).
 
 Zips are reproducible (sorted entries, fixed timestamps), so an unchanged
 project builds byte-identical files.

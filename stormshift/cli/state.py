@@ -1,13 +1,14 @@
-"""``stormshift state ...``: operator commands (mounted by cli.py).
+"""``stormshift state ...``: look at and manage exactly-once state in Redis.
 
     stormshift state ls [NAMESPACE] [--json]
     stormshift state get NAMESPACE COMPONENT MAP KEY
-    stormshift state dump NAMESPACE [--component C] [--map M] [-o FILE]
+    stormshift state dump NAMESPACE [--component C] [--map M] [--out FILE]
     stormshift state reset NAMESPACE --yes [--hard]
 
-``--url`` (or ``STORMSHIFT_REDIS_URL``) picks the server; without it the
-embedded Redis of the current directory is used. KEY is parsed as JSON when it
-is valid JSON (``5``, ``'["a", 1]'``), else taken as a string.
+Each takes ``--redis URL`` (or ``STORMSHIFT_REDIS``); without it the embedded
+Redis of the current directory is used. KEY is parsed as JSON when it is valid
+JSON (``5``, ``'["a", 1]'``), else taken as a string. What is shown comes from
+``state/inspect.py``; this module only parses and prints.
 """
 
 from __future__ import annotations
@@ -18,29 +19,14 @@ from typing import Any
 
 import click
 
-from stormshift.state import keys as K
-from stormshift.state.commit import CommitLog, reset_namespace
-from stormshift.state.connection import connect
-from stormshift.state.deadletter import DeadLetters
-from stormshift.state.inspect import map_get, map_items, map_kinds, namespaces
-from stormshift.state.snapshots import SnapshotStore
+from stormshift.cli.options import deprecated_alias, json_option, redis_option
 
-__all__ = ["state"]
-
-
-def json_default(x: Any) -> Any:
-    """``json.dumps`` default for state and dead-letter values: bytes as text (or hex), tuples as lists."""
-    if isinstance(x, bytes):
-        try:
-            return x.decode()
-        except UnicodeDecodeError:
-            return {"hex": x.hex()}
-    if isinstance(x, tuple):
-        return list(x)
-    return repr(x)
+__all__ = ["state_group"]
 
 
 def _dumps(obj: Any) -> str:
+    from stormshift.state.inspect import json_default
+
     return json.dumps(obj, default=json_default, sort_keys=True, ensure_ascii=False)
 
 
@@ -52,46 +38,31 @@ def _parse_key(text: str) -> Any:
     return tuple(v) if isinstance(v, list) else v
 
 
-def _snapshot_sizes(r: Any, ns: str) -> dict[str, dict[int, int]]:
-    store = SnapshotStore.__new__(SnapshotStore)  # sizes need no HMAC key: nothing is verified
-    store.r, store.namespace = r, ns
-    return {f"{c}:{t}": v for (c, t), v in store.sizes().items()}
-
-
-def describe(r: Any, ns: str) -> dict[str, Any]:
-    """Everything ``ls`` shows for one namespace, as plain data."""
-    log = CommitLog(r, ns)
-    epochs = {k.decode(): int(v) for k, v in sorted(r.hgetall(K.epochs_key(ns)).items())}
-    return {
-        "namespace": ns,
-        "committed_txid": log.committed(),
-        "checkpoints": log.checkpoints(),
-        "epochs": epochs,
-        "maps": {f"{c}:{m}": n for (c, m), n in map_kinds(r, ns).items()},
-        "snapshots_bytes": _snapshot_sizes(r, ns),
-        "dead_letters": DeadLetters(r, ns).count(),
-    }
-
-
 @click.group("state")
-@click.option("--url", envvar="STORMSHIFT_REDIS_URL", default=None, help="Redis URL (default: embedded).")
+@deprecated_alias("--url", "url", "--redis URL after the subcommand (e.g. state ls --redis URL)")
 @click.pass_context
-def state(ctx: click.Context, url: str | None) -> None:
+def state_group(ctx: click.Context, url: str | None) -> None:
     """Inspect and manage exactly-once state in Redis."""
     ctx.obj = {"url": url}
 
 
-def _redis(ctx: click.Context) -> Any:
-    return connect(ctx.obj.get("url"))
+def _redis(redis_url: str | None) -> Any:
+    from stormshift.state.connection import connect
+
+    ctx = click.get_current_context()
+    parent = (ctx.parent.obj or {}) if ctx.parent is not None else {}
+    return connect(redis_url or parent.get("url"))
 
 
-@state.command("ls")
+@state_group.command("ls")
 @click.argument("namespace", required=False)
-@click.option("--json", "as_json", is_flag=True, help="One JSON object per namespace.")
-@click.pass_context
-def ls_cmd(ctx: click.Context, namespace: str | None, as_json: bool) -> None:
+@redis_option()
+@json_option
+def ls_cmd(namespace: str | None, redis_url: str | None, as_json: bool) -> None:
     """Namespaces, components, key counts, committed txid, epochs, snapshot sizes."""
-    r = _redis(ctx)
+    from stormshift.state.inspect import describe, namespaces
+
+    r = _redis(redis_url)
     for ns in [namespace] if namespace else namespaces(r):
         d = describe(r, ns)
         if as_json:
@@ -108,15 +79,17 @@ def ls_cmd(ctx: click.Context, namespace: str | None, as_json: bool) -> None:
             click.echo(f"  task {task}: epoch {epoch}, {snap}")
 
 
-@state.command("get")
+@state_group.command("get")
 @click.argument("namespace")
 @click.argument("component")
 @click.argument("map_name", metavar="MAP")
 @click.argument("key")
-@click.pass_context
-def get_cmd(ctx: click.Context, namespace: str, component: str, map_name: str, key: str) -> None:
+@redis_option()
+def get_cmd(namespace: str, component: str, map_name: str, key: str, redis_url: str | None) -> None:
     """A key's value with the txid that wrote it."""
-    got = map_get(_redis(ctx), namespace, component, map_name, _parse_key(key))
+    from stormshift.state.inspect import map_get
+
+    got = map_get(_redis(redis_url), namespace, component, map_name, _parse_key(key))
     if got is None:
         raise click.ClickException(
             f"no key {key!r} in map {map_name!r} of component {component!r} (namespace "
@@ -126,15 +99,22 @@ def get_cmd(ctx: click.Context, namespace: str, component: str, map_name: str, k
     click.echo(_dumps({"key": _parse_key(key), "value": value, "txid": txid}))
 
 
-@state.command("dump")
+@state_group.command("dump")
 @click.argument("namespace")
-@click.option("--component", default=None)
-@click.option("--map", "map_name", default=None)
-@click.option("-o", "--out", type=click.File("w"), default="-", help="JSON lines file (default stdout).")
-@click.pass_context
-def dump_cmd(ctx: click.Context, namespace: str, component: str | None, map_name: str | None, out: Any) -> None:
+@click.option("--component", default=None, help="Only maps of this component.")
+@click.option("--map", "map_name", default=None, help="Only this map.")
+@click.option("--out", type=click.File("w"), default=None, metavar="FILE",
+              help="JSON lines file (default stdout).")
+@deprecated_alias("-o", "old_out", "--out FILE (-o is KEY=VALUE in every other command)",
+                  type=click.File("w"))
+@redis_option()
+def dump_cmd(namespace: str, component: str | None, map_name: str | None, out: Any, old_out: Any,
+             redis_url: str | None) -> None:
     """Every map entry as JSON lines: component, map, key, value, txid."""
-    r = _redis(ctx)
+    from stormshift.state.inspect import map_items, map_kinds
+
+    out = out or old_out or sys.stdout
+    r = _redis(redis_url)
     n = 0
     for comp, name in map_kinds(r, namespace):
         if (component and comp != component) or (map_name and name != map_name):
@@ -146,17 +126,19 @@ def dump_cmd(ctx: click.Context, namespace: str, component: str | None, map_name
         click.echo(f"dumped {n} entries", err=True)
 
 
-@state.command("reset")
+@state_group.command("reset")
 @click.argument("namespace")
 @click.option("--yes", is_flag=True, help="Confirm: delete this namespace's state.")
 @click.option("--hard", is_flag=True, help="Also drop the commit record and checkpoint bindings.")
-@click.pass_context
-def reset_cmd(ctx: click.Context, namespace: str, yes: bool, hard: bool) -> None:
+@redis_option()
+def reset_cmd(namespace: str, yes: bool, hard: bool, redis_url: str | None) -> None:
     """Delete a namespace's maps, snapshots and dedup state (epochs are always kept)."""
+    from stormshift.state.commit import reset_namespace
+
     if not yes:
         raise click.ClickException(
             f"refusing to delete state namespace {namespace!r} without --yes "
             "(maps, snapshots and dedup state are lost; running topologies must be stopped)"
         )
-    n = reset_namespace(_redis(ctx), namespace, keep_fences=not hard)
+    n = reset_namespace(_redis(redis_url), namespace, keep_fences=not hard)
     click.echo(f"deleted {n} keys of namespace {namespace!r}")

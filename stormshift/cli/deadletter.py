@@ -8,30 +8,31 @@ atomically) into the namespace's redrive stream; the next batch that a
 ``stormshift run`` of the project (Spark engine) runs takes them, exactly once
 (``state/redrive.py``, ``engines/spark/redrive.py``). A batch runs when there
 is input: a bounded run whose checkpoint already reached its end plans none,
-so give it new input, or a new checkpoint with ``--adopt-state``. Only dead letters of bolts can go back: a
-spout record that could not be decoded (reason ``decode``) never was a
-tuple -- fix the source data and append it again.
+so give it new input, or a new checkpoint with ``--adopt-state``. Only dead
+letters of bolts can go back: a spout record that could not be decoded (reason
+``decode``) never was a tuple -- fix the source data and append it again.
 
-``--redis`` (or ``STORMSHIFT_REDIS`` / ``STORMSHIFT_REDIS_URL``) picks the
-server; without it the embedded Redis of the current directory is used, as
-``stormshift run`` does. PROJECT's namespace is the one ``stormshift run``
-uses: the topology name.
+``--redis`` (or ``STORMSHIFT_REDIS``) picks the server; without it the
+embedded Redis of the current directory is used, as ``stormshift run`` does.
+PROJECT is loaded as ``stormshift run`` loads it (``-n``, ``-e``, ``-o``, so a
+``-o stormshift.replacements=...`` that replaces a JavaSpout works here too);
+its namespace is the one ``stormshift run`` uses: the topology name.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Sequence
 from typing import Any
 
 import click
 
-from stormshift.state.commands import json_default
+from stormshift.cli.options import json_option, load_graph, redis_option, topology_options
 
-__all__ = ["deadletter_group", "namespace_of", "redrive_refusal"]
+__all__ = ["deadletter_group", "letters_table", "namespace_of", "redrive_refusal"]
 
-VALUES_WIDTH = 60
-ERROR_WIDTH = 70
+VALUES_WIDTH = 120
 
 
 def namespace_of(graph: Any) -> str:
@@ -44,34 +45,23 @@ def _short(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 1] + "…"
 
 
-def _load(project: str, name: str | None, environment: str | None) -> Any:
-    from stormshift.topology.loader import load_topology
-
-    return load_topology(project, name=name, environment=environment)
-
-
 def _target(project: str | None, namespace: str | None, name: str | None,
-            environment: str | None) -> tuple[Any, str]:
+            environment: str | None, config_options: Sequence[str]) -> str:
     if namespace:
-        return None, namespace
+        return namespace
     if not project:
         raise click.UsageError("give a PROJECT (its topology name is the namespace) or --namespace NS")
-    graph = _load(project, name, environment)
-    return graph, namespace_of(graph)
+    return namespace_of(load_graph(project, name, environment, config_options))
 
 
-_project_options = [
-    click.option("--redis", "redis_url", envvar="STORMSHIFT_REDIS", default=None,
-                 help="Redis URL (default: embedded, as `stormshift run`)."),
-    click.option("--namespace", default=None, help="State namespace (default: PROJECT's topology name)."),
-    click.option("-n", "--name", default=None, help="Topology name (topologies/NAME.py) in a project dir."),
-    click.option("-e", "--environment", default=None, help="Environment for par dicts / config.json envs."),
-    click.option("--component", default=None, help="Only dead letters of this component."),
-]
-
-
-def _with_options(fn: Any) -> Any:
-    for option in reversed(_project_options):
+def _project_options(fn: Any) -> Any:
+    for option in reversed([
+        topology_options,
+        redis_option("Redis URL (default: embedded, as `stormshift run`)."),
+        click.option("--namespace", default=None,
+                     help="State namespace (default: PROJECT's topology name)."),
+        click.option("--component", default=None, help="Only dead letters of this component."),
+    ]):
         fn = option(fn)
     return fn
 
@@ -81,39 +71,54 @@ def deadletter_group() -> None:
     """Dead letters: tuples that could not be processed, with their reason."""
 
 
+def letters_table(ns: str, letters: Sequence[Any], component: str | None = None) -> Any:
+    """A rich table of dead letters that fits 80 columns: the error is shown whole (wrapped),
+    long values are shortened."""
+    from rich.table import Table
+
+    from stormshift.state.inspect import json_default
+
+    table = Table(title=f"dead letters of {ns}: {len(letters)}"
+                        + (f" of {component}" if component else ""), show_lines=True)
+    table.add_column("entry", no_wrap=True)  # ids stay whole: `replay --id` takes them
+    table.add_column("tuple", overflow="fold", max_width=18)
+    table.add_column("reason", overflow="fold")
+    table.add_column("error", overflow="fold")
+    table.add_column("values", overflow="fold", max_width=24)
+    for d in letters:
+        table.add_row(f"{d.id}\ntxid {d.txid}",
+                      f"{d.component}\nfrom {d.source or '?'}/{d.stream}",
+                      d.reason or "?", d.error.strip(),
+                      _short(json.dumps(d.values, default=json_default, ensure_ascii=False),
+                             VALUES_WIDTH))
+    return table
+
+
 @deadletter_group.command("ls")
 @click.argument("project", required=False)
-@_with_options
-@click.option("--json", "as_json", is_flag=True, help="One JSON object per entry.")
+@_project_options
+@json_option
 @click.option("--limit", type=int, default=None, help="At most this many entries.")
-def ls_cmd(project: str | None, redis_url: str | None, namespace: str | None, name: str | None,
-           environment: str | None, component: str | None, as_json: bool, limit: int | None) -> None:
-    """List dead letters oldest first: id, txid, component, source, stream, error, values."""
+def ls_cmd(project: str | None, name: str | None, environment: str | None,
+           config_options: tuple[str, ...], redis_url: str | None, namespace: str | None,
+           component: str | None, as_json: bool, limit: int | None) -> None:
+    """List dead letters oldest first: entry, tuple, reason, the whole error, values."""
     from rich.console import Console
-    from rich.table import Table
 
     from stormshift.state.commit import CommitLog
     from stormshift.state.connection import connect
     from stormshift.state.deadletter import DeadLetters
+    from stormshift.state.inspect import json_default
     from stormshift.state.redrive import Redrive
 
-    _graph, ns = _target(project, namespace, name, environment)
+    ns = _target(project, namespace, name, environment, config_options)
     r = connect(redis_url)
     letters = DeadLetters(r, ns).list(component=component, limit=limit)
     if as_json:
         for d in letters:
             click.echo(json.dumps(d.as_dict(), default=json_default, ensure_ascii=False))
         return
-    table = Table(title=f"dead letters of {ns}: {len(letters)}"
-                        + (f" of {component}" if component else ""))
-    for col in ("id", "txid", "component", "source", "stream", "reason", "error", "values"):
-        table.add_column(col, overflow="fold" if col in ("error", "values") else "ellipsis")
-    for d in letters:
-        table.add_row(d.id, str(d.txid), d.component, d.source or "?", d.stream, d.reason or "?",
-                      _short(d.error, ERROR_WIDTH),
-                      _short(json.dumps(d.values, default=json_default), VALUES_WIDTH))
-    console = Console(width=max(Console().width, 160))
-    console.print(table)
+    Console().print(letters_table(ns, letters, component))
     redrive = Redrive(r, ns)
     waiting = len(redrive.waiting())
     claimed = redrive.claimed(above=CommitLog(r, ns).committed())
@@ -140,10 +145,11 @@ def redrive_refusal(graph: Any, layout: Any, letter: Any, committed: int) -> str
 
 @deadletter_group.command("replay")
 @click.argument("project")
-@_with_options
+@_project_options
 @click.option("--id", "ids", multiple=True, help="Only this entry id (repeatable).")
-def replay_cmd(project: str, redis_url: str | None, namespace: str | None, name: str | None,
-               environment: str | None, component: str | None, ids: tuple[str, ...]) -> None:
+def replay_cmd(project: str, name: str | None, environment: str | None,
+               config_options: tuple[str, ...], redis_url: str | None, namespace: str | None,
+               component: str | None, ids: tuple[str, ...]) -> None:
     """Send dead letters back (after a fix): the next `stormshift run PROJECT` processes them once."""
     from stormshift.engines.spark.layout import Layout
     from stormshift.state.commit import CommitLog
@@ -151,7 +157,7 @@ def replay_cmd(project: str, redis_url: str | None, namespace: str | None, name:
     from stormshift.state.deadletter import DeadLetters
     from stormshift.state.redrive import Redrive
 
-    graph = _load(project, name, environment)
+    graph = load_graph(project, name, environment, config_options)
     ns = namespace or namespace_of(graph)
     if component is not None and component not in graph.components:
         raise click.UsageError(f"no component {component!r} in topology {graph.name!r}; "

@@ -1,0 +1,99 @@
+"""The ``stormshift`` command: a thin shell over the library.
+
+Runs in the driver process (the one ``stormshift`` or ``python -m stormshift``
+starts; under ``stormshift submit``, spark-submit's driver runs it too). It
+parses options, loads the topology, calls ``stormshift.runner`` or ``state/``,
+prints, and turns the outcome into an exit code; nothing below this package
+calls ``sys.exit``.
+
+- ``run.py``, ``inspect.py``, ``submit.py``, ``state.py``, ``deadletter.py``:
+  one command (group) each.
+- ``options.py``: every option more than one command takes, defined once
+  (``--redis`` / ``STORMSHIFT_REDIS`` everywhere, ``-n``, ``-e``, ``-o``,
+  ``--json``, ``--master``, ``--checkpoint``).
+- ``exit_codes.py``: the exit code of a run, from its summary.
+
+Errors stormshift raises on purpose are printed as one clear message, never as
+a traceback: exit 2 before a run starts, 5 when the run fails at run time; 130
+on Ctrl-C or SIGTERM. An embedded Redis server the command started is stopped
+when it exits, however it exits.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import FrameType
+
+import click
+from rich.console import Console
+
+from stormshift.cli import exit_codes
+from stormshift.cli.deadletter import deadletter_group
+from stormshift.cli.inspect import inspect_command
+from stormshift.cli.run import run_command
+from stormshift.cli.state import state_group
+from stormshift.cli.submit import submit_command
+from stormshift.errors import RunFailedError, StormshiftError
+
+__all__ = ["cli", "main"]
+
+console = Console(stderr=True)
+
+
+@click.group(context_settings={"auto_envvar_prefix": "STORMSHIFT", "help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="stormshift")
+def cli() -> None:
+    """Run streamparse (Storm) topologies unchanged on Spark, exactly once."""
+
+
+for _command in (inspect_command, run_command, submit_command, state_group, deadletter_group):
+    cli.add_command(_command)
+
+
+@contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM ends the command like Ctrl-C does (cleanup runs, exit 130)."""
+
+    def interrupt(_signum: int, _frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    try:
+        previous = signal.signal(signal.SIGTERM, interrupt)
+    except ValueError:  # not the main thread: leave signals alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Console entry point: run the command, return its exit code (``exit_codes.py``)."""
+    from stormshift.state.connection import stop_embedded
+
+    try:
+        with _sigterm_as_interrupt():
+            rv = cli.main(args=argv, prog_name="stormshift", standalone_mode=False)
+        return rv if isinstance(rv, int) else exit_codes.CLEAN
+    except (click.exceptions.Abort, KeyboardInterrupt):
+        console.print("interrupted")
+        return exit_codes.INTERRUPTED
+    except click.ClickException as exc:
+        exc.show()
+        return exc.exit_code
+    except RunFailedError as exc:
+        console.print(f"[bold red]run failed:[/] {exc}", markup=True, highlight=False)
+        return exit_codes.RUN_FAILED
+    except StormshiftError as exc:
+        console.print(f"[bold red]error:[/] {exc}", markup=True, highlight=False)
+        return exit_codes.USAGE
+    finally:
+        stop_embedded()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

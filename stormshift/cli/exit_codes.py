@@ -1,0 +1,62 @@
+"""The exit code of ``stormshift run``: a pure function of what the run did.
+
+A CI job or a cron can rely on these (also in ``stormshift run --help`` and
+the README):
+
+====  =====================================================================
+0     clean: finished, nothing dead-lettered, failed or lost, accounting holds
+2     load, config or usage error (nothing ran)
+3     finished, but tuples were dead-lettered (Spark) or failed / lost (local)
+4     the accounting does not hold (tuples unaccounted for); wins over 3
+5     the run failed at run time (e.g. the Spark streaming query failed)
+130   interrupted (Ctrl-C, SIGTERM)
+====  =====================================================================
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = [
+    "ACCOUNTING", "CLEAN", "EPILOG", "FAILED_TUPLES", "INTERRUPTED", "RUN_FAILED", "USAGE",
+    "run_exit_code",
+]
+
+CLEAN = 0
+USAGE = 2
+FAILED_TUPLES = 3
+ACCOUNTING = 4
+RUN_FAILED = 5
+INTERRUPTED = 130
+
+EPILOG = (
+    "\b\nExit codes:\n"
+    "  0    clean: nothing dead-lettered, failed or lost; the accounting holds\n"
+    "  2    load, config or usage error (nothing ran)\n"
+    "  3    finished, but tuples were dead-lettered (spark) or failed/lost (local)\n"
+    "  4    the accounting does not hold (tuples unaccounted for); wins over 3\n"
+    "  5    the run failed at run time (e.g. the Spark streaming query failed)\n"
+    "  130  interrupted (Ctrl-C, SIGTERM)"
+)
+
+
+def _failed_tuples(summary: Any) -> int:
+    """Tuples that did not make it: dead-lettered, lost, and (local engine) failed by bolts."""
+    local = summary.engine == "local"
+    n = summary.total("dead_lettered")
+    for stats in summary.components.values():
+        n += getattr(stats, "lost", 0) or 0
+        if local and stats.kind != "spout":
+            n += stats.fails
+    return n
+
+
+def run_exit_code(summary: Any) -> int:
+    """The exit code for a run that returned ``summary`` (a ``RunSummary``)."""
+    if summary.stop_reason == "interrupted":
+        return INTERRUPTED
+    if not summary.accounting()["topology"]["holds"]:
+        return ACCOUNTING
+    if _failed_tuples(summary):
+        return FAILED_TUPLES
+    return CLEAN

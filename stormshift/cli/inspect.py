@@ -1,0 +1,29 @@
+"""``stormshift inspect PATH``: the graph stormshift sees (components, par, streams, groupings)."""
+
+from __future__ import annotations
+
+import json
+
+import click
+from rich.console import Console
+
+from stormshift.cli.options import json_option, load_graph, topology_options
+
+__all__ = ["inspect_command"]
+
+
+@click.command("inspect")
+@click.argument("path")
+@topology_options
+@json_option
+def inspect_command(path: str, name: str | None, environment: str | None,
+                    config_options: tuple[str, ...], as_json: bool) -> None:
+    """Print a topology's graph: components, par, streams and fields, groupings."""
+    from stormshift.topology.render import graph_to_dict, render_graph
+
+    graph = load_graph(path, name, environment, config_options)
+    out = Console()
+    if as_json:
+        out.print_json(json.dumps(graph_to_dict(graph)))
+        return
+    out.print(render_graph(graph))

@@ -1,0 +1,156 @@
+"""Every option that more than one command takes, defined once.
+
+One name per concept in every command:
+
+- ``--redis URL`` (env ``STORMSHIFT_REDIS``): the state server; without it the
+  embedded Redis of the current directory (started, and stopped on exit, by
+  the command).
+- ``-n/--name`` (``STORMSHIFT_NAME``), ``-e/--environment``
+  (``STORMSHIFT_ENVIRONMENT``) and ``-o/--option KEY=VALUE``: how a topology is
+  loaded; every command that loads one takes all three. ``-o`` overrides a
+  topology config entry (like streamparse's ``sparse run -o``): the value is
+  parsed as JSON when it parses (``20000``, ``true``, ``null``, ``"x"``), else
+  kept as the string, so ``-o a.path=/data/x`` needs no quoting.
+- ``--master`` (``STORMSHIFT_MASTER``), ``--checkpoint``
+  (``STORMSHIFT_CHECKPOINT``), ``--conf KEY=VALUE`` (a Spark setting, kept as
+  a string like spark-submit's ``--conf``) and the run options ``run`` and
+  ``submit`` share.
+- ``--json``: machine-readable output.
+
+Options of one command only read ``STORMSHIFT_<COMMAND>_<OPTION>`` (click's
+``auto_envvar_prefix``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from typing import Any, TypeVar
+
+import click
+
+__all__ = [
+    "checkpoint_option", "conf_option", "deprecated_alias", "json_option", "load_graph",
+    "master_option", "parse_confs", "parse_overrides", "redis_option", "run_control_options",
+    "split_pair", "state_mode", "topology_options",
+]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _stack(*decorators: Callable[[F], F]) -> Callable[[F], F]:
+    def apply(fn: F) -> F:
+        for decorator in reversed(decorators):
+            fn = decorator(fn)
+        return fn
+
+    return apply
+
+
+def redis_option(help: str = "Redis URL of the state server (default: embedded Redis of the "
+                              "current directory).") -> Callable[[F], F]:
+    return click.option("--redis", "redis_url", envvar="STORMSHIFT_REDIS", metavar="URL",
+                        default=None, help=help)
+
+
+json_option: Callable[[F], F] = click.option("--json", "as_json", is_flag=True,
+                                             help="Machine-readable JSON output.")
+
+topology_options: Callable[[F], F] = _stack(
+    click.option("-n", "--name", envvar="STORMSHIFT_NAME", default=None,
+                 help="Topology name (topologies/NAME.py) in a project dir."),
+    click.option("-e", "--environment", envvar="STORMSHIFT_ENVIRONMENT", default=None,
+                 help="Environment for par dicts / config.json envs."),
+    click.option("-o", "--option", "config_options", multiple=True, metavar="KEY=VALUE",
+                 help="Override a topology config entry (value parsed as JSON, else text); "
+                      "repeatable."),
+)
+
+
+def master_option(**kw: Any) -> Callable[[F], F]:
+    kw.setdefault("help", "Spark master URL (local[N], spark://, yarn, k8s://).")
+    return click.option("--master", envvar="STORMSHIFT_MASTER", **kw)
+
+
+def checkpoint_option(help: str = "Spark checkpoint directory.") -> Callable[[F], F]:
+    return click.option("--checkpoint", "checkpoint_dir", envvar="STORMSHIFT_CHECKPOINT",
+                        metavar="DIR", help=help)
+
+
+def conf_option(help: str) -> Callable[[F], F]:
+    return click.option("--conf", "confs", multiple=True, metavar="KEY=VALUE", help=help)
+
+
+def run_control_options(trigger_default: float | None) -> Callable[[F], F]:
+    """How a run is driven: the options ``run`` has and ``submit`` forwards to it."""
+    return _stack(
+        click.option("--trigger", "trigger_secs", type=float, default=trigger_default,
+                     show_default=trigger_default is not None,
+                     help="Seconds between micro-batches (0: as fast as possible)."),
+        click.option("--until-done", is_flag=True, help="Run until every spout reaches end of input."),
+        click.option("--batch-max-tuples", type=int, help="Tuples per spout task per batch."),
+        click.option("--sink", help="Where leaf emits go: jsonl:DIR, redis:STREAM or drop."),
+        click.option("--reset-state", is_flag=True,
+                     help="Wipe existing state bound to another checkpoint."),
+        click.option("--adopt-state", is_flag=True,
+                     help="Continue existing state from a new checkpoint."),
+    )
+
+
+def state_mode(reset_state: bool, adopt_state: bool) -> str:
+    """``--reset-state`` / ``--adopt-state`` as the engine's ``state_mode``."""
+    if reset_state and adopt_state:
+        raise click.UsageError("--reset-state and --adopt-state exclude each other")
+    return "reset" if reset_state else "adopt" if adopt_state else "strict"
+
+
+def deprecated_alias(flag: str, dest: str, instead: str, **kw: Any) -> Callable[[F], F]:
+    """A hidden old spelling that still works and says, in one line, what to use instead."""
+
+    def warn(_ctx: click.Context, _param: click.Parameter, value: Any) -> Any:
+        if value is not None:
+            click.echo(f"warning: {flag} is deprecated; use {instead}", err=True)
+        return value
+
+    return click.option(flag, dest, hidden=True, default=None, expose_value=True,
+                        callback=warn, **kw)
+
+
+def split_pair(text: str, flag: str) -> tuple[str, str]:
+    """``KEY=VALUE`` -> ``(KEY, VALUE)``; a clear usage error otherwise."""
+    key, sep, value = text.partition("=")
+    key = key.strip()
+    if not sep or not key:
+        raise click.BadParameter(f"{text!r} is not KEY=VALUE (e.g. {flag} adclicks.events=20000)",
+                                 param_hint=flag)
+    return key, value
+
+
+def _json_or_text(value: str) -> Any:
+    try:
+        return json.loads(value)
+    except ValueError:
+        return value
+
+
+def parse_overrides(pairs: Iterable[str]) -> dict[str, Any]:
+    """Topology config overrides from ``-o`` values (later ones win)."""
+    out: dict[str, Any] = {}
+    for text in pairs:
+        key, value = split_pair(text, "-o")
+        out[key] = _json_or_text(value)
+    return out
+
+
+def parse_confs(pairs: Iterable[str]) -> dict[str, str]:
+    """Spark settings from ``--conf`` values (later ones win)."""
+    return dict(split_pair(text, "--conf") for text in pairs)
+
+
+def load_graph(path: str, name: str | None, environment: str | None,
+               config_options: Iterable[str] = ()) -> Any:
+    """The topology graph at ``path`` as ``-n``, ``-e`` and ``-o`` ask."""
+    from stormshift.topology.loader import load_topology
+
+    overrides = parse_overrides(config_options)
+    return load_topology(path, name=name, environment=environment, overrides=overrides or None)

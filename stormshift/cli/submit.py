@@ -1,0 +1,88 @@
+"""``stormshift submit PATH``: print (or run) the spark-submit command for a project.
+
+Options after the known ones (e.g. ``--deploy-mode cluster --executor-memory
+4g``) are passed to spark-submit; the run options are forwarded to the driver's
+``stormshift run``.
+"""
+
+from __future__ import annotations
+
+import shlex
+
+import click
+
+from stormshift.cli.options import (
+    checkpoint_option,
+    conf_option,
+    load_graph,
+    master_option,
+    parse_confs,
+    parse_overrides,
+    redis_option,
+    run_control_options,
+    state_mode,
+    topology_options,
+)
+
+__all__ = ["run_args", "submit_command"]
+
+
+@click.command(
+    "submit",
+    context_settings={"ignore_unknown_options": True, "allow_extra_args": True},
+)
+@click.argument("path")
+@topology_options
+@master_option(required=True)
+@click.option("--run", "do_run", is_flag=True, help="Run spark-submit instead of only printing it.")
+@checkpoint_option("Checkpoint dir (must be reachable by the driver).")
+@redis_option("Redis URL the cluster reaches (required in practice).")
+@run_control_options(trigger_default=None)
+@click.option("--build-dir", help="Where to write the zips (default PROJECT/_build/stormshift).")
+@click.option("--no-ship-stormshift", is_flag=True,
+              help="Do not ship stormshift.zip (the cluster has stormshift installed).")
+@click.option("--spark-submit", "spark_submit", help="spark-submit to use (default: PATH, then pyspark's).")
+@conf_option("Spark setting, passed to spark-submit as --conf; repeatable.")
+@click.argument("spark_args", nargs=-1, type=click.UNPROCESSED)
+def submit_command(path: str, name: str | None, environment: str | None,
+                   config_options: tuple[str, ...], master: str, do_run: bool,
+                   checkpoint_dir: str | None, redis_url: str | None, trigger_secs: float | None,
+                   until_done: bool, batch_max_tuples: int | None, sink: str | None,
+                   reset_state: bool, adopt_state: bool, build_dir: str | None,
+                   no_ship_stormshift: bool, spark_submit: str | None, confs: tuple[str, ...],
+                   spark_args: tuple[str, ...]) -> None:
+    """Ship a streamparse project to a Spark cluster with spark-submit."""
+    from stormshift.engines.spark.submit import build_submit_plan, run_submit
+
+    mode = state_mode(reset_state, adopt_state)
+    parse_overrides(config_options)  # checked here; the driver parses them again
+    forwarded = run_args(checkpoint_dir, redis_url, trigger_secs, until_done, batch_max_tuples, sink)
+    forwarded += ["-e", environment] if environment else []
+    forwarded += {"reset": ["--reset-state"], "adopt": ["--adopt-state"]}.get(mode, [])
+    forwarded += [arg for text in config_options for arg in ("-o", text)]
+    conf_args = [arg for key, value in parse_confs(confs).items() for arg in ("--conf", f"{key}={value}")]
+    graph = load_graph(path, name, environment, config_options)
+    plan = build_submit_plan(
+        graph, master, name=name, environment=environment, run_args=forwarded,
+        spark_args=[*conf_args, *spark_args], build_dir=build_dir, ship_stormshift=not no_ship_stormshift,
+        spark_submit=spark_submit,
+    )
+    click.echo(shlex.join(plan.command))
+    if do_run:
+        code = run_submit(plan.command)
+        if code:
+            raise click.ClickException(f"spark-submit exited with code {code}")
+
+
+def run_args(checkpoint_dir: str | None, redis_url: str | None, trigger_secs: float | None,
+             until_done: bool, batch_max_tuples: int | None, sink: str | None) -> list[str]:
+    """The ``stormshift run`` options forwarded to the driver."""
+    args: list[str] = []
+    for flag, value in (("--checkpoint", checkpoint_dir), ("--redis", redis_url),
+                        ("--trigger", trigger_secs), ("--batch-max-tuples", batch_max_tuples),
+                        ("--sink", sink)):
+        if value is not None:
+            args += [flag, str(value)]
+    if until_done:
+        args.append("--until-done")
+    return args

@@ -1,0 +1,104 @@
+"""What the commands print fits an 80-column terminal: cells wrap, nothing is cut."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from stormshift.cli.deadletter import letters_table
+from stormshift.engines.summary import _COLUMNS, ComponentStats, RunSummary
+from stormshift.runner import print_summary
+from stormshift.state.deadletter import DeadLetter
+from stormshift.topology.loader import load_topology
+from stormshift.topology.render import render_graph
+
+ROOT = Path(__file__).resolve().parents[1]
+BOX = re.compile(r"[│┃┏┓┗┛┡┩└┘├┤┼┬┴╇╈╋━─┳┻\s]")
+
+
+def render(*things: Any) -> list[str]:
+    console = Console(width=80, record=True, file=open("/dev/null", "w"))  # noqa: SIM115
+    for thing in things:
+        console.print(thing)
+    return console.export_text().splitlines()
+
+
+def fits(lines: list[str]) -> None:
+    assert lines
+    too_wide = [line for line in lines if len(line) > 80]
+    assert not too_wide, too_wide
+    assert not any("…" in line for line in lines), "a cell was cut"
+    assert all(line.rstrip()[-1:] in "┓┃┩│┤┘" for line in lines if line[:1] in "┏┃┡│├└"), \
+        "a table wider than the console: its right edge was cropped"
+
+
+def squeezed(lines: list[str]) -> str:
+    """The text column by column with the table drawing and all whitespace gone, so the
+    lines of a wrapped cell join again."""
+    cols: dict[int, list[str]] = {}
+    rest: list[str] = []
+    for line in lines:
+        if "│" in line or "┃" in line:
+            for i, cell in enumerate(re.split(r"[│┃]", line)):
+                cols.setdefault(i, []).append(cell)
+        else:
+            rest.append(line)
+    return BOX.sub("", "".join(rest) + "".join("".join(c) for _, c in sorted(cols.items())))
+
+
+def busy_summary() -> RunSummary:
+    """Every counter non-zero and large, long component names."""
+    stats = {}
+    for i, name in enumerate(("a_spout_with_a_rather_long_name", "deserialize_and_validate_bolt",
+                              "count_per_advertiser_bolt")):
+        s = ComponentStats(name, "spout" if i == 0 else "bolt", 16)
+        for column in _COLUMNS:
+            setattr(s, column, 123_456_789 + i)
+        stats[name] = s
+    return RunSummary("a-topology-with-a-long-name", "spark", stats, elapsed_ms=12_345.0,
+                      stop_reason="done", spout_tuples=123_456_789)
+
+
+def test_summary_table_fits_80_columns_with_every_counter() -> None:
+    table = busy_summary().table()
+    lines = render(table)
+    fits(lines)
+    text = squeezed(lines)
+    for name in busy_summary().components:
+        assert name in text
+    assert "123456789" in text and "dead-lettered" in text
+
+
+def test_print_summary_fits_80_columns() -> None:
+    graph = load_topology(str(ROOT / "examples" / "wordcount"))
+    made = RunSummary.for_graph(graph, "local")
+    made.outputs[("count_bolt", "default")] = [["a-word-" * 6, 10**12], ["b", 2]]
+    console = Console(width=80, record=True, file=open("/dev/null", "w"))  # noqa: SIM115
+    print_summary(graph, made, console)
+    lines = console.export_text().splitlines()
+    fits(lines)
+    assert ("a-word-" * 6) in squeezed(lines)
+
+
+def test_inspect_tables_fit_80_columns() -> None:
+    graph = load_topology(str(ROOT / "examples" / "adclicks"))
+    lines = render(render_graph(graph))
+    fits(lines)
+    assert "client_spent_bolt" in squeezed(lines)
+
+
+def test_dead_letter_table_shows_the_whole_error_in_80_columns() -> None:
+    error = ("ValueError: refusing 42: a multiple of 7 (at bolts/picky.py:12) -- and a long tail "
+             "so that the reason needs several lines: " + "x" * 150)
+    letter = DeadLetter(id="1732461234567-0", txid=3, component="picky_bolt", stream="default",
+                        values=[42, "some value"], error=error, traceback="", source="number_spout", task=1,
+                        reason="raised")
+    lines = render(letters_table("picky", [letter]))
+    fits(lines)
+    text = squeezed(lines)
+    assert BOX.sub("", error) in text
+    assert '[42,"somevalue"]' in text  # the last column too: a table wider than the console is cropped
+    assert "1732461234567-0" in "\n".join(lines)  # ids stay whole: `replay --id` takes them
