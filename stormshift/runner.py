@@ -129,7 +129,7 @@ def print_problems(summary: Any, console: Console) -> None:
     """The distinct errors per component (one traceback each), warnings, the log file."""
     for line in summary.problems.lines():
         style = "red" if line.startswith("errors in ") else None
-        console.print(line, style=style, highlight=False, markup=False, soft_wrap=True)
+        console.print(line, style=style, highlight=False, markup=False)
     for warning in summary.warnings:
         console.print(f"warning: {warning}", style="yellow", highlight=False, markup=False)
     if summary.log_file:

@@ -48,7 +48,7 @@ def keys_of(limit: int, skip: set[int] = frozenset()) -> dict[str, int]:  # type
 
 # -- local engine (Storm semantics): bounded runs end, every failure counted ------------
 def test_local_batching_bolt_without_outputs_fails_visibly_and_ends() -> None:
-    engine, summary = local("no_outputs", **{"numbers.limit": 300})
+    _, summary = local("no_outputs", **{"numbers.limit": 300})
     spout, batcher = summary["numbers"], summary["batcher"]
     # Storm replays every failed batch; after the replay limit each tuple is given up.
     assert spout.acks == 0 and spout.gave_up == 300
@@ -60,7 +60,7 @@ def test_local_batching_bolt_without_outputs_fails_visibly_and_ends() -> None:
 
 
 def test_local_batch_failures_end_with_every_spout_tuple_acked_or_given_up() -> None:
-    engine, summary = local("batch_raises")
+    _, summary = local("batch_raises")
     spout = summary["numbers"]
     assert spout.acks + spout.gave_up == 700 and spout.gave_up > 0
     assert set(kinds(summary, "batcher")) == {"KeyError", "RuntimeError"}
@@ -68,7 +68,7 @@ def test_local_batch_failures_end_with_every_spout_tuple_acked_or_given_up() -> 
 
 
 def test_local_spout_swallowing_stop_iteration_ends_after_idle_timeout_with_a_warning() -> None:
-    engine, summary = local("swallow_stop", **{"stormshift.idle_timeout_secs": 3})
+    _, summary = local("swallow_stop", **{"stormshift.idle_timeout_secs": 3})
     assert summary.stop_reason == "sources idle for 3s"
     assert summary["numbers"].acks == 200
     assert any("numbers" in w and "StopIteration" in w for w in summary.warnings)
@@ -76,7 +76,7 @@ def test_local_spout_swallowing_stop_iteration_ends_after_idle_timeout_with_a_wa
 
 
 def test_local_crashed_task_queued_tuples_are_counted_lost() -> None:
-    engine, summary = local("crash_queued")
+    _, summary = local("crash_queued")
     summer, repeater = summary["summer"], summary["repeater"]
     assert summer.restarts == summer.errors > 0 and summer.lost > 0
     assert summer.received == summer.tuples_in + summer.lost + summer.queued
@@ -87,7 +87,7 @@ def test_local_crashed_task_queued_tuples_are_counted_lost() -> None:
 
 
 def test_local_bolt_failing_every_tuple_gives_up_after_the_replay_limit() -> None:
-    engine, summary = local("always_raises", **{"stormshift.max_replays": 2})
+    _, summary = local("always_raises", **{"stormshift.max_replays": 2})
     spout, raiser = summary["numbers"], summary["raiser"]
     assert spout.gave_up == 50 and spout.fails == 150 and spout.acks == 0
     assert raiser.tuples_in == raiser.fails == 150
@@ -95,7 +95,7 @@ def test_local_bolt_failing_every_tuple_gives_up_after_the_replay_limit() -> Non
 
 
 def test_local_bad_emits_and_bolt_fail_are_counted() -> None:
-    engine, summary = local("bad_emits", **{"stormshift.max_replays": 1})
+    _, summary = local("bad_emits", **{"stormshift.max_replays": 1})
     errors = kinds(summary, "arity")
     assert set(errors) == {"TupleError"} and summary["arity"].errors > 0
     assert summary["failer"].fails > 0 and summary["numbers"].gave_up > 0
@@ -106,7 +106,7 @@ def test_local_spout_next_tuple_raising_restarts_it_and_shows_the_error() -> Non
     from spouts.numbers import FlakySpout  # the fixture's own module (loaded by the graph)
 
     FlakySpout.raised = False
-    engine, summary = local("spout_raises")
+    _, summary = local("spout_raises")
     assert summary["numbers"].restarts == 1
     kind = kinds(summary, "numbers")["ConnectionError"]
     assert kind.count == 1 and "next_tuple" in kind.location
@@ -248,7 +248,7 @@ def test_local_component_logs_go_to_the_topology_log_file_and_warnings_to_the_co
 @pytest.mark.redis
 def test_spark_component_logs_reach_the_driver_log_file_once_per_line(spark, redis_url, namespace,
                                                                       tmp_path):
-    summary, console, text = run_logged("spark", tmp_path, spark, redis_url, namespace)
+    _, console, text = run_logged("spark", tmp_path, spark, redis_url, namespace)
     lines = [line.split(" ", 2)[2] for line in text.splitlines()]
     assert lines == [
         "INFO logger_bolt[0] txid 0: seen n=0 key=k0", "WARNING logger_bolt[0] txid 0: n=50 looks odd",

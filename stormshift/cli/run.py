@@ -33,8 +33,22 @@ __all__ = ["run_command"]
 @click.argument("path")
 @topology_options
 @click.option("--engine", type=click.Choice(["spark", "local"]), default="spark", show_default=True)
-@click.option("--max-tuples", type=int, help="Stop after this many spout tuples.")
-@click.option("--duration", type=float, help="Stop after this many seconds.")
+@click.option("--max-tuples", type=int, metavar="N", help=(
+    "Stop after exactly N spout tuples in all (every spout and spout task together, split "
+    "evenly in a fixed order, so both engines take the same tuples whatever the batch size); "
+    "the last batch is cut at N and committed. Spark: N counts from the checkpoint's start, so "
+    "a rerun with a larger N continues where the last one stopped. Stops at end of input if "
+    "that comes first (as --until-done); --duration stops it earlier."))
+@click.option("--duration", type=float, metavar="SECS", help=(
+    "Stop after SECS seconds, counted from the first batch (Spark's start-up excluded); the "
+    "batch in flight commits first. Whichever of --max-tuples, --until-done and --duration "
+    "comes first ends the run."))
+@click.option("--log-level", type=click.Choice(["debug", "info", "warn", "error"],
+                                               case_sensitive=False),
+              help="Level of components' self.logger lines (default: the topology's "
+                   "pystorm.log.level, else info).")
+@click.option("--log-file", type=click.Path(dir_okay=False),
+              help="Where components' log lines go (default .stormshift/logs/NAME.log).")
 @run_control_options(trigger_default=0.0)
 @master_option(default="local[*]", show_default=True)
 @checkpoint_option()
@@ -43,7 +57,8 @@ __all__ = ["run_command"]
 @json_option
 def run_command(path: str, name: str | None, environment: str | None,
                 config_options: tuple[str, ...], engine: Literal["spark", "local"],
-                max_tuples: int | None, duration: float | None, trigger_secs: float,
+                max_tuples: int | None, duration: float | None, log_level: str | None,
+                log_file: str | None, trigger_secs: float,
                 until_done: bool, batch_max_tuples: int | None, sink: str | None,
                 reset_state: bool, adopt_state: bool, master: str, checkpoint_dir: str | None,
                 redis_url: str | None, confs: tuple[str, ...], as_json: bool) -> None:
@@ -51,13 +66,15 @@ def run_command(path: str, name: str | None, environment: str | None,
     from stormshift.runner import RunOptions, print_summary, run_topology
 
     mode = state_mode(reset_state, adopt_state)
+    if log_level:  # captured lines are filtered at the source, as pystorm does
+        config_options = (*config_options, f"pystorm.log.level={log_level.lower()}")
     graph = load_graph(path, name, environment, config_options)
     options = RunOptions(
         engine=engine, max_tuples=max_tuples, duration_secs=duration, until_done=until_done,
         master=master, checkpoint_dir=checkpoint_dir, trigger_secs=trigger_secs,
         batch_max_tuples=batch_max_tuples, redis_url=redis_url, sink=sink,
         state_mode=mode,  # type: ignore[arg-type]
-        spark_conf=tuple(parse_confs(confs).items()),
+        spark_conf=tuple(parse_confs(confs).items()), log_file=log_file, log_level=log_level,
     )
     summary = run_topology(graph, options, progress=None if as_json else Console(stderr=True))
     code = run_exit_code(summary)

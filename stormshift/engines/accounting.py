@@ -59,11 +59,12 @@ def accounting(summary: Any) -> dict[str, Any]:
         if s.kind == "spout":
             continue
         settled = s.acks + (s.fails if local else s.dead_lettered)
-        delivered = s.received == s.tuples_in + s.lost + s.queued if local else True
+        tracked = local and bool(s.received or s.lost)  # deliveries counted (local engine runs)
+        delivered = s.received == s.tuples_in + s.lost + s.queued if tracked else True
         bolts[s.name] = {
             "in": s.tuples_in, "acked": s.acks, "failed": s.fails,
             "dead_lettered": s.dead_lettered, "redriven": s.redriven,
-            "lost": s.lost, "received": s.received if local else s.tuples_in,
+            "lost": s.lost, "received": s.received if tracked else s.tuples_in,
             "queued": s.queued,
             "unsettled": s.tuples_in - settled, "holds": s.tuples_in == settled and delivered,
         }

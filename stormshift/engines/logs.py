@@ -19,6 +19,7 @@ import logging
 import os
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from typing import Self
 
 __all__ = ["LEVELS", "MAX_LINES_PER_TASK", "ComponentLogs", "forward_logs"]
 
@@ -42,8 +43,8 @@ def forward_logs(component: str, task: int, lines: Iterable[tuple[str, str]],
     where = f"{component}[{task}]" if txid is None else f"{component}[{task}] txid {txid}"
     prefix = f"{ROOT}.{component} - "  # the default capture format's logger name: said once
     for level, message in lines:
-        text = message[len(prefix):] if message.startswith(prefix) else message
-        logger.log(LEVELS.get(str(level).upper(), logging.INFO), "%s: %s", where, text)
+        logger.log(LEVELS.get(str(level).upper(), logging.INFO), "%s: %s", where,
+                   message.removeprefix(prefix))
 
 
 class _Console(logging.Handler):
@@ -91,7 +92,7 @@ class ComponentLogs:
         root.propagate = self._saved[1]
         self._file.close()
 
-    def __enter__(self) -> ComponentLogs:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc: object) -> None:

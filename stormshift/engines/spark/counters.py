@@ -50,8 +50,9 @@ class MemberStats:
         room = MAX_LINES_PER_TASK - len(self.logs)
         self.logs.extend((str(level), str(text)) for level, text in lines[:max(room, 0)])
         if len(lines) > room:
-            self.logs.append(("WARN", f"{len(lines) - max(room, 0):,} more log lines of this "
-                                      "task in this batch were dropped"))
+            dropped = len(lines) - max(room, 0)
+            note = f"{dropped:,} more log lines of this task in this batch were dropped"
+            self.logs.append(("WARN", note))
 
     def note_error(self, error: BaseException, trace: str = "") -> None:
         """Count one error by kind; the first ``MAX_KINDS`` kinds keep a traceback each."""

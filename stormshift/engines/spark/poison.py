@@ -25,7 +25,7 @@ def held_tuples(instance: Any) -> dict[str, Any]:
 def drop_held(instance: Any, poison: dict[str, tuple[str, Any]]) -> list[tuple[str, Any]]:
     """Take the dead-lettered tuples out of a restored BatchingBolt's batches (an earlier
     run's flush failed on them); returns their ``(reason, letter)`` entries."""
-    dropped = []
+    dropped: list[tuple[str, Any]] = []
     for key, batch in list(instance._batches.items()):
         kept = [t for t in batch if t.id not in poison]
         dropped.extend(poison[t.id] for t in batch if t.id in poison)

@@ -58,7 +58,6 @@ from stormshift.engines.spark.counters import (
 )
 from stormshift.engines.spark.layout import Layout, Stage
 from stormshift.engines.spark.output import MemberOutput, QueueItem
-from stormshift.engines.spark.poison import encode_error as _encode_error
 from stormshift.engines.spark.poison import (
     drop_held,
     format_trace,
@@ -66,6 +65,7 @@ from stormshift.engines.spark.poison import (
     plain,
     write_dead_letter,
 )
+from stormshift.engines.spark.poison import encode_error as _encode_error
 from stormshift.engines.spark.poison import retries as _retries
 from stormshift.engines.spark.sink import SinkSpec, write_leaf
 from stormshift.engines.spark.spoutread import HeadInput
