@@ -254,3 +254,36 @@ def test_spark_component_logs_reach_the_driver_log_file_once_per_line(spark, red
         "INFO logger_bolt[0] txid 0: seen n=0 key=k0", "WARNING logger_bolt[0] txid 0: n=50 looks odd",
         "INFO logger_bolt[0] txid 0: seen n=100 key=k2", "INFO logger_bolt[0] txid 0: seen n=200 key=k4"]
     assert console == ["warning: logger_bolt[0] txid 0: n=50 looks odd"]
+
+
+# -- after end of input, Spark runs as many tick intervals as the ticking bolts need ------
+def test_drain_ticks_are_what_the_ticking_bolts_need_to_flush() -> None:
+    from stormshift.engines.spark.ticks import drain_ticks, tick_intervals_ms
+
+    def need(name: str) -> int:
+        g = graph(name)
+        return drain_ticks(g, tick_intervals_ms(g))
+
+    assert need("no_outputs") == 1  # ticks_between_batches = 0: the next tick flushes
+    assert need("logs_only") == 0  # nothing ticks: fin at once
+    # 3 ticks for the batcher, then the counter's one tick of 2 s = 2 intervals of 1 s
+    assert need("batch_chain") == 5
+
+
+@pytest.mark.spark
+@pytest.mark.redis
+def test_spark_drain_flushes_every_held_tuple_with_no_extra_empty_batches(spark, redis_url,
+                                                                          namespace, tmp_path):
+    from stormshift.engines.spark import SparkEngine
+
+    lines: list[str] = []
+    engine = SparkEngine(graph("batch_chain"), checkpoint_dir=str(tmp_path / "ck"),
+                         redis_url=redis_url, spark=spark, namespace=namespace, until_done=True)
+    summary = engine.run(on_progress=lines.append)
+    batcher, counter = summary["batcher"], summary["counter"]
+    assert batcher.tuples_in == batcher.acks == 70  # all flushed before the run ended
+    assert counter.tuples_in == counter.acks == batcher.tuples_out > 0
+    assert summary.accounting()["topology"]["holds"]
+    batches = [line for line in lines if line.startswith("batch ")]
+    last_data = max(i for i, line in enumerate(batches) if " 0 spout tuples" not in line)
+    assert len(batches) - 1 - last_data <= 5 + 1  # the drain's tick intervals, then fin

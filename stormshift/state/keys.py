@@ -66,6 +66,11 @@ def ns_key(ns: str, suffix: str) -> str:
     return f"{PREFIX}:{{{ns}}}:{suffix}"
 
 
+def stop_key(ns: str) -> str:
+    """Set by the driver while it stops its query (``--duration``): sources plan no new batch."""
+    return ns_key(ns, "spark:stop")
+
+
 def commit_key(ns: str) -> str:
     return ns_key(ns, "commit")
 

@@ -98,8 +98,20 @@ class BatchRunner:
         self.redrive = Redrive(r, cfg.namespace)
         self.dead_letters = DeadLetters(r, cfg.namespace)
 
+    first_started: float | None = None  # perf_counter() when the run's first batch began
+    busy = False  # a batch is running in foreachBatch (the driver stops the query between)
+
     def __call__(self, df: Any, batch_id: int) -> None:
         started = time.perf_counter()
+        if self.first_started is None:
+            self.first_started = started
+        self.busy = True
+        try:
+            self._batch(df, batch_id, started)
+        finally:
+            self.busy = False
+
+    def _batch(self, df: Any, batch_id: int, started: float) -> None:
         # Step 1.
         result = BatchResult(batch_id, self.cfg.txid_base + batch_id)
         if self.commit_log.committed() >= result.txid:

@@ -56,9 +56,10 @@ from stormshift.engines.spark.progress import (
 from stormshift.engines.spark.recovery import check_not_behind, durability_warning
 from stormshift.engines.spark.sink import parse_sink, read_jsonl_outputs
 from stormshift.engines.spark.source import SOURCE_NAME, SpoutSource, now_ms, source_options
-from stormshift.engines.spark.ticks import TickRecorder, tick_intervals_ms
+from stormshift.engines.spark.ticks import TickRecorder, drain_ticks, tick_intervals_ms
 from stormshift.engines.summary import RunSummary
 from stormshift.errors import RunFailedError, StormshiftError
+from stormshift.state.keys import stop_key
 
 __all__ = ["SparkEngine"]
 
@@ -184,7 +185,8 @@ class SparkEngine:
         for spout in self.graph.spouts:
             opts = source_options(self.graph, spout.name, redis_url=url, namespace=self.namespace,
                                   batch_max=self.batch_max, budget_ms=self.budget_ms,
-                                  max_total=budgets[spout.name], tick_ms=tick_ms)
+                                  max_total=budgets[spout.name], tick_ms=tick_ms,
+                                  drain_ticks=drain_ticks(self.graph, intervals))
             df = spark.readStream.format(SOURCE_NAME).options(**opts).load()
             stream = df if stream is None else stream.unionAll(df)
         if stream is None:
@@ -198,7 +200,11 @@ class SparkEngine:
         )
         finite = self.until_done or max_tuples is not None
         enough = (lambda: len(batches) >= max_batches) if max_batches else (lambda: False)
-        summary.stop_reason = self._wait(query, finite, duration_secs, started, enough)
+        r.delete(stop_key(self.namespace))
+        try:
+            summary.stop_reason = self._wait(query, finite, duration_secs, runner, enough)
+        finally:
+            self._stop(query, runner, r)
         if summary.stop_reason == "done" and _any_capped(query):
             summary.stop_reason = f"max_tuples={max_tuples} reached"
         _count_spout_dead_letters(summary, dead_letters.since(dl_mark))
@@ -207,32 +213,73 @@ class SparkEngine:
             summary.outputs = read_jsonl_outputs(self.sink.target)
         return summary
 
-    def _wait(self, query: Any, finite: bool, duration_secs: float | None, started: float,
+    def _wait(self, query: Any, finite: bool, duration_secs: float | None, runner: BatchRunner,
               enough: Callable[[], bool]) -> str:
-        """Block until end of input (``finite``), ``duration_secs`` or a failure."""
+        """Block until end of input (``finite``), ``duration_secs`` or a failure.
+
+        The duration counts from the first batch's start (or, when no input ever comes,
+        from the query waiting for data): Spark's start-up is not part of it.
+        """
         from pyspark.errors import StreamingQueryException
 
-        try:
-            while query.isActive:
-                try:
-                    query.awaitTermination(POLL_SECS)
-                except StreamingQueryException as exc:
-                    raise RunFailedError(
-                        f"spark engine: the streaming query failed: {stop_reason_from(exc)}") from exc
-                if finite and _all_finished(query):
-                    return "done"
-                if duration_secs is not None and time.perf_counter() - started >= duration_secs:
-                    return "duration"
-                if enough():
-                    return "max_batches"
-            failure = query.exception()
-            if failure is not None:
+        ready: float | None = None
+        while query.isActive:
+            try:
+                query.awaitTermination(POLL_SECS)
+            except StreamingQueryException as exc:
                 raise RunFailedError(
-                    f"spark engine: the streaming query failed: {stop_reason_from(failure)}")
-            return "stopped"
+                    f"spark engine: the streaming query failed: {stop_reason_from(exc)}") from exc
+            if finite and _all_finished(query):
+                return "done"
+            if ready is None:
+                ready = runner.first_started or (time.perf_counter() if _waiting(query) else None)
+            if duration_secs is not None and ready is not None and \
+                    time.perf_counter() - ready >= duration_secs:
+                return "duration"
+            if enough():
+                return "max_batches"
+        failure = query.exception()
+        if failure is not None:
+            raise RunFailedError(
+                f"spark engine: the streaming query failed: {stop_reason_from(failure)}")
+        return "stopped"
+
+    def _stop(self, query: Any, runner: BatchRunner, r: Any, timeout_secs: float = 120.0) -> None:
+        """Stop the query between batches: sources plan no new batch (``stop_key``), the
+        batch in flight commits, then ``query.stop()`` finds the stream thread idle (a stop
+        in the middle of planning made the JVM print a stack overflow)."""
+        from stormshift.state.keys import stop_key
+
+        if not query.isActive:
+            return
+        r.set(stop_key(self.namespace), "1", ex=3600)
+        try:
+            deadline = time.perf_counter() + timeout_secs
+            while query.isActive and time.perf_counter() < deadline:
+                if not runner.busy and not _trigger_active(query):
+                    break
+                time.sleep(POLL_SECS / 2)
+            query.stop()
         finally:
-            if query.isActive:
-                query.stop()
+            r.delete(stop_key(self.namespace))
+
+
+def _status(query: Any) -> dict:
+    try:
+        status = query.status
+    except Exception:  # noqa: BLE001 - a query stopping under us has no status
+        return {}
+    return status if isinstance(status, dict) else {}
+
+
+def _trigger_active(query: Any) -> bool:
+    return bool(_status(query).get("isTriggerActive", False))
+
+
+def _waiting(query: Any) -> bool:
+    """The query is up and found no data to plan a batch from."""
+    status = _status(query)
+    return not status.get("isTriggerActive", True) and "Waiting" in str(status.get("message", ""))
 
 
 def _end_offsets(query: Any) -> list[dict]:

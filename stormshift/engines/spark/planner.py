@@ -39,20 +39,18 @@ def _clock(opts: Opts, start: dict) -> int:
     return now_ms() // opts.tick_ms if opts.tick_ms > 0 else 0
 
 
-DRAIN_TICKS = 4
-"""Tick intervals the query keeps running after end of input, so bolts that
-flush on ticks (BatchingBolt: on the tick after the one that filled it) emit
-what they hold before ``--until-done`` stops the query."""
 
 
 def _after_done(opts: Opts, start: dict) -> dict:
     """End of input is in a batch: drain ticks, then the ``fin`` batch.
 
     Without ticking bolts ``fin`` comes at once. Otherwise the tick clock ``k``
-    keeps moving for ``DRAIN_TICKS`` intervals; an unchanged offset plans no batch.
+    keeps moving for ``opts.drain_ticks`` intervals (``ticks.drain_ticks``: what the
+    ticking bolts need to flush what they hold before ``--until-done`` stops the
+    query); an unchanged offset plans no batch.
     """
     drained = int(start.get("drain", 0))
-    if opts.tick_ms <= 0 or drained >= DRAIN_TICKS:
+    if opts.tick_ms <= 0 or drained >= opts.drain_ticks:
         return {**start, "fin": True}
     k = _clock(opts, start)
     if k == start.get("k"):

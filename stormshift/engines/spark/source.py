@@ -48,13 +48,15 @@ SOURCE_NAME = "stormshift_spout"
 
 
 def source_options(graph: Any, spout: str, *, redis_url: str, namespace: str, batch_max: int,
-                   budget_ms: int, max_total: int | None, tick_ms: int) -> dict[str, str]:
+                   budget_ms: int, max_total: int | None, tick_ms: int,
+                   drain_ticks: int = 4) -> dict[str, str]:
     """The string options one spout's source is created with."""
     return {
         "graph": base64.b64encode(cloudpickle.dumps(graph)).decode("ascii"),
         "spout": spout, "redis_url": redis_url, "namespace": namespace,
         "batch_max": str(batch_max), "budget_ms": str(budget_ms),
         "max_total": str(-1 if max_total is None else max_total), "tick_ms": str(tick_ms),
+        "drain_ticks": str(drain_ticks),
     }
 
 
@@ -68,12 +70,14 @@ class Opts:
     budget_ms: int
     max_total: int
     tick_ms: int
+    drain_ticks: int = 4  # tick intervals after end of input (ticks.drain_ticks)
 
     @classmethod
     def parse(cls, o: Any) -> Opts:
         graph = cloudpickle.loads(base64.b64decode(o["graph"]))
         return cls(graph, o["spout"], o["redis_url"], o["namespace"], int(o["batch_max"]),
-                   int(o["budget_ms"]), int(o["max_total"]), int(o["tick_ms"]))
+                   int(o["budget_ms"]), int(o["max_total"]), int(o["tick_ms"]),
+                   int(o.get("drain_ticks", 4)))
 
 
 class WalPartition(InputPartition):
@@ -116,7 +120,16 @@ class SpoutReader(DataSourceStreamReader):
         return self._plan().initial_offset()
 
     def latestOffset(self, start: dict, limit: Any) -> dict:
+        if self._stopping():  # the driver is stopping the query: no new batch (engine._stop)
+            return start
         return self._plan().latest_offset(start)
+
+    def _stopping(self) -> bool:
+        from stormshift.engines.spark.worker import redis_for
+        from stormshift.state.keys import stop_key
+
+        opts = Opts.parse(self.options)
+        return bool(redis_for(opts.redis_url).exists(stop_key(opts.namespace)))
 
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:
         return self._plan().partitions(start, end)

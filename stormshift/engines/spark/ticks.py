@@ -14,7 +14,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["TickRecorder", "plan_ticks", "tick_intervals_ms"]
+__all__ = ["TickRecorder", "drain_ticks", "plan_ticks", "tick_intervals_ms"]
 
 TICK_KEY = "topology.tick.tuple.freq.secs"
 
@@ -38,6 +38,39 @@ def tick_intervals_ms(graph: Any) -> dict[str, int]:
         if secs is not None and float(secs) > 0:
             out[comp.name] = int(float(secs) * 1000)
     return out
+
+
+def drain_ticks(graph: Any, intervals_ms: Mapping[str, int]) -> int:
+    """Tick intervals (of the shortest one) the query runs after end of input: enough for
+    every ticking bolt to flush what it holds, and no more (each is an empty batch).
+
+    A BatchingBolt flushes on its ``ticks_between_batches + 1``-th tick, other ticking
+    bolts need one; a bolt ticking every k shortest intervals needs k times as many; a
+    ticking bolt downstream of another needs its own after its upstream's (path sums).
+    """
+    if not intervals_ms:
+        return 0
+    from pystorm.bolt import BatchingBolt, TicklessBatchingBolt
+
+    from stormshift.topology.classes import import_component_class
+
+    shortest = min(intervals_ms.values())
+    need: dict[str, int] = {}
+    for comp in graph.bolts:  # topological order: upstream bolts first
+        own = 0
+        if comp.name in intervals_ms:
+            ticks = 1
+            try:
+                cls = import_component_class(comp.class_path, graph.source_dirs)
+            except Exception:  # noqa: BLE001 - loader already validated the class
+                cls = None
+            if cls is not None and issubclass(cls, BatchingBolt) and \
+                    not issubclass(cls, TicklessBatchingBolt):
+                ticks = int(getattr(cls, "ticks_between_batches", 1)) + 1
+            own = ticks * -(-intervals_ms[comp.name] // shortest)
+        upstream = [need.get(i.source, 0) for i in comp.inputs]
+        need[comp.name] = own + max(upstream, default=0)
+    return max(need.values(), default=0)
 
 
 def plan_ticks(intervals_ms: Mapping[str, int], last_ms: Mapping[str, int],
