@@ -287,3 +287,15 @@ def test_spark_drain_flushes_every_held_tuple_with_no_extra_empty_batches(spark,
     batches = [line for line in lines if line.startswith("batch ")]
     last_data = max(i for i, line in enumerate(batches) if " 0 spout tuples" not in line)
     assert len(batches) - 1 - last_data <= 5 + 1  # the drain's tick intervals, then fin
+
+
+@pytest.mark.spark
+@pytest.mark.redis
+def test_spark_spout_next_tuple_raising_is_reported_with_its_location(spark, redis_url, namespace,
+                                                                      tmp_path):
+    summary = spark_run(spark, "spout_raises", tmp_path, redis_url, namespace)
+    kind = kinds(summary, "numbers")["ConnectionError"]
+    assert kind.count == 1 and "next_tuple" in kind.location and "Traceback" in kind.traceback
+    assert summary["numbers"].errors == 1
+    # Storm keeps calling next_tuple: nothing was lost
+    assert {k: v[1] for k, v in summary.latest("counter").items()} == keys_of(100)

@@ -6,7 +6,8 @@ the README):
 ====  =====================================================================
 0     clean: finished, nothing dead-lettered, failed or lost, accounting holds
 2     load, config or usage error (nothing ran)
-3     finished, but tuples were dead-lettered (Spark) or failed / lost (local)
+3     finished, but tuples were dead-lettered (Spark) or failed / lost (local),
+      or a component raised (e.g. a spout's next_tuple: no tuple to dead-letter)
 4     the accounting does not hold (tuples unaccounted for); wins over 3
 5     the run failed at run time (e.g. the Spark streaming query failed)
 130   interrupted (Ctrl-C, SIGTERM)
@@ -33,7 +34,8 @@ EPILOG = (
     "\b\nExit codes:\n"
     "  0    clean: nothing dead-lettered, failed or lost; the accounting holds\n"
     "  2    load, config or usage error (nothing ran)\n"
-    "  3    finished, but tuples were dead-lettered (spark) or failed/lost (local)\n"
+    "  3    finished, but tuples were dead-lettered (spark) or failed/lost (local),\n"
+    "       or a component raised (the summary lists each error)\n"
     "  4    the accounting does not hold (tuples unaccounted for); wins over 3\n"
     "  5    the run failed at run time (e.g. the Spark streaming query failed)\n"
     "  130  interrupted (Ctrl-C, SIGTERM)"
@@ -57,6 +59,6 @@ def run_exit_code(summary: Any) -> int:
         return INTERRUPTED
     if not summary.accounting()["topology"]["holds"]:
         return ACCOUNTING
-    if _failed_tuples(summary):
+    if _failed_tuples(summary) or getattr(summary, "problems", None):
         return FAILED_TUPLES
     return CLEAN

@@ -71,6 +71,12 @@ def stop_key(ns: str) -> str:
     return ns_key(ns, "spark:stop")
 
 
+def spout_report_key(ns: str, spout: str, part: str) -> str:
+    """What a spout's planner process reports to the driver: ``errors`` (a hash of error
+    kinds) and ``logs`` (a list of log lines); the driver reads and clears them."""
+    return ns_key(ns, f"spark:spout-{part}:{spout}")
+
+
 def commit_key(ns: str) -> str:
     return ns_key(ns, "commit")
 

@@ -56,6 +56,7 @@ from stormshift.engines.spark.progress import (
 from stormshift.engines.spark.recovery import check_not_behind, durability_warning
 from stormshift.engines.spark.sink import parse_sink, read_jsonl_outputs
 from stormshift.engines.spark.source import SOURCE_NAME, SpoutSource, now_ms, source_options
+from stormshift.engines.spark.spout_report import clear_spout_reports, read_spout_reports
 from stormshift.engines.spark.ticks import TickRecorder, drain_ticks, tick_intervals_ms
 from stormshift.engines.summary import RunSummary
 from stormshift.errors import RunFailedError, StormshiftError
@@ -167,6 +168,8 @@ class SparkEngine:
         dead_letters = DeadLetters(r, self.namespace)
         dl_mark = dead_letters.last_id()
         batches: list[BatchResult] = []
+        spouts = [s.name for s in self.graph.spouts]
+        clear_spout_reports(r, self.namespace, spouts)
         reported: set[tuple[str, str, str, str]] = set()
 
         def on_batch(result: BatchResult) -> None:
@@ -174,9 +177,12 @@ class SparkEngine:
             _accumulate(summary, result)
             for component, task, lines in result.logs:
                 forward_logs(component, task, lines, result.txid)
+            read_spout_reports(r, self.namespace, summary, spouts)
             if on_progress is not None:
                 on_progress(format_progress(result, self.layout))
                 for line in first_seen_errors(result, reported):
+                    on_progress(line)
+                for line in first_seen_errors(summary, reported, spouts):
                     on_progress(line)
 
         runner = BatchRunner(cfg, r, commit_log, ticks, on_batch, now_ms)
@@ -207,6 +213,7 @@ class SparkEngine:
             self._stop(query, runner, r)
         if summary.stop_reason == "done" and _any_capped(query):
             summary.stop_reason = f"max_tuples={max_tuples} reached"
+        read_spout_reports(r, self.namespace, summary, spouts)
         _count_spout_dead_letters(summary, dead_letters.since(dl_mark))
         summary.elapsed_ms = (time.perf_counter() - started) * 1000
         if self.sink.kind == "jsonl":

@@ -16,6 +16,7 @@ import msgpack
 from stormshift.engines.spark import faults
 from stormshift.engines.spark.layout import Layout
 from stormshift.engines.spark.source import Opts, ReplayPartition, WalPartition, now_ms
+from stormshift.engines.spark.spout_report import SpoutReport
 from stormshift.state.wal import content_digest
 
 __all__ = ["ReplayPlanner", "WalPlanner", "make_planner"]
@@ -133,6 +134,7 @@ class WalPlanner:
         self.dropped_replays = 0
         self.rejected = 0  # emits dead-lettered before they reached the log
         self.packer = msgpack.Packer(use_bin_type=True)
+        self.report = SpoutReport(r, opts.namespace, opts.spout)  # errors, logs -> the driver
 
     def initial_offset(self) -> dict:
         """A new query starts at the oldest tuple still logged (nothing logged is lost)."""
@@ -205,9 +207,15 @@ class WalPlanner:
                 host.next_tuple()
             except ComponentFailure as exc:
                 # A bad emit (wrong arity, undeclared stream) is a tuple: dead-lettered.
-                # Anything else is counted by the host; Storm keeps calling next_tuple.
+                # Anything else is reported to the driver; Storm keeps calling next_tuple.
                 if isinstance(exc.cause, TupleError):
                     self._reject(host, exc.cause, exc.traceback_text, "emit")
+                else:
+                    self.report.error(exc)
+                host.outbox.errors.clear()
+            if host.outbox.logs:
+                self.report.logs(host.task_index, host.outbox.logs)
+                host.outbox.logs.clear()
             emits = host.outbox.emits
             calls += 1
             if emits:

@@ -28,17 +28,22 @@ def format_progress(result: Any, layout: Any) -> str:
     return " | ".join(parts)
 
 
-def first_seen_errors(result: Any, reported: set[tuple[str, str, str, str]]) -> list[str]:
+def first_seen_errors(result: Any, reported: set[tuple[str, str, str, str]],
+                      components: list[str] | None = None) -> list[str]:
     """A line for each error kind seen for the first time in this batch (``reported``
     remembers them), saying when every tuple a component got failed: a run whose first
-    tuples all fail says so after its first batch, not at the end."""
+    tuples all fail says so after its first batch, not at the end. ``result`` is a batch
+    result or the run summary (``components``: only theirs)."""
     lines = []
-    for kind in result.problems.kinds():
+    kinds = [k for c in components for k in result.problems.kinds(c)] if components is not None \
+        else result.problems.kinds()
+    counters = getattr(result, "counters", {})
+    for kind in kinds:
         key = (kind.component, kind.type, kind.message, kind.location)
         if key in reported:
             continue
         reported.add(key)
-        c = result.counters.get(kind.component, {})
+        c = counters.get(kind.component, {})
         got, failed = c.get("tuples_in", 0), c.get("dead_lettered", 0)
         every = f" (all {got:,} tuples it got in this batch failed)" if got and failed >= got else ""
         lines.append(f"error in {kind.component}{every}: {kind.headline()}")
