@@ -108,8 +108,9 @@ def _finding(item: _Unpicklable, code: ComponentCode, declared: DeclaredTopology
         for node in ast.walk(func):
             if any(t.attr == item.attr for t in _self_targets(node)):
                 sites.append((method, declared.relative(src.path), node.lineno))
-    sites.sort(key=lambda s: (s[0] != "initialize", s[2]))
     changed_later = any(method != "initialize" for method, _, _ in sites)
+    # where the value is made: outside initialize() if it is re-assigned there
+    sites.sort(key=lambda s: ((s[0] == "initialize") == changed_later, s[2]))
     if sites:
         file, line = sites[0][1], sites[0][2]
     elif code.classes:

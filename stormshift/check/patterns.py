@@ -231,17 +231,18 @@ def classify_clock(path: str, call: ast.Call) -> bool:
     return path in CLOCK_WITHOUT_ARGS and len(call.args) < (2 if path == "time.strftime" else 1)
 
 
-def classify_random(path: str, call: ast.Call, seeded: frozenset[str]) -> bool:
-    """A draw nobody seeded; ``seeded`` holds the modules whose ``seed()`` the code calls."""
+def classify_random(path: str, call: ast.Call, seeded: frozenset[str]) -> str | None:
+    """``"unseeded"`` for a draw nobody seeded, ``"seeded"`` for a draw from a random
+    module whose ``seed()`` the code calls (``seeded``), else None."""
     if path in ALWAYS_RANDOM or path.startswith("secrets."):
-        return True
+        return "unseeded"
     if path in SEEDABLE:
-        return not call.args and not call.keywords
+        return "unseeded" if not call.args and not call.keywords else None
     for module in RANDOM_MODULES:
         head, _, leaf = path.rpartition(".")
         if head == module and leaf not in NOT_DRAWS and not leaf.startswith("_"):
-            return module not in seeded
-    return False
+            return "seeded" if module in seeded else "unseeded"
+    return None
 
 
 def classify_thread(path: str) -> str | None:

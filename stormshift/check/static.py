@@ -59,7 +59,7 @@ class SourceModule:
     functions: dict[str, Func]
     mutables: dict[str, int]  # module-level containers: name -> line
     names: set[str]  # every module-level assigned name
-    seeded: frozenset[str]  # random modules whose seed() this file calls
+    seeded: frozenset[str]  # random modules whose seed() the file's top level calls
 
     @classmethod
     def parse(cls, path: Path, module: ModuleType | None) -> SourceModule:
@@ -74,7 +74,9 @@ class SourceModule:
             if value is not None and _is_mutable(value, scope):
                 mutables.update({t: stmt.lineno for t in targets})
         functions = {s.name: s for s in tree.body if isinstance(s, Func)}
-        seeded = frozenset(m for m in ("random", "numpy.random") if _calls(tree, f"{m}.seed", scope))
+        top = [s for s in tree.body if not isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))]
+        seeded = frozenset(m for m in ("random", "numpy.random")
+                           if any(_calls(s, f"{m}.seed", scope) for s in top))
         return cls(path, tree, module, aliases, functions, mutables, names, seeded)
 
 
@@ -293,9 +295,15 @@ def _processing_rules(unit: Unit, code: ComponentCode, out: _Collector) -> None:
         if classify_clock(path, call):
             out.add("wall-clock", unit.src, call.lineno, name, f"{path}() in {_where(unit)}",
                     unit.via)
-        if classify_random(path, call, frozenset(seeded)):
+        drawn = classify_random(path, call, frozenset(seeded))
+        if drawn == "unseeded":
             out.add("unseeded-random", unit.src, call.lineno, name,
                     f"{path}() in {_where(unit)}", unit.via)
+        elif drawn == "seeded":
+            out.add("unseeded-random", unit.src, call.lineno, name,
+                    f"{path}() in {_where(unit)}: seeded, but the module's generator is shared "
+                    "by the worker's tasks and not snapshotted; prefer self.rng = "
+                    "random.Random(seed)", unit.via, Severity.INFO)
 
 
 def _everywhere_rules(unit: Unit, code: ComponentCode, out: _Collector, *, bolt: bool) -> None:
@@ -306,7 +314,7 @@ def _everywhere_rules(unit: Unit, code: ComponentCode, out: _Collector, *, bolt:
         if kind:
             out.add(kind, unit.src, call.lineno, name, f"{path} in {_where(unit)}", unit.via)
         if bolt and path and path in ("random.Random", "numpy.random.default_rng") \
-                and classify_random(path, call, frozenset()):
+                and classify_random(path, call, frozenset()) == "unseeded":
             out.add("unseeded-random", unit.src, call.lineno, name,
                     f"{path}() without a seed in {_where(unit)}", unit.via)
         _emit_rules(call, unit, name, out)
