@@ -22,7 +22,7 @@ from typing import Any
 
 from stormshift.check.project import DeclaredTopology
 from stormshift.check.rules import Finding, Severity
-from stormshift.check.static import ComponentCode, Sources, _self_targets
+from stormshift.check.static import ComponentCode, Sources, self_targets
 from stormshift.topology.graph import TopologyGraph
 
 __all__ = ["DEFAULT_MAX_TUPLES", "DEFAULT_WALL_SECS", "dynamic_findings"]
@@ -106,8 +106,8 @@ def _finding(item: _Unpicklable, code: ComponentCode, declared: DeclaredTopology
     sites: list[tuple[str, str, int]] = []  # (method, file, line)
     for method, (func, src) in code.methods.items():
         for node in ast.walk(func):
-            if any(t.attr == item.attr for t in _self_targets(node)):
-                sites.append((method, declared.relative(src.path), node.lineno))
+            sites += [(method, declared.relative(src.path), t.lineno)
+                      for t in self_targets(node) if t.attr == item.attr]
     changed_later = any(method != "initialize" for method, _, _ in sites)
     # where the value is made: outside initialize() if it is re-assigned there
     sites.sort(key=lambda s: ((s[0] == "initialize") == changed_later, s[2]))

@@ -10,7 +10,8 @@ project's own functions (in any of its modules):
   and unseeded randomness break replays;
 - *all* code of a component (``initialize`` included) is where threads,
   shared mutable state and task-number assumptions matter;
-- the class shape says the rest: ``process_tick``, batching bolts, ``fail``.
+- the class shape says the rest (``static_shape``): ``process_tick``, batching
+  bolts, ``fail``.
 
 Findings point at the line of the call, in whichever project file it is.
 """
@@ -25,11 +26,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import FunctionType, ModuleType
 
-from pystorm import BatchingBolt, ReliableSpout, Spout, TicklessBatchingBolt
+from pystorm import Spout
 
 from stormshift.check.patterns import (
     MUTABLE_FACTORIES,
-    MUTATING_METHODS,
     Scope,
     classify_clock,
     classify_random,
@@ -39,11 +39,11 @@ from stormshift.check.patterns import (
 )
 from stormshift.check.project import DeclaredComponent, DeclaredTopology, is_user_file
 from stormshift.check.rules import RULES, Finding, Severity
+from stormshift.check.static_shape import shape_findings
 from stormshift.check.static_state import mutations
 
-__all__ = ["static_findings"]
+__all__ = ["Collector", "ComponentCode", "Sources", "self_targets", "static_findings"]
 
-TICK_KEY = "topology.tick.tuple.freq.secs"
 PROCESSING = ("process", "process_batch", "process_tick")
 Func = ast.FunctionDef | ast.AsyncFunctionDef
 
@@ -166,10 +166,10 @@ class ComponentCode:
         for func, src in code.methods.values():
             scope = Scope({**src.aliases, **import_aliases(func)}, src.module)
             scope.learn_locals(func)
-            for node in ast.walk(func):
-                for target in _self_targets(node):
+            for sub in ast.walk(func):
+                for target in self_targets(sub):
                     code.instance_attrs.add(target.attr)
-                    origin = scope.qualify(node.value) if isinstance(node, ast.Assign) else None
+                    origin = scope.qualify(sub.value) if isinstance(sub, ast.Assign) else None
                     if origin:
                         code.self_attrs.setdefault(target.attr, origin)
         return code
@@ -219,7 +219,7 @@ def _class_node(tree: ast.Module, qualname: str) -> ast.ClassDef | None:
     return node
 
 
-def _self_targets(node: ast.AST) -> list[ast.Attribute]:
+def self_targets(node: ast.AST) -> list[ast.Attribute]:
     targets: list[ast.expr] = []
     if isinstance(node, ast.Assign):
         targets = node.targets
@@ -230,7 +230,7 @@ def _self_targets(node: ast.AST) -> list[ast.Attribute]:
 
 
 # -- the rules ---------------------------------------------------------------------------
-class _Collector:
+class Collector:
     def __init__(self, declared: DeclaredTopology) -> None:
         self.declared = declared
         self.findings: dict[tuple[str, str, int, str | None], Finding] = {}
@@ -248,7 +248,7 @@ class _Collector:
 def static_findings(declared: DeclaredTopology) -> list[Finding]:
     """Every static finding for the declared topology's Python components."""
     sources = Sources(declared)
-    out = _Collector(declared)
+    out = Collector(declared)
     for comp in declared.components:
         if comp.cls is None:
             continue
@@ -259,7 +259,7 @@ def static_findings(declared: DeclaredTopology) -> list[Finding]:
                 _processing_rules(unit, code, out)
         for unit in code.reach(None, sources):
             _everywhere_rules(unit, code, out, bolt=not spout)
-        _shape_rules(code, sources, out)
+        shape_findings(code, sources, out)
     return list(out.findings.values())
 
 
@@ -278,7 +278,7 @@ def _where(unit: Unit) -> str:
     return " -> ".join(f"{v}()" for v in unit.via)
 
 
-def _processing_rules(unit: Unit, code: ComponentCode, out: _Collector) -> None:
+def _processing_rules(unit: Unit, code: ComponentCode, out: Collector) -> None:
     scope, name = _scope(unit, code), code.comp.name
     seeded = unit.src.seeded | {m for m in ("random", "numpy.random") if any(
         _calls(f, f"{m}.seed", _scope(Unit(f, s, (), True), code))
@@ -306,7 +306,7 @@ def _processing_rules(unit: Unit, code: ComponentCode, out: _Collector) -> None:
                     "random.Random(seed)", unit.via, Severity.INFO)
 
 
-def _everywhere_rules(unit: Unit, code: ComponentCode, out: _Collector, *, bolt: bool) -> None:
+def _everywhere_rules(unit: Unit, code: ComponentCode, out: Collector, *, bolt: bool) -> None:
     scope, name = _scope(unit, code), code.comp.name
     for call in _calls_in(unit):
         path = scope.qualify(call.func)
@@ -322,7 +322,7 @@ def _everywhere_rules(unit: Unit, code: ComponentCode, out: _Collector, *, bolt:
         out.add(rule, unit.src, line, name, f"{what} in {_where(unit)}", unit.via)
 
 
-def _emit_rules(call: ast.Call, unit: Unit, name: str, out: _Collector) -> None:
+def _emit_rules(call: ast.Call, unit: Unit, name: str, out: Collector) -> None:
     f = call.func
     if not (isinstance(f, ast.Attribute) and isinstance(f.value, ast.Name)
             and f.value.id == "self"):
@@ -342,33 +342,3 @@ def _emit_rules(call: ast.Call, unit: Unit, name: str, out: _Collector) -> None:
                     f"emit(direct_task={ast.unparse(value)}) in {_where(unit)}"
                     + ("" if constant else ": computed, check it comes from the context"),
                     unit.via, Severity.WARNING if constant else Severity.INFO)
-
-
-def _shape_rules(code: ComponentCode, sources: Sources, out: _Collector) -> None:
-    comp, cls = code.comp, code.comp.cls
-    if cls is None or not code.classes:
-        return
-    name = comp.name
-    _, first_node, first_src = code.classes[0]
-    if "process_tick" in code.methods and not issubclass(cls, Spout):
-        func, src = code.methods["process_tick"]
-        secs = comp.config.get(TICK_KEY)
-        ticks = secs is not None or issubclass(cls, TicklessBatchingBolt)
-        out.add("tick-timing", src, func.lineno, name,
-                f"process_tick() with {TICK_KEY}={secs}" if secs is not None else
-                "process_tick() (ticks only if topology.tick.tuple.freq.secs is set)",
-                severity=None if ticks else Severity.INFO)
-    if issubclass(cls, (BatchingBolt, TicklessBatchingBolt)):
-        base = "TicklessBatchingBolt" if issubclass(cls, TicklessBatchingBolt) else "BatchingBolt"
-        out.add("batching-bolt", first_src, first_node.lineno, name,
-                f"{cls.__name__} is a {base}")
-    if issubclass(cls, Spout) and "fail" in code.methods:
-        func, src = code.methods["fail"]
-        emits = any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
-                    and n.func.attr == "emit" for u in code.reach(("fail",), sources)
-                    for n in ast.walk(u.func))
-        out.add("fail-replay" if emits else "spout-fail", src, func.lineno, name,
-                "fail() re-emits the failed tuple" if emits else "fail() overridden")
-    elif issubclass(cls, ReliableSpout):
-        out.add("fail-replay", first_src, first_node.lineno, name,
-                f"{cls.__name__} is a ReliableSpout (re-emits from fail())")
