@@ -115,7 +115,7 @@ def test_a_component_raising_in_the_short_run_is_reported_where_it_raised() -> N
 
 def test_every_rule_has_a_guide_section() -> None:
     guide = (REPO / "migrations_guide" / "check.md").read_text()
-    headings = set(re.findall(r"^### ([a-z-]+)$", guide, flags=re.M))
+    headings = set(re.findall(r"^### ([a-z-]+)$", guide, flags=re.MULTILINE))
     assert set(RULES) <= headings
 
 
