@@ -80,14 +80,14 @@ class CheckReport:
                                       (f"  [{f.component}]" if f.component else "", "dim"))
                 if f.severity is not worst:
                     where.append(f"  ({f.severity.value})", _STYLE[f.severity])
-                blocks.append(Padding(Group(where, Padding(Text(f.message), (0, 0, 0, 2))),
-                                      (0, 0, 0, 2)))
+                blocks.append(Padding(Group(where, Padding(Text(f.message), (0, 0, 0, 2), expand=False)),
+                                      (0, 0, 0, 2), expand=False))
             notes = Table.grid(padding=(0, 2, 0, 0))
             notes.add_column(style="dim")
             notes.add_column()
             for label, text in (("why", rule.why), ("fix", rule.fix), ("see", rule.guide)):
                 notes.add_row(label, text)
-            blocks.append(Padding(notes, (0, 0, 0, 2)))
+            blocks.append(Padding(notes, (0, 0, 0, 2), expand=False))
             blocks.append(Text(""))
         if not self.findings:
             blocks.append(Text("nothing found that will not port as is", style="green"))
