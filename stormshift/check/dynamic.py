@@ -1,0 +1,142 @@
+"""Dynamic rules: a short run on the local engine, then a snapshot attempt.
+
+What only running shows: which attributes a bolt really holds after it
+processed tuples, and whether stormshift could snapshot them. The run is
+bounded (``max_tuples`` spout tuples, a simulated clock, a wall-clock
+budget) and happens in this process on the local engine: no Spark, no
+Redis. Each bolt task's attributes are then pickled one by one the way the
+Spark engine snapshots them (``engines/spark/taskstate.py``: the same
+framework attributes skipped, the same cloudpickle); an attribute that fails
+is reported where the class assigns it.
+"""
+
+from __future__ import annotations
+
+import ast
+import io
+import re
+import time
+import types
+from dataclasses import dataclass
+from typing import Any
+
+from stormshift.check.project import DeclaredTopology
+from stormshift.check.rules import Finding, Severity
+from stormshift.check.static import ComponentCode, Sources, self_targets
+from stormshift.topology.graph import TopologyGraph
+
+__all__ = ["DEFAULT_MAX_TUPLES", "DEFAULT_WALL_SECS", "dynamic_findings"]
+
+DEFAULT_MAX_TUPLES = 300
+DEFAULT_WALL_SECS = 20.0
+_NOT_STATE = (types.FunctionType, types.MethodType, types.BuiltinFunctionType, types.ModuleType)
+_LOCATION = re.compile(r"^(?P<file>.+?):(?P<line>\d+)(?: in .*)?$")
+
+
+class _OverBudget(KeyboardInterrupt):
+    """Ends the local run from its progress callback (the engine stops on an interrupt)."""
+
+
+@dataclass(frozen=True)
+class _Unpicklable:
+    attr: str
+    type_name: str
+    error: str
+    holds_position: bool  # an iterator or open file: state lost, not just re-made
+
+
+def dynamic_findings(
+    graph: TopologyGraph,
+    declared: DeclaredTopology,
+    *,
+    max_tuples: int = DEFAULT_MAX_TUPLES,
+    wall_secs: float = DEFAULT_WALL_SECS,
+) -> list[Finding]:
+    """Run ``graph`` briefly and report what stormshift could not snapshot."""
+    from stormshift.engines.local import LocalEngine, SimClock
+
+    started = time.monotonic()
+
+    def budget(_line: str) -> None:
+        if time.monotonic() - started > wall_secs:
+            raise _OverBudget
+
+    try:
+        engine = LocalEngine(graph, clock=SimClock(), seed=0, final_tick=True,
+                             keep_outputs=False, progress_interval_secs=0.05)
+        summary = engine.run(max_tuples=max_tuples, on_progress=budget)
+    except Exception as exc:  # noqa: BLE001 - user code may raise anything
+        return [_skipped(declared, f"the short local run failed: {type(exc).__name__}: {exc}")]
+    findings = _run_errors(summary, declared)
+    sources = Sources(declared)
+    by_name = {c.name: c for c in declared.components}
+    for comp in graph.bolts:
+        bad: dict[str, _Unpicklable] = {}
+        for instance in engine.instances(comp.name):
+            for item in unpicklable_attributes(instance):
+                bad.setdefault(item.attr, item)
+        if bad and comp.name in by_name and by_name[comp.name].cls is not None:
+            code = ComponentCode.build(by_name[comp.name], sources)
+            findings += [_finding(item, code, declared) for item in bad.values()]
+    return findings
+
+
+def unpicklable_attributes(instance: Any) -> list[_Unpicklable]:
+    """Attributes the Spark engine would silently leave out of the snapshot."""
+    from pyspark import cloudpickle
+
+    from stormshift.engines.spark.taskstate import FRAMEWORK_ATTRS
+
+    out = []
+    for name, value in sorted(vars(instance).items()):
+        if name in FRAMEWORK_ATTRS or name.startswith("_stormshift"):
+            continue
+        if isinstance(value, _NOT_STATE) or callable(value) and not hasattr(value, "__dict__"):
+            continue
+        try:
+            cloudpickle.dumps(value)
+        except Exception as exc:  # noqa: BLE001 - any pickling error means "not state"
+            position = hasattr(value, "__next__") or isinstance(value, io.IOBase)
+            out.append(_Unpicklable(name, type(value).__qualname__, str(exc)[:120], position))
+    return out
+
+
+def _finding(item: _Unpicklable, code: ComponentCode, declared: DeclaredTopology) -> Finding:
+    """Warning if the attribute holds a position or changes after initialize(), else info."""
+    sites: list[tuple[str, str, int]] = []  # (method, file, line)
+    for method, (func, src) in code.methods.items():
+        for node in ast.walk(func):
+            sites += [(method, declared.relative(src.path), t.lineno)
+                      for t in self_targets(node) if t.attr == item.attr]
+    changed_later = any(method != "initialize" for method, _, _ in sites)
+    # where the value is made: outside initialize() if it is re-assigned there
+    sites.sort(key=lambda s: ((s[0] == "initialize") == changed_later, s[2]))
+    if sites:
+        file, line = sites[0][1], sites[0][2]
+    elif code.classes:
+        _, node, src = code.classes[0]
+        file, line = declared.relative(src.path), node.lineno
+    else:
+        file, line = declared.relative(declared.layout.topology_file), code.comp.line
+    what = f"self.{item.attr} ({item.type_name}) cannot be pickled: {item.error}"
+    if item.holds_position or changed_later:
+        why = "its position is lost" if item.holds_position else "it is set outside initialize()"
+        return Finding("unpicklable-attribute", Severity.WARNING, file, line, code.comp.name,
+                       f"{what}; {why}")
+    return Finding("unpicklable-client", Severity.INFO, file, line, code.comp.name, what)
+
+
+def _run_errors(summary: Any, declared: DeclaredTopology) -> list[Finding]:
+    out = []
+    for kind in summary.problems.kinds():
+        match = _LOCATION.match(kind.location or "")
+        file = match["file"] if match else declared.relative(declared.layout.topology_file)
+        line = int(match["line"]) if match else 0
+        out.append(Finding("run-error", Severity.WARNING, file, line, kind.component,
+                           kind.headline(width=100)))
+    return out
+
+
+def _skipped(declared: DeclaredTopology, message: str) -> Finding:
+    return Finding("run-skipped", Severity.INFO,
+                   declared.relative(declared.layout.topology_file), 0, None, message)

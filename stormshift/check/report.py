@@ -1,0 +1,102 @@
+"""The result of a check: findings, exit code, terminal and JSON forms.
+
+Exit codes (also in ``stormshift check --help`` and the guide):
+0 nothing, or info only; 1 warnings, no errors; 3 errors. 2 is left to the
+CLI for a topology that cannot be loaded at all.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from rich.console import Console, Group, RenderableType
+from rich.padding import Padding
+from rich.table import Table
+from rich.text import Text
+
+from stormshift.check.rules import RULES, Finding, Severity
+
+__all__ = ["EXIT_ERRORS", "EXIT_LOAD", "EXIT_OK", "EXIT_WARNINGS", "CheckReport"]
+
+EXIT_OK, EXIT_WARNINGS, EXIT_LOAD, EXIT_ERRORS = 0, 1, 2, 3
+_STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
+
+
+@dataclass
+class CheckReport:
+    """Findings of one ``stormshift check`` run, worst first."""
+
+    topology: str
+    path: str
+    findings: list[Finding] = field(default_factory=list)
+    components: int = 0
+    ran: str = ""  # what the short local run did ("" = not run)
+
+    def __post_init__(self) -> None:
+        self.findings.sort(key=lambda f: (-f.severity.rank, f.rule, f.file, f.line))
+
+    def counts(self) -> dict[str, int]:
+        found = Counter(f.severity.value for f in self.findings)
+        return {s.value: found.get(s.value, 0) for s in (Severity.ERROR, Severity.WARNING,
+                                                        Severity.INFO)}
+
+    def by_rule(self, rule: str) -> list[Finding]:
+        return [f for f in self.findings if f.rule == rule]
+
+    @property
+    def exit_code(self) -> int:
+        counts = self.counts()
+        if counts["error"]:
+            return EXIT_ERRORS
+        return EXIT_WARNINGS if counts["warning"] else EXIT_OK
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "topology": self.topology, "path": self.path, "components": self.components,
+            "dynamic_run": self.ran or None, "counts": self.counts(),
+            "exit_code": self.exit_code, "findings": [f.to_dict() for f in self.findings],
+        }
+
+    def summary_line(self) -> str:
+        counts = self.counts()
+        parts = [f"{n} {s}{'s' if n != 1 and s != 'info' else ''}" for s, n in counts.items()]
+        run = f"; short run: {self.ran}" if self.ran else "; no short run"
+        return f"{self.topology}: {', '.join(parts)} in {self.components} components{run}"
+
+    def render(self) -> RenderableType:
+        """Grouped by rule: the rule's header, its places, then why / fix / guide once."""
+        blocks: list[RenderableType] = []
+        rules = list(dict.fromkeys(f.rule for f in self.findings))
+        for rule_id in rules:
+            rule, found = RULES[rule_id], self.by_rule(rule_id)
+            worst = max((f.severity for f in found), key=lambda s: s.rank)
+            head = Text.assemble((f"{worst.value.upper():<8}", _STYLE[worst]),
+                                 (rule_id, "bold"), f"  {rule.title}")
+            blocks.append(head)
+            for f in found:
+                where = Text.assemble((f.location, "bold"),
+                                      (f"  [{f.component}]" if f.component else "", "dim"))
+                if f.severity is not worst:
+                    where.append(f"  ({f.severity.value})", _STYLE[f.severity])
+                blocks.append(Padding(Group(where, Padding(Text(f.message), (0, 0, 0, 2), expand=False)),
+                                      (0, 0, 0, 2), expand=False))
+            notes = Table.grid(padding=(0, 2, 0, 0))
+            notes.add_column(style="dim")
+            notes.add_column()
+            for label, text in (("why", rule.why), ("fix", rule.fix), ("see", rule.guide)):
+                notes.add_row(label, text)
+            blocks.append(Padding(notes, (0, 0, 0, 2), expand=False))
+            blocks.append(Text(""))
+        if not self.findings:
+            blocks.append(Text("nothing found that will not port as is", style="green"))
+        blocks.append(Text(self.summary_line(), style="bold"))
+        return Group(*blocks)
+
+    def print(self, console: Console | None = None) -> None:
+        console = console or Console()
+        if console.width > 80:
+            console = Console(file=console.file, width=80, force_terminal=console.is_terminal,
+                              no_color=console.no_color)
+        console.print(self.render())
