@@ -17,7 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 from stormshift.check import RULES, CheckReport, Severity, run_check
-from stormshift.check.command import check_command
+from stormshift.cli.check import check_command
 
 REPO = Path(__file__).resolve().parent.parent
 FIXTURES = REPO / "tests" / "fixtures" / "check"

@@ -299,3 +299,14 @@ def test_spark_spout_next_tuple_raising_is_reported_with_its_location(spark, red
     assert summary["numbers"].errors == 1
     # Storm keeps calling next_tuple: nothing was lost
     assert {k: v[1] for k, v in summary.latest("counter").items()} == keys_of(100)
+
+
+@pytest.mark.spark
+@pytest.mark.redis
+def test_spark_until_done_ends_when_a_spout_never_signals_end_of_input(spark, redis_url,
+                                                                       namespace, tmp_path):
+    summary = spark_run(spark, "swallow_stop", tmp_path, redis_url, namespace,
+                        **{"stormshift.idle_timeout_secs": 2})
+    assert summary.stop_reason == "done"
+    assert any("numbers" in w and "StopIteration" in w for w in summary.warnings)
+    assert {k: v[1] for k, v in summary.latest("counter").items()} == keys_of(200)

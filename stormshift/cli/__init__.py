@@ -30,6 +30,7 @@ from types import FrameType
 import click
 from rich.console import Console
 
+from stormshift.cli.check import check_command
 from stormshift.cli import exit_codes
 from stormshift.cli.deadletter import deadletter_group
 from stormshift.cli.inspect import inspect_command
@@ -49,7 +50,8 @@ def cli() -> None:
     """Run streamparse (Storm) topologies unchanged on Spark, exactly once."""
 
 
-for _command in (inspect_command, run_command, submit_command, state_group, deadletter_group):
+for _command in (inspect_command, run_command, submit_command, state_group, deadletter_group,
+                 check_command):
     cli.add_command(_command)
 
 

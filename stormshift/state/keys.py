@@ -73,7 +73,7 @@ def stop_key(ns: str) -> str:
 
 def spout_report_key(ns: str, spout: str, part: str) -> str:
     """What a spout's planner process reports to the driver: ``errors`` (a hash of error
-    kinds) and ``logs`` (a list of log lines); the driver reads and clears them."""
+    kinds), ``warnings`` (a set) and ``logs`` (a list of log lines); the driver reads them."""
     return ns_key(ns, f"spark:spout-{part}:{spout}")
 
 

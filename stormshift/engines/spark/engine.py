@@ -171,6 +171,7 @@ class SparkEngine:
         spouts = [s.name for s in self.graph.spouts]
         clear_spout_reports(r, self.namespace, spouts)
         reported: set[tuple[str, str, str, str]] = set()
+        warned: list[str] = []
 
         def on_batch(result: BatchResult) -> None:
             batches.append(result)
@@ -184,15 +185,20 @@ class SparkEngine:
                     on_progress(line)
                 for line in first_seen_errors(summary, reported, spouts):
                     on_progress(line)
+                for text in summary.warnings[len(warned):]:
+                    warned.append(text)
+                    on_progress(f"warning: {text}")
 
         runner = BatchRunner(cfg, r, commit_log, ticks, on_batch, now_ms)
         stream = None
         budgets = spout_budgets(max_tuples, [s.name for s in self.graph.spouts])
+        idle_ms = int(float(self.graph.config.get("stormshift.idle_timeout_secs", 10)) * 1000)
         for spout in self.graph.spouts:
             opts = source_options(self.graph, spout.name, redis_url=url, namespace=self.namespace,
                                   batch_max=self.batch_max, budget_ms=self.budget_ms,
                                   max_total=budgets[spout.name], tick_ms=tick_ms,
-                                  drain_ticks=drain_ticks(self.graph, intervals))
+                                  drain_ticks=drain_ticks(self.graph, intervals),
+                                  idle_ms=idle_ms if self.until_done else 0)
             df = spark.readStream.format(SOURCE_NAME).options(**opts).load()
             stream = df if stream is None else stream.unionAll(df)
         if stream is None:

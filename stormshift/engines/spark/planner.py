@@ -135,6 +135,7 @@ class WalPlanner:
         self.rejected = 0  # emits dead-lettered before they reached the log
         self.packer = msgpack.Packer(use_bin_type=True)
         self.report = SpoutReport(r, opts.namespace, opts.spout)  # errors, logs -> the driver
+        self.last_new = [time.monotonic()] * len(self.hosts)  # last time a task logged tuples
 
     def initial_offset(self) -> dict:
         """A new query starts at the oldest tuple still logged (nothing logged is lost)."""
@@ -153,13 +154,33 @@ class WalPlanner:
         ended = [self._ended(i, t[i]) for i in range(len(self.hosts))]
         for i, limit in enumerate(_limits(self.opts, counts, ended)):
             if self.heads[i] - t[i] < limit:
+                before = self.heads[i]
                 self._pull(i, limit - (self.heads[i] - t[i]))
+                self._check_idle(i, self.heads[i] > before)
             take = min(self.heads[i] - t[i], limit)
             t[i] += take
             counts[i] += take
         capped = _capped(self.opts, counts)
         done = capped or all(self._ended(i, t[i]) for i in range(len(self.hosts)))
         return _offset(self.opts, start, "t", t, done, t == list(start["t"]), counts, capped)
+
+    def _check_idle(self, i: int, pulled: bool) -> None:
+        """``--until-done`` with a spout task that logged nothing new for ``idle_ms``: it
+        never said its input was done (a spout that swallows its own StopIteration), so
+        it is taken as ended, with a warning to the driver, instead of a run that never
+        ends. The decision is made while planning: the offsets Spark logs keep it."""
+        now = time.monotonic()
+        if pulled or self.opts.idle_ms <= 0 or self.hosts[i].exhausted:
+            self.last_new[i] = now
+            return
+        if (now - self.last_new[i]) * 1000 >= self.opts.idle_ms:
+            self.hosts[i].exhausted = True
+            self.report.warning(
+                f"spout {self.opts.spout} task {i} emitted nothing new for "
+                f"{self.opts.idle_ms / 1000:g}s and never signalled end of input: taken as done. "
+                "Fix: raise StopIteration from next_tuple when the input is used up (a spout "
+                "that catches StopIteration itself never ends); or set -o "
+                "stormshift.idle_timeout_secs=N for a slower source.")
 
     def _ended(self, i: int, seq: int) -> bool:
         """Task i's spout ended and everything it logged is at or below ``seq``."""

@@ -1,4 +1,4 @@
-"""What a spout's planner process tells the driver: its errors and its log lines.
+"""What a spout's planner process tells the driver: its errors, warnings and log lines.
 
 A generic spout's ``next_tuple`` runs in the stream reader's planner, a Python
 process of its own: what it raises (Storm keeps calling ``next_tuple``, and so
@@ -26,6 +26,7 @@ class SpoutReport:
         self.r = r
         self.errors_key = spout_report_key(namespace, spout, "errors")
         self.logs_key = spout_report_key(namespace, spout, "logs")
+        self.warnings_key = spout_report_key(namespace, spout, "warnings")
 
     def error(self, failure: Any) -> None:
         cause = failure.cause
@@ -34,6 +35,9 @@ class SpoutReport:
         pipe.hincrby(self.errors_key, kind, 1)
         pipe.hsetnx(self.errors_key, "trace:" + kind, failure.traceback_text[-4000:])
         pipe.execute()
+
+    def warning(self, text: str) -> None:
+        self.r.sadd(self.warnings_key, text)
 
     def logs(self, task: int, lines: list[tuple[str, str]]) -> None:
         if not lines:
@@ -45,7 +49,8 @@ class SpoutReport:
 
 
 def clear_spout_reports(r: Any, namespace: str, spouts: list[str]) -> None:
-    r.delete(*(spout_report_key(namespace, s, p) for s in spouts for p in ("errors", "logs")))
+    r.delete(*(spout_report_key(namespace, s, p) for s in spouts
+               for p in ("errors", "logs", "warnings")))
 
 
 def read_spout_reports(r: Any, namespace: str, summary: Any, spouts: list[str]) -> None:
@@ -60,6 +65,8 @@ def read_spout_reports(r: Any, namespace: str, summary: Any, spouts: list[str]) 
         for raw in raw_lines:
             task, level, text = json.loads(raw)
             forward_logs(spout, int(task), [(level, text)])
+        for text in sorted(r.smembers(spout_report_key(namespace, spout, "warnings"))):
+            summary.warn(text.decode() if isinstance(text, bytes) else text)
         raw = r.hgetall(spout_report_key(namespace, spout, "errors"))
         fields = {(k.decode() if isinstance(k, bytes) else k): v for k, v in raw.items()}
         total = 0

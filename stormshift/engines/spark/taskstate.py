@@ -38,6 +38,8 @@ FRAMEWORK_ATTRS = frozenset(
         "_pending_commands", "_pending_task_ids", "_reader_lock", "_writer_lock",
         "_source_tuple_types", "_current_tups", "_current_key", "exc_info",
         "_batch_lock", "_batcher", "auto_ack", "auto_anchor", "auto_fail",
+        # the host's fast paths, set per instance (compiled, they are no FunctionType)
+        "emit", "ack", "fail", "send_message",
     }
 )
 _NOT_STATE = (types.FunctionType, types.MethodType, types.BuiltinFunctionType, types.ModuleType)

@@ -44,7 +44,7 @@ Exit codes:
 def check_command(ctx: click.Context, path: str, name: str | None, environment: str | None,
                   config_options: tuple[str, ...], as_json: bool, no_run: bool) -> None:
     from stormshift.check.runner import run_check
-    from stormshift.cli_options import parse_overrides
+    from stormshift.cli.options import parse_overrides
 
     overrides = parse_overrides(config_options)
     try:
