@@ -30,8 +30,8 @@ from types import FrameType
 import click
 from rich.console import Console
 
-from stormshift.cli.check import check_command
 from stormshift.cli import exit_codes
+from stormshift.cli.check import check_command
 from stormshift.cli.deadletter import deadletter_group
 from stormshift.cli.inspect import inspect_command
 from stormshift.cli.run import run_command
