@@ -1,0 +1,228 @@
+"""``run_shadow``: one input through the legacy side and the port, compared per leaf stream.
+
+Call order (each step a public engine run, nothing of the engines' insides):
+
+1. The input: ``inputs.apply_input`` replaces the spouts for ``jsonl:`` /
+   ``redis:`` inputs (the same graph feeds both sides).
+2. Legacy: ``LocalEngine`` with a ``SimClock`` and ``seed`` (deterministic),
+   with ``legacy_faults`` injected when given.
+3. Baseline (only with faults): the same legacy run without them.
+4. Port: ``SparkEngine`` (``until_done``, a fresh checkpoint, state
+   ``reset`` in its namespace, leaf emits read back from a jsonl sink), or
+   with ``port_engine="local"`` a fault-free local run (a dry run of the
+   comparison; with faults it shows what Storm's failures alone change).
+5. Compare each leaf stream (``results.result_specs``, ``compare.compare_stream``)
+   and classify the divergences (``classify.classify``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from stormshift.engines.local import CrashTask, FailTuples, LocalEngine, SimClock
+from stormshift.engines.summary import RunSummary
+from stormshift.errors import StormshiftError
+from stormshift.shadow.classify import classify
+from stormshift.shadow.compare import StreamComparison, Tolerance, compare_stream
+from stormshift.shadow.faultspec import parse_faults
+from stormshift.shadow.inputs import InputSpec, apply_input, parse_input
+from stormshift.shadow.results import result_specs
+from stormshift.topology.graph import TopologyGraph
+
+__all__ = ["ShadowOptions", "ShadowResult", "compare_runs", "run_shadow", "tolerance_of"]
+
+TOLERANCE_KEY = "shadow.tolerance"
+Fault = FailTuples | CrashTask
+
+
+@dataclass(frozen=True)
+class ShadowOptions:
+    """What one shadow run is asked for (see ``run_shadow``)."""
+
+    input: str | InputSpec = "spout"
+    legacy_faults: str | Sequence[Fault] | None = None
+    max_tuples: int | None = None
+    seed: int = 0
+    ms_per_round: int = 1
+    tolerance: Tolerance | None = None
+    results: Mapping[str, Any] | None = None
+    port_engine: str = "spark"
+    spark: Any = None
+    master: str = "local[2]"
+    redis_url: str | None = None
+    namespace: str | None = None
+    batch_max_tuples: int | None = None
+    workdir: str | None = None
+    spark_conf: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class ShadowResult:
+    """The comparison of every leaf stream, and the runs it came from."""
+
+    topology: str
+    input: str
+    streams: list[StreamComparison]
+    legacy: RunSummary
+    port: RunSummary
+    baseline: RunSummary | None = None
+    faults: list[str] = field(default_factory=list)
+    injected: list[str] = field(default_factory=list)
+    tolerance: Tolerance = field(default_factory=Tolerance)
+    port_engine: str = "spark"
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def equal(self) -> bool:
+        return all(s.equal for s in self.streams)
+
+    @property
+    def exit_code(self) -> int:
+        """0 when every leaf stream agrees within tolerance, else 1."""
+        return 0 if self.equal else 1
+
+    def causes(self) -> dict[str, int]:
+        """Divergences per cause, over all streams (sorted by cause)."""
+        out: dict[str, int] = {}
+        for s in self.streams:
+            for d in s.divergences:
+                out[d.cause] = out.get(d.cause, 0) + 1
+        return dict(sorted(out.items()))
+
+    def to_dict(self, examples: int = 50) -> dict[str, Any]:
+        return {
+            "topology": self.topology, "input": self.input, "equal": self.equal,
+            "exit_code": self.exit_code, "port_engine": self.port_engine,
+            "tolerance": {"abs": self.tolerance.abs, "rel": self.tolerance.rel},
+            "faults": list(self.faults), "injected": list(self.injected),
+            "causes": self.causes(), "warnings": list(self.warnings),
+            "streams": [s.to_dict(examples) for s in self.streams],
+            "components": {
+                name: {"legacy": _stats(self.legacy, name), "port": _stats(self.port, name)}
+                for name in self.legacy.components
+            },
+        }
+
+
+def _stats(summary: RunSummary, name: str) -> dict[str, int]:
+    s = summary.components.get(name)
+    columns = ("tuples_in", "tuples_out", "acks", "fails", "replays", "duplicates", "restarts",
+               "lost", "dead_lettered", "errors")
+    return {c: getattr(s, c) for c in columns} if s is not None else {}
+
+
+def tolerance_of(config: Mapping[str, Any]) -> Tolerance:
+    """``shadow.tolerance`` of a config: ``{"abs": 0.01, "rel": 1e-9}`` (default exact)."""
+    entry = config.get(TOLERANCE_KEY) or {}
+    if not isinstance(entry, Mapping) or set(entry) - {"abs", "rel"}:
+        raise StormshiftError(f'{TOLERANCE_KEY} must be {{"abs": X, "rel": Y}}, got {entry!r}')
+    try:
+        return Tolerance(float(entry.get("abs", 0.0)), float(entry.get("rel", 0.0)))
+    except (TypeError, ValueError) as exc:
+        raise StormshiftError(f"{TOLERANCE_KEY}: {exc}") from None
+
+
+def run_shadow(graph: TopologyGraph, options: ShadowOptions | None = None,
+               on_progress: Callable[[str], None] | None = None, **settings: Any) -> ShadowResult:
+    """Run ``graph``'s input through the legacy side and the port; compare (module docstring).
+
+    ``settings`` are ``ShadowOptions`` fields (``input=``, ``legacy_faults=``,
+    ``spark=``, ``redis_url=``, ...) overriding ``options``.
+    """
+    opts = dataclasses.replace(options or ShadowOptions(), **settings)
+    say = on_progress or (lambda line: None)
+    spec = opts.input if isinstance(opts.input, InputSpec) else parse_input(opts.input)
+    namespace = opts.namespace or f"shadow-{graph.name}"
+    graph = apply_input(graph, spec, namespace=namespace, source_url=opts.redis_url)
+    faults = parse_faults(opts.legacy_faults) if isinstance(opts.legacy_faults, str) else tuple(
+        opts.legacy_faults or ())
+    say(f"legacy: local engine (Storm semantics){', faults: ' + _names(faults) if faults else ''}")
+    legacy_engine = LocalEngine(graph, clock=SimClock(ms_per_round=opts.ms_per_round),
+                                seed=opts.seed, faults=faults)
+    legacy = legacy_engine.run(max_tuples=opts.max_tuples)
+    baseline = None
+    if faults or opts.port_engine == "local":
+        say("baseline: local engine without faults")
+        baseline = LocalEngine(graph, clock=SimClock(ms_per_round=opts.ms_per_round),
+                               seed=opts.seed).run(max_tuples=opts.max_tuples)
+    if opts.port_engine == "local":
+        assert baseline is not None
+        port = baseline
+    elif opts.port_engine == "spark":
+        say("port: spark engine")
+        port = _run_spark(graph, opts, namespace, say)
+    else:
+        raise StormshiftError(f"port engine {opts.port_engine!r}: use spark or local")
+    result = compare_runs(graph, legacy, port, baseline if faults else None,
+                          tolerance=opts.tolerance, results=opts.results)
+    result.input = spec.describe()
+    result.faults = [_describe(f) for f in faults]
+    result.injected = legacy_engine.injected
+    result.port_engine = opts.port_engine
+    return result
+
+
+def compare_runs(graph: TopologyGraph, legacy: RunSummary, port: RunSummary,
+                 baseline: RunSummary | None = None, *, tolerance: Tolerance | None = None,
+                 results: Mapping[str, Any] | None = None) -> ShadowResult:
+    """Compare two finished runs' leaf outputs (``baseline``: the fault-free legacy run)."""
+    config = {**graph.config, **({"shadow.results": results} if results is not None else {})}
+    tol = tolerance if tolerance is not None else tolerance_of(config)
+    specs = result_specs(graph, config)
+    streams = [compare_stream(s, legacy.output(s.component, s.stream),
+                              port.output(s.component, s.stream), tol) for s in specs]
+    base = None
+    if baseline is not None:
+        base = {s.label: compare_stream(s, baseline.output(s.component, s.stream),
+                                        port.output(s.component, s.stream), tol) for s in specs}
+    classify(graph, streams, legacy, base)
+    result = ShadowResult(graph.name, "", streams, legacy, port, baseline, tolerance=tol)
+    result.warnings = _warnings(legacy, port)
+    return result
+
+
+def _warnings(legacy: RunSummary, port: RunSummary) -> list[str]:
+    out = []
+    for side, summary in (("legacy", legacy), ("port", port)):
+        for kind in summary.problems.kinds():
+            out.append(f"{side}: error in {kind.component}: {kind.headline()}")
+        out.extend(f"{side}: {w}" for w in summary.warnings)
+        if summary.pending_trees:
+            out.append(f"{side}: {summary.pending_trees} spout tuple trees still pending at the end")
+    return out
+
+
+def _run_spark(graph: TopologyGraph, opts: ShadowOptions, namespace: str,
+               say: Callable[[str], None]) -> RunSummary:
+    from stormshift.engines.spark import SparkEngine
+
+    own = opts.workdir is None
+    workdir = Path(opts.workdir or tempfile.mkdtemp(prefix="stormshift-shadow-"))
+    try:
+        engine = SparkEngine(
+            graph, master=opts.master, checkpoint_dir=str(workdir / "checkpoint"),
+            redis_url=opts.redis_url, until_done=True, batch_max_tuples=opts.batch_max_tuples,
+            sink=f"jsonl:{workdir / 'sink'}", state_mode="reset", spark=opts.spark,
+            namespace=namespace, spark_conf=dict(opts.spark_conf),
+        )
+        return engine.run(max_tuples=opts.max_tuples, on_progress=say)
+    finally:
+        if own:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _describe(fault: Fault) -> str:
+    if isinstance(fault, CrashTask):
+        return f"crash {fault.component}[{fault.task_index}] at its tuple {fault.at_tuple}"
+    when = "before" if fault.before else "after"
+    return f"fail {fault.component} tuples {sorted(fault.indexes)} ({when} processing)"
+
+
+def _names(faults: Sequence[Fault]) -> str:
+    return "; ".join(_describe(f) for f in faults)
