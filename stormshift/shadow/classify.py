@@ -30,6 +30,7 @@ __all__ = [
     "CRASH_LOST_STATE",
     "PORT_DIFFERENCE",
     "REPLAY_DOUBLE_COUNT",
+    "SHORT_CAUSES",
     "STORM_OTHER",
     "classify",
     "replay_evidence",
@@ -39,6 +40,14 @@ REPLAY_DOUBLE_COUNT = "storm at-least-once replay (double count)"
 CRASH_LOST_STATE = "storm crash lost in-memory state"
 STORM_OTHER = "storm failure (other effect)"
 PORT_DIFFERENCE = "real difference in the port"
+
+#: one or two words per cause, for narrow terminals
+SHORT_CAUSES = {
+    REPLAY_DOUBLE_COUNT: "replay x2",
+    CRASH_LOST_STATE: "crash lost",
+    STORM_OTHER: "storm other",
+    PORT_DIFFERENCE: "PORT",
+}
 
 
 def upstream(graph: TopologyGraph, component: str) -> list[str]:

@@ -25,17 +25,20 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from stormshift.engines.local import CrashTask, FailTuples, LocalEngine, SimClock
+from stormshift.engines.local import CrashTask, FailTuples, FaultPlan, LocalEngine, SimClock
 from stormshift.engines.summary import RunSummary
 from stormshift.errors import StormshiftError
 from stormshift.shadow.classify import classify
 from stormshift.shadow.compare import StreamComparison, Tolerance, compare_stream
 from stormshift.shadow.faultspec import parse_faults
 from stormshift.shadow.inputs import InputSpec, apply_input, parse_input
-from stormshift.shadow.results import result_specs
+from stormshift.shadow.results import RESULTS_KEY, ResultSpec, result_specs
 from stormshift.topology.graph import TopologyGraph
 
-__all__ = ["ShadowOptions", "ShadowResult", "compare_runs", "run_shadow", "tolerance_of"]
+__all__ = [
+    "ShadowOptions", "ShadowPlan", "ShadowResult", "compare_runs", "execute", "plan_shadow",
+    "run_shadow", "tolerance_of",
+]
 
 TOLERANCE_KEY = "shadow.tolerance"
 Fault = FailTuples | CrashTask
@@ -128,6 +131,41 @@ def tolerance_of(config: Mapping[str, Any]) -> Tolerance:
         raise StormshiftError(f"{TOLERANCE_KEY}: {exc}") from None
 
 
+@dataclass(frozen=True)
+class ShadowPlan:
+    """A checked shadow run: the graph both sides run, the faults, the result rules."""
+
+    graph: TopologyGraph
+    options: ShadowOptions
+    input: InputSpec
+    namespace: str
+    faults: tuple[Fault, ...]
+    specs: tuple[ResultSpec, ...]
+    tolerance: Tolerance
+
+
+def plan_shadow(graph: TopologyGraph, options: ShadowOptions | None = None,
+                **settings: Any) -> ShadowPlan:
+    """Check everything a shadow run needs before running anything (config errors raise
+    ``StormshiftError`` here: input, faults, ``shadow.results``, ``shadow.tolerance``).
+
+    ``settings`` are ``ShadowOptions`` fields overriding ``options``.
+    """
+    opts = dataclasses.replace(options or ShadowOptions(), **settings)
+    if opts.port_engine not in ("spark", "local"):
+        raise StormshiftError(f"port engine {opts.port_engine!r}: use spark or local")
+    spec = opts.input if isinstance(opts.input, InputSpec) else parse_input(opts.input)
+    raw_faults = opts.legacy_faults
+    faults = parse_faults(raw_faults) if isinstance(raw_faults, str) else tuple(raw_faults or ())
+    FaultPlan.of(faults).check(dict(graph.components))
+    config = _config(graph, opts.results)
+    specs = tuple(result_specs(graph, config))
+    tol = opts.tolerance if opts.tolerance is not None else tolerance_of(config)
+    namespace = opts.namespace or f"shadow-{graph.name}"
+    graph = apply_input(graph, spec, namespace=namespace, source_url=opts.redis_url)
+    return ShadowPlan(graph, opts, spec, namespace, faults, specs, tol)
+
+
 def run_shadow(graph: TopologyGraph, options: ShadowOptions | None = None,
                on_progress: Callable[[str], None] | None = None, **settings: Any) -> ShadowResult:
     """Run ``graph``'s input through the legacy side and the port; compare (module docstring).
@@ -135,13 +173,13 @@ def run_shadow(graph: TopologyGraph, options: ShadowOptions | None = None,
     ``settings`` are ``ShadowOptions`` fields (``input=``, ``legacy_faults=``,
     ``spark=``, ``redis_url=``, ...) overriding ``options``.
     """
-    opts = dataclasses.replace(options or ShadowOptions(), **settings)
+    return execute(plan_shadow(graph, options, **settings), on_progress)
+
+
+def execute(plan: ShadowPlan, on_progress: Callable[[str], None] | None = None) -> ShadowResult:
+    """Steps 2-5 of the module docstring for a checked ``plan``."""
+    opts, graph, faults = plan.options, plan.graph, plan.faults
     say = on_progress or (lambda line: None)
-    spec = opts.input if isinstance(opts.input, InputSpec) else parse_input(opts.input)
-    namespace = opts.namespace or f"shadow-{graph.name}"
-    graph = apply_input(graph, spec, namespace=namespace, source_url=opts.redis_url)
-    faults = parse_faults(opts.legacy_faults) if isinstance(opts.legacy_faults, str) else tuple(
-        opts.legacy_faults or ())
     say(f"legacy: local engine (Storm semantics){', faults: ' + _names(faults) if faults else ''}")
     legacy_engine = LocalEngine(graph, clock=SimClock(ms_per_round=opts.ms_per_round),
                                 seed=opts.seed, faults=faults)
@@ -154,25 +192,27 @@ def run_shadow(graph: TopologyGraph, options: ShadowOptions | None = None,
     if opts.port_engine == "local":
         assert baseline is not None
         port = baseline
-    elif opts.port_engine == "spark":
-        say("port: spark engine")
-        port = _run_spark(graph, opts, namespace, say)
     else:
-        raise StormshiftError(f"port engine {opts.port_engine!r}: use spark or local")
+        say("port: spark engine")
+        port = _run_spark(graph, opts, plan.namespace, say)
     result = compare_runs(graph, legacy, port, baseline if faults else None,
-                          tolerance=opts.tolerance, results=opts.results)
-    result.input = spec.describe()
+                          tolerance=plan.tolerance, results=opts.results)
+    result.input = plan.input.describe()
     result.faults = [_describe(f) for f in faults]
     result.injected = legacy_engine.injected
     result.port_engine = opts.port_engine
     return result
 
 
+def _config(graph: TopologyGraph, results: Mapping[str, Any] | None) -> dict[str, Any]:
+    return {**graph.config, **({RESULTS_KEY: results} if results is not None else {})}
+
+
 def compare_runs(graph: TopologyGraph, legacy: RunSummary, port: RunSummary,
                  baseline: RunSummary | None = None, *, tolerance: Tolerance | None = None,
                  results: Mapping[str, Any] | None = None) -> ShadowResult:
     """Compare two finished runs' leaf outputs (``baseline``: the fault-free legacy run)."""
-    config = {**graph.config, **({"shadow.results": results} if results is not None else {})}
+    config = _config(graph, results)
     tol = tolerance if tolerance is not None else tolerance_of(config)
     specs = result_specs(graph, config)
     streams = [compare_stream(s, legacy.output(s.component, s.stream),
@@ -221,7 +261,18 @@ def _describe(fault: Fault) -> str:
     if isinstance(fault, CrashTask):
         return f"crash {fault.component}[{fault.task_index}] at its tuple {fault.at_tuple}"
     when = "before" if fault.before else "after"
-    return f"fail {fault.component} tuples {sorted(fault.indexes)} ({when} processing)"
+    return f"fail {fault.component} tuples {_ranges(sorted(fault.indexes))} ({when} processing)"
+
+
+def _ranges(numbers: list[int]) -> str:
+    """``[1, 2, 3, 7]`` -> ``"1-3, 7"``."""
+    parts: list[str] = []
+    for n in numbers:
+        if parts and n == int(parts[-1].rpartition("-")[2]) + 1:
+            parts[-1] = f"{parts[-1].partition('-')[0]}-{n}"
+        else:
+            parts.append(str(n))
+    return ", ".join(parts)
 
 
 def _names(faults: Sequence[Fault]) -> str:
