@@ -47,6 +47,10 @@ class ShadowUsageError(click.ClickException):
               metavar="spout|jsonl:DIR|redis:STREAM[:START-END]",
               help="What both sides read: the project's spouts, JSON-lines files, or a Redis "
                    "Stream range (copied once, so both sides read the same entries).")
+@click.option("--port", "port_path", metavar="PATH",
+              help="The port's own project (a ported copy of PATH, same -n/-o); default PATH.")
+@click.option("--namespace", envvar="STORMSHIFT_SHADOW_NAMESPACE", metavar="NS",
+              help="The port's state namespace in Redis (default shadow-<topology>; reset first).")
 @click.option("--legacy-faults", metavar="SPEC",
               help="Storm failures on the legacy side, e.g. fail:count@3+10-12,crash:count[1]@50.")
 @click.option("--report", "report_path", type=click.Path(dir_okay=False),
@@ -67,7 +71,8 @@ class ShadowUsageError(click.ClickException):
               help="Spark setting for the port's session; repeatable.")
 @click.pass_context
 def shadow_command(ctx: click.Context, path: str, name: str | None, environment: str | None,
-                   config_options: tuple[str, ...], input_text: str, legacy_faults: str | None,
+                   config_options: tuple[str, ...], input_text: str, port_path: str | None,
+                   namespace: str | None, legacy_faults: str | None,
                    report_path: str | None, as_json: bool, max_tuples: int | None, seed: int,
                    port_engine: str, master: str, redis_url: str | None,
                    batch_max_tuples: int | None, confs: tuple[str, ...]) -> None:
@@ -79,13 +84,15 @@ def shadow_command(ctx: click.Context, path: str, name: str | None, environment:
 
     out, err = Console(), Console(stderr=True)
     try:
-        graph = _load(path, name, environment, parse_overrides(config_options))
+        overrides = parse_overrides(config_options)
+        graph = _load(path, name, environment, overrides)
+        port_graph = _load(port_path, name, environment, overrides) if port_path else None
         options = ShadowOptions(
             input=input_text, legacy_faults=legacy_faults, max_tuples=max_tuples, seed=seed,
             port_engine=port_engine, master=master, redis_url=redis_url,
-            batch_max_tuples=batch_max_tuples, spark_conf=parse_confs(confs),
+            batch_max_tuples=batch_max_tuples, spark_conf=parse_confs(confs), namespace=namespace,
         )
-        plan = plan_shadow(graph, options)
+        plan = plan_shadow(graph, options, port_graph=port_graph)
     except (StormshiftError, ValueError) as exc:
         raise ShadowUsageError(str(exc)) from exc
     progress = None if as_json else (lambda line: err.print(line, markup=False, highlight=False))

@@ -32,7 +32,7 @@ from stormshift.shadow.classify import classify
 from stormshift.shadow.compare import StreamComparison, Tolerance, compare_stream
 from stormshift.shadow.faultspec import parse_faults
 from stormshift.shadow.inputs import InputSpec, apply_input, parse_input
-from stormshift.shadow.results import RESULTS_KEY, ResultSpec, result_specs
+from stormshift.shadow.results import RESULTS_KEY, ResultSpec, leaf_streams, result_specs
 from stormshift.topology.graph import TopologyGraph
 
 __all__ = [
@@ -136,6 +136,7 @@ class ShadowPlan:
     """A checked shadow run: the graph both sides run, the faults, the result rules."""
 
     graph: TopologyGraph
+    port_graph: TopologyGraph
     options: ShadowOptions
     input: InputSpec
     namespace: str
@@ -144,11 +145,13 @@ class ShadowPlan:
     tolerance: Tolerance
 
 
-def plan_shadow(graph: TopologyGraph, options: ShadowOptions | None = None,
-                **settings: Any) -> ShadowPlan:
+def plan_shadow(graph: TopologyGraph, options: ShadowOptions | None = None, *,
+                port_graph: TopologyGraph | None = None, **settings: Any) -> ShadowPlan:
     """Check everything a shadow run needs before running anything (config errors raise
     ``StormshiftError`` here: input, faults, ``shadow.results``, ``shadow.tolerance``).
 
+    ``port_graph``: the port's topology when its code differs from the legacy's (a
+    ported copy of the project); it must have the same leaf streams and fields.
     ``settings`` are ``ShadowOptions`` fields overriding ``options``.
     """
     opts = dataclasses.replace(options or ShadowOptions(), **settings)
@@ -162,18 +165,36 @@ def plan_shadow(graph: TopologyGraph, options: ShadowOptions | None = None,
     specs = tuple(result_specs(graph, config))
     tol = opts.tolerance if opts.tolerance is not None else tolerance_of(config)
     namespace = opts.namespace or f"shadow-{graph.name}"
+    port = port_graph if port_graph is not None else graph
+    _check_same_leaves(graph, port)
     graph = apply_input(graph, spec, namespace=namespace, source_url=opts.redis_url)
-    return ShadowPlan(graph, opts, spec, namespace, faults, specs, tol)
+    port = graph if port_graph is None else apply_input(port, spec, namespace=namespace,
+                                                         source_url=opts.redis_url)
+    return ShadowPlan(graph, port, opts, spec, namespace, faults, specs, tol)
+
+
+def _check_same_leaves(legacy: TopologyGraph, port: TopologyGraph) -> None:
+    def leaves(g: TopologyGraph) -> dict[str, tuple[str, ...]]:
+        return {f"{c}:{s}": g.stream_fields(c, s) for c, s in leaf_streams(g)}
+
+    a, b = leaves(legacy), leaves(port)
+    if a != b:
+        raise StormshiftError(
+            f"the port's leaf streams {b} differ from the legacy's {a}; fix: the port must keep "
+            "the legacy's output streams and fields (that is what the shadow compares)"
+        )
 
 
 def run_shadow(graph: TopologyGraph, options: ShadowOptions | None = None,
-               on_progress: Callable[[str], None] | None = None, **settings: Any) -> ShadowResult:
+               on_progress: Callable[[str], None] | None = None, *,
+               port_graph: TopologyGraph | None = None, **settings: Any) -> ShadowResult:
     """Run ``graph``'s input through the legacy side and the port; compare (module docstring).
 
-    ``settings`` are ``ShadowOptions`` fields (``input=``, ``legacy_faults=``,
+    ``port_graph``: the port's own topology (default ``graph``: the same code on both
+    engines). ``settings`` are ``ShadowOptions`` fields (``input=``, ``legacy_faults=``,
     ``spark=``, ``redis_url=``, ...) overriding ``options``.
     """
-    return execute(plan_shadow(graph, options, **settings), on_progress)
+    return execute(plan_shadow(graph, options, port_graph=port_graph, **settings), on_progress)
 
 
 def execute(plan: ShadowPlan, on_progress: Callable[[str], None] | None = None) -> ShadowResult:
@@ -185,16 +206,16 @@ def execute(plan: ShadowPlan, on_progress: Callable[[str], None] | None = None) 
                                 seed=opts.seed, faults=faults)
     legacy = legacy_engine.run(max_tuples=opts.max_tuples)
     baseline = None
-    if faults or opts.port_engine == "local":
+    if faults:
         say("baseline: local engine without faults")
-        baseline = LocalEngine(graph, clock=SimClock(ms_per_round=opts.ms_per_round),
-                               seed=opts.seed).run(max_tuples=opts.max_tuples)
+        baseline = _run_local(graph, opts)
     if opts.port_engine == "local":
-        assert baseline is not None
-        port = baseline
+        say("port: local engine (dry run without Spark)")
+        same = baseline is not None and plan.port_graph is graph
+        port = baseline if same and baseline is not None else _run_local(plan.port_graph, opts)
     else:
         say("port: spark engine")
-        port = _run_spark(graph, opts, plan.namespace, say)
+        port = _run_spark(plan.port_graph, opts, plan.namespace, say)
     result = compare_runs(graph, legacy, port, baseline if faults else None,
                           tolerance=plan.tolerance, results=opts.results)
     result.input = plan.input.describe()
@@ -202,6 +223,11 @@ def execute(plan: ShadowPlan, on_progress: Callable[[str], None] | None = None) 
     result.injected = legacy_engine.injected
     result.port_engine = opts.port_engine
     return result
+
+
+def _run_local(graph: TopologyGraph, opts: ShadowOptions) -> RunSummary:
+    clock = SimClock(ms_per_round=opts.ms_per_round)
+    return LocalEngine(graph, clock=clock, seed=opts.seed).run(max_tuples=opts.max_tuples)
 
 
 def _config(graph: TopologyGraph, results: Mapping[str, Any] | None) -> dict[str, Any]:
