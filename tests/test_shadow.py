@@ -205,6 +205,24 @@ def test_jsonl_input_feeds_both_sides(tmp_path: Path) -> None:
     assert "JSON lines" in result.input
 
 
+@pytest.mark.redis
+def test_redis_range_input_is_copied_once_and_read_by_both_sides(redis_url: str,
+                                                                  namespace: str) -> None:
+    import redis
+
+    client = redis.Redis.from_url(redis_url)
+    source = f"{namespace}:adlog"
+    for i, line in enumerate(oracle().generated_lines(7, 300)):
+        client.xadd(source, {"payload": line}, id=f"{1000 + i}-0")
+    graph = load_topology(ADCLICKS, overrides=SMALL)
+    result = run_shadow(graph, input=f"redis:{source}:1100-0-1199-0", port_engine="local",
+                        redis_url=redis_url, namespace=namespace)
+    assert result.equal and result.legacy["ad_log_spout"].tuples_out == 100
+    client.xadd(source, {"payload": "later"})  # the source moves on; the copy does not
+    copy = client.xrange(f"shadow-input:{{{namespace}}}:{source}")
+    assert [c[0] for c in (copy[0], copy[-1])] == [b"1100-0", b"1199-0"] and len(copy) == 100
+
+
 # -- shadows with the port on the local engine (no Spark) -----------------------------
 def test_local_dry_run_with_storm_failures_classifies_double_count() -> None:
     graph = load_topology(ADCLICKS, overrides=SMALL)
