@@ -7,13 +7,13 @@ two reports. Exit code: 0 when every leaf stream is equal within tolerance,
 
 from __future__ import annotations
 
+import importlib
 import json
 from typing import Any
 
 import click
 from rich.console import Console
 
-from stormshift.cli_options import parse_confs, parse_overrides
 from stormshift.errors import StormshiftError
 
 __all__ = ["EXIT_DIVERGE", "EXIT_EQUAL", "EXIT_USAGE", "ShadowUsageError", "shadow_command"]
@@ -84,13 +84,13 @@ def shadow_command(ctx: click.Context, path: str, name: str | None, environment:
 
     out, err = Console(), Console(stderr=True)
     try:
-        overrides = parse_overrides(config_options)
+        overrides = _cli_options().parse_overrides(config_options)
         graph = _load(path, name, environment, overrides)
         port_graph = _load(port_path, name, environment, overrides) if port_path else None
         options = ShadowOptions(
             input=input_text, legacy_faults=legacy_faults, max_tuples=max_tuples, seed=seed,
             port_engine=port_engine, master=master, redis_url=redis_url,
-            batch_max_tuples=batch_max_tuples, spark_conf=parse_confs(confs), namespace=namespace,
+            batch_max_tuples=batch_max_tuples, spark_conf=_cli_options().parse_confs(confs), namespace=namespace,
         )
         plan = plan_shadow(graph, options, port_graph=port_graph)
     except (StormshiftError, ValueError) as exc:
@@ -106,6 +106,15 @@ def shadow_command(ctx: click.Context, path: str, name: str | None, environment:
     else:
         print_report(result, out)
     ctx.exit(result.exit_code)
+
+
+def _cli_options() -> Any:
+    """The shared ``-o`` / ``--conf`` parsers (``stormshift.cli.options`` once the CLI is a
+    package, ``stormshift.cli_options`` before)."""
+    try:
+        return importlib.import_module("stormshift.cli.options")
+    except ModuleNotFoundError:
+        return importlib.import_module("stormshift.cli_options")
 
 
 def _load(path: str, name: str | None, environment: str | None, overrides: dict[str, Any]) -> Any:
