@@ -1,1 +1,65 @@
-"""shadow layer (see DESIGN.md)."""
+"""Shadow runs: the same input through the legacy side and the port, compared key by key.
+
+Runs in the driver process (the CLI or a script): it drives the local engine
+and the Spark engine through their public ``run()`` and reads only their
+``RunSummary`` (leaf outputs, per-component counters).
+
+Vocabulary:
+
+- *legacy* (left): the topology on the local engine with Storm semantics,
+  optionally with injected Storm failures (``faultspec.py``);
+- *baseline*: the legacy run again without the failures (only when faults
+  were injected; tells Storm's at-least-once effects from the port's);
+- *port* (right): the topology (or a ported copy of it) on the Spark engine;
+- *leaf stream*: a stream no component subscribes to; its *result mode*
+  (``latest`` / ``sum`` / ``set`` / ``list`` per key) says which emits form
+  its result (``results.py``, with the inference rule);
+- *divergence*: a key whose result differs beyond the tolerance -- missing
+  key, extra key, value differs, count differs (``compare.py``) -- with its
+  *cause* (``classify.py``): Storm's replay double count, Storm's crash losing
+  in-memory state, or a real difference in the port.
+
+Modules: ``run.py`` (``run_shadow``), ``inputs.py`` (``--input``),
+``results.py``, ``compare.py``, ``classify.py``, ``report_text.py``,
+``report_html.py`` + ``chart.py`` (the self-contained HTML report),
+``command.py`` (the ``stormshift shadow`` click command).
+"""
+
+from stormshift.shadow.compare import (
+    Divergence,
+    DivergenceKind,
+    StreamComparison,
+    Tolerance,
+    compare_stream,
+)
+from stormshift.shadow.report_html import render_html, write_html
+from stormshift.shadow.report_text import print_report
+from stormshift.shadow.results import ResultMode, ResultSpec, infer_spec, leaf_streams, result_specs
+from stormshift.shadow.run import (
+    ShadowOptions,
+    ShadowResult,
+    compare_runs,
+    plan_shadow,
+    run_shadow,
+)
+
+__all__ = [
+    "Divergence",
+    "DivergenceKind",
+    "ResultMode",
+    "ResultSpec",
+    "ShadowOptions",
+    "ShadowResult",
+    "StreamComparison",
+    "Tolerance",
+    "compare_runs",
+    "compare_stream",
+    "infer_spec",
+    "leaf_streams",
+    "plan_shadow",
+    "print_report",
+    "render_html",
+    "result_specs",
+    "run_shadow",
+    "write_html",
+]

@@ -1,0 +1,122 @@
+"""Why a key diverges: Storm's at-least-once under injected failures, or the port.
+
+With legacy faults injected, the shadow also runs the legacy side *without*
+them (the *baseline*: same input, seed and simulated clock, so it is the run
+Storm would have had without the failures). A divergence is then
+
+- ``storm at-least-once replay (double count)``: the baseline agrees with the
+  port on that key, the legacy's value (or multiplicity) exceeds the port's,
+  and the legacy run reported replays (``duplicates`` of the emitter or an
+  upstream bolt, ``replays`` of a spout): the excess is what re-executing
+  replayed tuples adds;
+- ``storm crash lost in-memory state``: the baseline agrees with the port, the
+  legacy's value is below the port's, and a task restarted (its in-memory
+  dicts were lost) or lost queued tuples;
+- ``storm failure (other effect)``: the baseline agrees with the port, the
+  faulted legacy does not, and neither rule above explains how;
+- ``real difference in the port``: the baseline disagrees with the port on that
+  key too (or no faults were injected): the port computes something else.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from stormshift.shadow.compare import Divergence, DivergenceKind, StreamComparison
+from stormshift.topology.graph import TopologyGraph
+
+__all__ = [
+    "CRASH_LOST_STATE",
+    "PORT_DIFFERENCE",
+    "REPLAY_DOUBLE_COUNT",
+    "SHORT_CAUSES",
+    "STORM_OTHER",
+    "classify",
+    "replay_evidence",
+]
+
+REPLAY_DOUBLE_COUNT = "storm at-least-once replay (double count)"
+CRASH_LOST_STATE = "storm crash lost in-memory state"
+STORM_OTHER = "storm failure (other effect)"
+PORT_DIFFERENCE = "real difference in the port"
+
+#: one or two words per cause, for narrow terminals
+SHORT_CAUSES = {
+    REPLAY_DOUBLE_COUNT: "replay x2",
+    CRASH_LOST_STATE: "crash lost",
+    STORM_OTHER: "storm other",
+    PORT_DIFFERENCE: "PORT",
+}
+
+
+def upstream(graph: TopologyGraph, component: str) -> list[str]:
+    """``component`` and every component it reads from, directly or not (sorted)."""
+    seen: set[str] = set()
+    todo = [component]
+    while todo:
+        name = todo.pop()
+        if name in seen:
+            continue
+        seen.add(name)
+        todo.extend(i.source for i in graph.component(name).inputs)
+    return sorted(seen)
+
+
+def replay_evidence(graph: TopologyGraph, legacy: Any, component: str) -> dict[str, int]:
+    """What the faulted legacy run reported on the way to ``component``: summed
+    ``duplicates``, ``replays``, ``restarts`` and ``lost`` of it and its upstream."""
+    names = upstream(graph, component)
+    stats = [legacy.components[n] for n in names if n in legacy.components]
+    return {c: sum(getattr(s, c) for s in stats) for c in ("duplicates", "replays", "restarts", "lost")}
+
+
+def classify(
+    graph: TopologyGraph,
+    streams: list[StreamComparison],
+    legacy: Any,
+    baseline: Mapping[str, StreamComparison] | None,
+) -> None:
+    """Set ``cause`` on every divergence of ``streams`` (``baseline``: the same
+    comparison with the fault-free legacy run, by stream label; None: no faults)."""
+    for comparison in streams:
+        if baseline is None:
+            for d in comparison.divergences:
+                d.cause = PORT_DIFFERENCE
+            continue
+        base = baseline.get(comparison.label)
+        port_keys = {d.key for d in base.divergences} if base is not None else set()
+        evidence = replay_evidence(graph, legacy, comparison.spec.component)
+        for d in comparison.divergences:
+            d.cause = PORT_DIFFERENCE if d.key in port_keys else _storm_cause(d, evidence)
+
+
+def _storm_cause(d: Divergence, evidence: Mapping[str, int]) -> str:
+    direction = _direction(d)
+    if direction > 0 and (evidence["duplicates"] or evidence["replays"]):
+        return REPLAY_DOUBLE_COUNT
+    if direction < 0 and (evidence["restarts"] or evidence["lost"]):
+        return CRASH_LOST_STATE
+    return STORM_OTHER
+
+
+def _direction(d: Divergence) -> int:
+    """+1 when the legacy exceeds the port (more, or larger numbers), -1 below, 0 mixed."""
+    if d.kind is DivergenceKind.MISSING_KEY:
+        return 1
+    if d.kind is DivergenceKind.EXTRA_KEY:
+        return -1
+    if d.kind is DivergenceKind.COUNT_DIFFERS and d.legacy_count != d.port_count:
+        return 1 if d.legacy_count > d.port_count else -1
+    signs = {
+        (x > y) - (x < y)
+        for x, y in zip(_numbers(d.legacy), _numbers(d.port), strict=False)
+        if x != y
+    }
+    return signs.pop() if len(signs) == 1 else 0
+
+
+def _numbers(value: Any) -> list[float]:
+    if not isinstance(value, list):
+        return []
+    return [v if isinstance(v, (int, float)) and not isinstance(v, bool) else 0 for v in value]

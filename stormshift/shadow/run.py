@@ -1,0 +1,305 @@
+"""``run_shadow``: one input through the legacy side and the port, compared per leaf stream.
+
+Call order (each step a public engine run, nothing of the engines' insides):
+
+1. The input: ``inputs.apply_input`` replaces the spouts for ``jsonl:`` /
+   ``redis:`` inputs (the same graph feeds both sides).
+2. Legacy: ``LocalEngine`` with a ``SimClock`` and ``seed`` (deterministic),
+   with ``legacy_faults`` injected when given.
+3. Baseline (only with faults): the same legacy run without them.
+4. Port: ``SparkEngine`` (``until_done``, a fresh checkpoint, state
+   ``reset`` in its namespace, leaf emits read back from a jsonl sink), or
+   with ``port_engine="local"`` a fault-free local run (a dry run of the
+   comparison; with faults it shows what Storm's failures alone change).
+5. Compare each leaf stream (``results.result_specs``, ``compare.compare_stream``)
+   and classify the divergences (``classify.classify``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import shutil
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from stormshift.engines.local import CrashTask, FailTuples, FaultPlan, LocalEngine, SimClock
+from stormshift.engines.summary import RunSummary
+from stormshift.errors import StormshiftError
+from stormshift.shadow.classify import classify
+from stormshift.shadow.compare import StreamComparison, Tolerance, compare_stream
+from stormshift.shadow.faultspec import parse_faults
+from stormshift.shadow.inputs import InputSpec, apply_input, parse_input
+from stormshift.shadow.results import RESULTS_KEY, ResultSpec, leaf_streams, result_specs
+from stormshift.topology.graph import TopologyGraph
+
+__all__ = [
+    "ShadowOptions", "ShadowPlan", "ShadowResult", "compare_runs", "execute", "plan_shadow",
+    "run_shadow", "tolerance_of",
+]
+
+TOLERANCE_KEY = "shadow.tolerance"
+Fault = FailTuples | CrashTask
+
+
+@dataclass(frozen=True)
+class ShadowOptions:
+    """What one shadow run is asked for (see ``run_shadow``)."""
+
+    input: str | InputSpec = "spout"
+    legacy_faults: str | Sequence[Fault] | None = None
+    max_tuples: int | None = None
+    seed: int = 0
+    ms_per_round: int = 1
+    tolerance: Tolerance | None = None
+    results: Mapping[str, Any] | None = None
+    port_engine: str = "spark"
+    spark: Any = None
+    master: str = "local[2]"
+    redis_url: str | None = None
+    namespace: str | None = None
+    batch_max_tuples: int | None = None
+    workdir: str | None = None
+    spark_conf: Mapping[str, str] = field(default_factory=dict)
+
+
+@dataclass
+class ShadowResult:
+    """The comparison of every leaf stream, and the runs it came from."""
+
+    topology: str
+    input: str
+    streams: list[StreamComparison]
+    legacy: RunSummary
+    port: RunSummary
+    baseline: RunSummary | None = None
+    faults: list[str] = field(default_factory=list)
+    injected: list[str] = field(default_factory=list)
+    tolerance: Tolerance = field(default_factory=Tolerance)
+    port_engine: str = "spark"
+    warnings: list[str] = field(default_factory=list)
+
+    @property
+    def equal(self) -> bool:
+        return all(s.equal for s in self.streams)
+
+    @property
+    def exit_code(self) -> int:
+        """0 when every leaf stream agrees within tolerance, else 1."""
+        return 0 if self.equal else 1
+
+    def causes(self) -> dict[str, int]:
+        """Divergences per cause, over all streams (sorted by cause)."""
+        out: dict[str, int] = {}
+        for s in self.streams:
+            for d in s.divergences:
+                out[d.cause] = out.get(d.cause, 0) + 1
+        return dict(sorted(out.items()))
+
+    def to_dict(self, examples: int = 50) -> dict[str, Any]:
+        return {
+            "topology": self.topology, "input": self.input, "equal": self.equal,
+            "exit_code": self.exit_code, "port_engine": self.port_engine,
+            "tolerance": {"abs": self.tolerance.abs, "rel": self.tolerance.rel},
+            "faults": list(self.faults), "injected": list(self.injected),
+            "causes": self.causes(), "warnings": list(self.warnings),
+            "streams": [s.to_dict(examples) for s in self.streams],
+            "components": {
+                name: {"legacy": _stats(self.legacy, name), "port": _stats(self.port, name)}
+                for name in self.legacy.components
+            },
+        }
+
+
+def _stats(summary: RunSummary, name: str) -> dict[str, int]:
+    s = summary.components.get(name)
+    columns = ("tuples_in", "tuples_out", "acks", "fails", "replays", "duplicates", "restarts",
+               "lost", "dead_lettered", "errors")
+    return {c: getattr(s, c) for c in columns} if s is not None else {}
+
+
+def tolerance_of(config: Mapping[str, Any]) -> Tolerance:
+    """``shadow.tolerance`` of a config: ``{"abs": 0.01, "rel": 1e-9}`` (default exact)."""
+    entry = config.get(TOLERANCE_KEY) or {}
+    if not isinstance(entry, Mapping) or set(entry) - {"abs", "rel"}:
+        raise StormshiftError(f'{TOLERANCE_KEY} must be {{"abs": X, "rel": Y}}, got {entry!r}')
+    try:
+        return Tolerance(float(entry.get("abs", 0.0)), float(entry.get("rel", 0.0)))
+    except (TypeError, ValueError) as exc:
+        raise StormshiftError(f"{TOLERANCE_KEY}: {exc}") from None
+
+
+@dataclass(frozen=True)
+class ShadowPlan:
+    """A checked shadow run: the graph both sides run, the faults, the result rules."""
+
+    graph: TopologyGraph
+    port_graph: TopologyGraph
+    options: ShadowOptions
+    input: InputSpec
+    namespace: str
+    faults: tuple[Fault, ...]
+    specs: tuple[ResultSpec, ...]
+    tolerance: Tolerance
+
+
+def plan_shadow(graph: TopologyGraph, options: ShadowOptions | None = None, *,
+                port_graph: TopologyGraph | None = None, **settings: Any) -> ShadowPlan:
+    """Check everything a shadow run needs before running anything (config errors raise
+    ``StormshiftError`` here: input, faults, ``shadow.results``, ``shadow.tolerance``).
+
+    ``port_graph``: the port's topology when its code differs from the legacy's (a
+    ported copy of the project); it must have the same leaf streams and fields.
+    ``settings`` are ``ShadowOptions`` fields overriding ``options``.
+    """
+    opts = dataclasses.replace(options or ShadowOptions(), **settings)
+    if opts.port_engine not in ("spark", "local"):
+        raise StormshiftError(f"port engine {opts.port_engine!r}: use spark or local")
+    spec = opts.input if isinstance(opts.input, InputSpec) else parse_input(opts.input)
+    raw_faults = opts.legacy_faults
+    faults = parse_faults(raw_faults) if isinstance(raw_faults, str) else tuple(raw_faults or ())
+    FaultPlan.of(faults).check(dict(graph.components))
+    config = _config(graph, opts.results)
+    specs = tuple(result_specs(graph, config))
+    tol = opts.tolerance if opts.tolerance is not None else tolerance_of(config)
+    namespace = opts.namespace or f"shadow-{graph.name}"
+    port = port_graph if port_graph is not None else graph
+    _check_same_leaves(graph, port)
+    graph = apply_input(graph, spec, namespace=namespace, source_url=opts.redis_url)
+    port = graph if port_graph is None else apply_input(port, spec, namespace=namespace,
+                                                         source_url=opts.redis_url)
+    return ShadowPlan(graph, port, opts, spec, namespace, faults, specs, tol)
+
+
+def _check_same_leaves(legacy: TopologyGraph, port: TopologyGraph) -> None:
+    def leaves(g: TopologyGraph) -> dict[str, tuple[str, ...]]:
+        return {f"{c}:{s}": g.stream_fields(c, s) for c, s in leaf_streams(g)}
+
+    a, b = leaves(legacy), leaves(port)
+    if a != b:
+        raise StormshiftError(
+            f"the port's leaf streams {b} differ from the legacy's {a}; fix: the port must keep "
+            "the legacy's output streams and fields (that is what the shadow compares)"
+        )
+
+
+def run_shadow(graph: TopologyGraph, options: ShadowOptions | None = None,
+               on_progress: Callable[[str], None] | None = None, *,
+               port_graph: TopologyGraph | None = None, **settings: Any) -> ShadowResult:
+    """Run ``graph``'s input through the legacy side and the port; compare (module docstring).
+
+    ``port_graph``: the port's own topology (default ``graph``: the same code on both
+    engines). ``settings`` are ``ShadowOptions`` fields (``input=``, ``legacy_faults=``,
+    ``spark=``, ``redis_url=``, ...) overriding ``options``.
+    """
+    return execute(plan_shadow(graph, options, port_graph=port_graph, **settings), on_progress)
+
+
+def execute(plan: ShadowPlan, on_progress: Callable[[str], None] | None = None) -> ShadowResult:
+    """Steps 2-5 of the module docstring for a checked ``plan``."""
+    opts, graph, faults = plan.options, plan.graph, plan.faults
+    say = on_progress or (lambda line: None)
+    say(f"legacy: local engine (Storm semantics){', faults: ' + _names(faults) if faults else ''}")
+    legacy_engine = LocalEngine(graph, clock=SimClock(ms_per_round=opts.ms_per_round),
+                                seed=opts.seed, faults=faults)
+    legacy = legacy_engine.run(max_tuples=opts.max_tuples)
+    baseline = None
+    if faults:
+        say("baseline: local engine without faults")
+        baseline = _run_local(graph, opts)
+    if opts.port_engine == "local":
+        say("port: local engine (dry run without Spark)")
+        same = baseline is not None and plan.port_graph is graph
+        port = baseline if same and baseline is not None else _run_local(plan.port_graph, opts)
+    else:
+        say("port: spark engine")
+        port = _run_spark(plan.port_graph, opts, plan.namespace, say)
+    result = compare_runs(graph, legacy, port, baseline if faults else None,
+                          tolerance=plan.tolerance, results=opts.results)
+    result.input = plan.input.describe()
+    result.faults = [_describe(f) for f in faults]
+    result.injected = legacy_engine.injected
+    result.port_engine = opts.port_engine
+    return result
+
+
+def _run_local(graph: TopologyGraph, opts: ShadowOptions) -> RunSummary:
+    clock = SimClock(ms_per_round=opts.ms_per_round)
+    return LocalEngine(graph, clock=clock, seed=opts.seed).run(max_tuples=opts.max_tuples)
+
+
+def _config(graph: TopologyGraph, results: Mapping[str, Any] | None) -> dict[str, Any]:
+    return {**graph.config, **({RESULTS_KEY: results} if results is not None else {})}
+
+
+def compare_runs(graph: TopologyGraph, legacy: RunSummary, port: RunSummary,
+                 baseline: RunSummary | None = None, *, tolerance: Tolerance | None = None,
+                 results: Mapping[str, Any] | None = None) -> ShadowResult:
+    """Compare two finished runs' leaf outputs (``baseline``: the fault-free legacy run)."""
+    config = _config(graph, results)
+    tol = tolerance if tolerance is not None else tolerance_of(config)
+    specs = result_specs(graph, config)
+    streams = [compare_stream(s, legacy.output(s.component, s.stream),
+                              port.output(s.component, s.stream), tol) for s in specs]
+    base = None
+    if baseline is not None:
+        base = {s.label: compare_stream(s, baseline.output(s.component, s.stream),
+                                        port.output(s.component, s.stream), tol) for s in specs}
+    classify(graph, streams, legacy, base)
+    result = ShadowResult(graph.name, "", streams, legacy, port, baseline, tolerance=tol)
+    result.warnings = _warnings(legacy, port)
+    return result
+
+
+def _warnings(legacy: RunSummary, port: RunSummary) -> list[str]:
+    out = []
+    for side, summary in (("legacy", legacy), ("port", port)):
+        for kind in summary.problems.kinds():
+            out.append(f"{side}: error in {kind.component}: {kind.headline()}")
+        out.extend(f"{side}: {w}" for w in summary.warnings)
+        if summary.pending_trees:
+            out.append(f"{side}: {summary.pending_trees} spout tuple trees still pending at the end")
+    return out
+
+
+def _run_spark(graph: TopologyGraph, opts: ShadowOptions, namespace: str,
+               say: Callable[[str], None]) -> RunSummary:
+    from stormshift.engines.spark import SparkEngine
+
+    own = opts.workdir is None
+    workdir = Path(opts.workdir or tempfile.mkdtemp(prefix="stormshift-shadow-"))
+    try:
+        engine = SparkEngine(
+            graph, master=opts.master, checkpoint_dir=str(workdir / "checkpoint"),
+            redis_url=opts.redis_url, until_done=True, batch_max_tuples=opts.batch_max_tuples,
+            sink=f"jsonl:{workdir / 'sink'}", state_mode="reset", spark=opts.spark,
+            namespace=namespace, spark_conf=dict(opts.spark_conf),
+        )
+        return engine.run(max_tuples=opts.max_tuples, on_progress=say)
+    finally:
+        if own:
+            shutil.rmtree(workdir, ignore_errors=True)
+
+
+def _describe(fault: Fault) -> str:
+    if isinstance(fault, CrashTask):
+        return f"crash {fault.component}[{fault.task_index}] at its tuple {fault.at_tuple}"
+    when = "before" if fault.before else "after"
+    return f"fail {fault.component} tuples {_ranges(sorted(fault.indexes))} ({when} processing)"
+
+
+def _ranges(numbers: list[int]) -> str:
+    """``[1, 2, 3, 7]`` -> ``"1-3, 7"``."""
+    parts: list[str] = []
+    for n in numbers:
+        if parts and n == int(parts[-1].rpartition("-")[2]) + 1:
+            parts[-1] = f"{parts[-1].partition('-')[0]}-{n}"
+        else:
+            parts.append(str(n))
+    return ", ".join(parts)
+
+
+def _names(faults: Sequence[Fault]) -> str:
+    return "; ".join(_describe(f) for f in faults)
