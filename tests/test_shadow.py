@@ -23,6 +23,7 @@ import pytest
 from click.testing import CliRunner
 from rich.console import Console
 
+from stormshift.cli.shadow import shadow_command
 from stormshift.shadow import (
     DivergenceKind,
     ResultMode,
@@ -35,7 +36,6 @@ from stormshift.shadow import (
     write_html,
 )
 from stormshift.shadow.classify import PORT_DIFFERENCE, REPLAY_DOUBLE_COUNT
-from stormshift.shadow.command import shadow_command
 from stormshift.shadow.faultspec import parse_faults
 from stormshift.shadow.inputs import InputSpec, parse_input
 from stormshift.shadow.report_text import print_report

@@ -35,6 +35,7 @@ from stormshift.cli.check import check_command
 from stormshift.cli.deadletter import deadletter_group
 from stormshift.cli.inspect import inspect_command
 from stormshift.cli.run import run_command
+from stormshift.cli.shadow import shadow_command
 from stormshift.cli.state import state_group
 from stormshift.cli.submit import submit_command
 from stormshift.errors import RunFailedError, StormshiftError
@@ -51,7 +52,7 @@ def cli() -> None:
 
 
 for _command in (inspect_command, run_command, submit_command, state_group, deadletter_group,
-                 check_command):
+                 check_command, shadow_command):
     cli.add_command(_command)
 
 

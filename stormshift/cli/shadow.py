@@ -7,13 +7,21 @@ two reports. Exit code: 0 when every leaf stream is equal within tolerance,
 
 from __future__ import annotations
 
-import importlib
 import json
 from typing import Any
 
 import click
 from rich.console import Console
 
+from stormshift.cli.options import (
+    conf_option,
+    json_option,
+    master_option,
+    parse_confs,
+    parse_overrides,
+    redis_option,
+    topology_options,
+)
 from stormshift.errors import StormshiftError
 
 __all__ = ["EXIT_DIVERGE", "EXIT_EQUAL", "EXIT_USAGE", "ShadowUsageError", "shadow_command"]
@@ -25,8 +33,9 @@ EPILOG = (
     "  0  every leaf stream equal within tolerance\n"
     "  1  the port diverges from the legacy\n"
     "  2  load, input or config error (nothing compared)\n"
-    "\b\nResults per leaf stream: -o 'shadow.results={\"bolt:default\": {\"mode\": \"sum\", "
-    "\"key\": [\"k\"]}}'; tolerance: -o 'shadow.tolerance={\"abs\": 0.01}'."
+    "\b\nResults per leaf stream, and the float tolerance:\n"
+    "  -o 'shadow.results={\"bolt:default\": {\"mode\": \"sum\", \"key\": [\"k\"]}}'\n"
+    "  -o 'shadow.tolerance={\"abs\": 0.01}'"
 )
 
 
@@ -38,11 +47,7 @@ class ShadowUsageError(click.ClickException):
 
 @click.command("shadow", epilog=EPILOG)
 @click.argument("path")
-@click.option("-n", "--name", envvar="STORMSHIFT_NAME", help="Topology name in a project dir.")
-@click.option("-e", "--environment", envvar="STORMSHIFT_ENVIRONMENT",
-              help="Environment for par dicts / config.json envs.")
-@click.option("-o", "--option", "config_options", multiple=True, metavar="KEY=VALUE",
-              help="Override a topology config entry (value parsed as JSON, else text).")
+@topology_options
 @click.option("--input", "input_text", default="spout", show_default=True,
               metavar="spout|jsonl:DIR|redis:STREAM[:START-END]",
               help="What both sides read: the project's spouts, JSON-lines files, or a Redis "
@@ -55,20 +60,17 @@ class ShadowUsageError(click.ClickException):
               help="Storm failures on the legacy side, e.g. fail:count@3+10-12,crash:count[1]@50.")
 @click.option("--report", "report_path", type=click.Path(dir_okay=False),
               help="Write the self-contained HTML report to this file.")
-@click.option("--json", "as_json", is_flag=True, help="Print the comparison as JSON.")
+@json_option
 @click.option("--max-tuples", type=int, metavar="N", help="Exactly N spout tuples on both sides.")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the legacy run.")
 @click.option("--port-engine", type=click.Choice(["spark", "local"]), default="spark",
               show_default=True,
               help="local: a dry run without Spark (with --legacy-faults: what Storm's "
                    "failures alone change).")
-@click.option("--master", envvar="STORMSHIFT_MASTER", default="local[2]", show_default=True,
-              help="Spark master URL of the port.")
-@click.option("--redis", "redis_url", envvar="STORMSHIFT_REDIS", metavar="URL",
-              help="Redis of the port's state (and of a redis: input); default: embedded.")
+@master_option(default="local[2]", show_default=True)
+@redis_option("Redis of the port's state (and of a redis: input); default: embedded.")
 @click.option("--batch-max-tuples", type=int, help="Port: tuples per spout task per batch.")
-@click.option("--conf", "confs", multiple=True, metavar="KEY=VALUE",
-              help="Spark setting for the port's session; repeatable.")
+@conf_option("Spark setting for the port's session; repeatable.")
 @click.pass_context
 def shadow_command(ctx: click.Context, path: str, name: str | None, environment: str | None,
                    config_options: tuple[str, ...], input_text: str, port_path: str | None,
@@ -84,13 +86,13 @@ def shadow_command(ctx: click.Context, path: str, name: str | None, environment:
 
     out, err = Console(), Console(stderr=True)
     try:
-        overrides = _cli_options().parse_overrides(config_options)
+        overrides = parse_overrides(config_options)
         graph = _load(path, name, environment, overrides)
         port_graph = _load(port_path, name, environment, overrides) if port_path else None
         options = ShadowOptions(
             input=input_text, legacy_faults=legacy_faults, max_tuples=max_tuples, seed=seed,
             port_engine=port_engine, master=master, redis_url=redis_url,
-            batch_max_tuples=batch_max_tuples, spark_conf=_cli_options().parse_confs(confs), namespace=namespace,
+            batch_max_tuples=batch_max_tuples, spark_conf=parse_confs(confs), namespace=namespace,
         )
         plan = plan_shadow(graph, options, port_graph=port_graph)
     except (StormshiftError, ValueError) as exc:
@@ -106,15 +108,6 @@ def shadow_command(ctx: click.Context, path: str, name: str | None, environment:
     else:
         print_report(result, out)
     ctx.exit(result.exit_code)
-
-
-def _cli_options() -> Any:
-    """The shared ``-o`` / ``--conf`` parsers (``stormshift.cli.options`` once the CLI is a
-    package, ``stormshift.cli_options`` before)."""
-    try:
-        return importlib.import_module("stormshift.cli.options")
-    except ModuleNotFoundError:
-        return importlib.import_module("stormshift.cli_options")
 
 
 def _load(path: str, name: str | None, environment: str | None, overrides: dict[str, Any]) -> Any:
