@@ -67,6 +67,14 @@ def test_local_batch_failures_end_with_every_spout_tuple_acked_or_given_up() -> 
     assert summary.pending_trees == 0 and summary.accounting()["topology"]["holds"]
 
 
+def test_local_tickless_flush_failure_ends_with_the_bad_key_given_up() -> None:
+    _, summary = local("tickless_raises", **{"stormshift.max_replays": 2})
+    spout = summary["numbers"]
+    assert spout.acks + spout.gave_up == 700 and spout.gave_up >= 100  # every k3 tuple
+    kind = kinds(summary, "batcher")["RuntimeError"]
+    assert "process_batch" in kind.location and summary.pending_trees == 0
+
+
 def test_local_spout_swallowing_stop_iteration_ends_after_idle_timeout_with_a_warning() -> None:
     _, summary = local("swallow_stop", **{"stormshift.idle_timeout_secs": 3})
     assert summary.stop_reason == "sources idle for 3s"
