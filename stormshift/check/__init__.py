@@ -8,7 +8,7 @@ Modules: ``rules`` (the catalogue), ``project`` (the topology as declared),
 ``graph_rules`` (Java/shell components, custom groupings), ``static`` and
 ``static_state`` (ast rules), ``patterns`` (what a call is), ``dynamic``
 (the short run and the snapshot attempt), ``report`` (exit code, terminal,
-JSON), ``runner`` (``run_check``), ``command`` (the click command).
+JSON), ``runner`` (``run_check``); the click command is ``stormshift/cli/check.py``.
 """
 
 from stormshift.check.report import CheckReport

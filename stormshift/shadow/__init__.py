@@ -22,7 +22,7 @@ Vocabulary:
 Modules: ``run.py`` (``run_shadow``), ``inputs.py`` (``--input``),
 ``results.py``, ``compare.py``, ``classify.py``, ``report_text.py``,
 ``report_html.py`` + ``chart.py`` (the self-contained HTML report),
-``command.py`` (the ``stormshift shadow`` click command).
+the ``stormshift shadow`` click command lives in ``stormshift/cli/shadow.py``.
 """
 
 from stormshift.shadow.compare import (
