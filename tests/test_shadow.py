@@ -43,7 +43,26 @@ from stormshift.topology.loader import load_topology
 
 REPO = Path(__file__).resolve().parent.parent
 ADCLICKS = REPO / "examples" / "adclicks"
-PORTED = Path(__file__).resolve().parent / "fixtures" / "shadow" / "adclicks_port"
+_PORTED: list[Path] = []
+
+
+def ported_adclicks() -> Path:
+    """examples/adclicks copied with one bolt deliberately changed: each event's cost is
+    rounded down to whole cents before it is added, so advertisers with CPM impressions
+    (fractions of a cent) are billed less; CPC-only advertisers agree."""
+    if not _PORTED:
+        import shutil
+        import tempfile
+
+        root = Path(tempfile.mkdtemp(prefix="adclicks-port-")) / "adclicks"
+        shutil.copytree(ADCLICKS, root, ignore=shutil.ignore_patterns("__pycache__"))
+        spend = root / "src" / "bolts" / "spend.py"
+        text = spend.read_text(encoding="utf-8")
+        changed = text.replace("cost = tup.values[7]", "cost = tup.values[7] // 10_000 * 10_000")
+        assert changed != text, "examples/adclicks/src/bolts/spend.py changed: update the port"
+        spend.write_text(changed, encoding="utf-8")
+        _PORTED.append(root)
+    return _PORTED[0]
 EVENTS = 3000
 SMALL = {"adclicks.events": EVENTS}
 #: fail client_spent_bolt's tuples 10-12 after processing: the spout replays them, and both
@@ -237,7 +256,7 @@ def test_local_dry_run_with_storm_failures_classifies_double_count() -> None:
 
 def test_local_dry_run_of_changed_bolt_reports_the_right_keys() -> None:
     graph = load_topology(ADCLICKS, overrides=SMALL)
-    port = load_topology(PORTED, overrides=SMALL)
+    port = load_topology(ported_adclicks(), overrides=SMALL)
     result = run_shadow(graph, port_graph=port, port_engine="local")
     by_stream = {s.label: s for s in result.streams}
     assert by_stream["ads_ctr_bolt:default"].equal
@@ -257,7 +276,7 @@ def test_command_exit_codes_and_json(tmp_path: Path) -> None:
     equal = runner.invoke(shadow_command, base, catch_exceptions=False)
     assert equal.exit_code == 0, equal.output
     assert "AGREE" in equal.output
-    differ = runner.invoke(shadow_command, [*base, "--port", str(PORTED), "--json"],
+    differ = runner.invoke(shadow_command, [*base, "--port", str(ported_adclicks()), "--json"],
                            catch_exceptions=False)
     assert differ.exit_code == 1
     doc = json.loads(differ.output)
@@ -293,7 +312,7 @@ def test_html_report_renders_figures_in_headless_chromium(tmp_path: Path) -> Non
     from html.parser import HTMLParser
 
     graph = load_topology(ADCLICKS, overrides=SMALL)
-    port = load_topology(PORTED, overrides=SMALL)
+    port = load_topology(ported_adclicks(), overrides=SMALL)
     result = run_shadow(graph, port_graph=port, legacy_faults=FAULTS, port_engine="local")
     report = write_html(result, tmp_path / "report.html")
     html = report.read_text(encoding="utf-8")
@@ -388,7 +407,7 @@ def test_changed_bolt_on_spark_disagrees_with_the_right_keys(
 ) -> None:
     report = tmp_path / "shadow.html"
     done = CliRunner().invoke(shadow_command, [
-        str(ADCLICKS), "-o", f"adclicks.events={EVENTS}", "--port", str(PORTED),
+        str(ADCLICKS), "-o", f"adclicks.events={EVENTS}", "--port", str(ported_adclicks()),
         "--redis", redis_url, "--namespace", namespace, "--batch-max-tuples", "1500",
         "--report", str(report), "--json",
     ], catch_exceptions=False)
