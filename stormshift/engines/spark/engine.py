@@ -213,10 +213,13 @@ class SparkEngine:
         finite = self.until_done or max_tuples is not None
         enough = (lambda: len(batches) >= max_batches) if max_batches else (lambda: False)
         r.delete(stop_key(self.namespace))
+        summary.stop_reason = "failed"
         try:
             summary.stop_reason = self._wait(query, finite, duration_secs, runner, enough)
         finally:
-            self._stop(query, runner, r)
+            # max_batches (tests, bench) stops at once: the next batch may be cut short and
+            # is re-run from the checkpoint by the next run; every other stop is clean.
+            self._stop(query, runner, r, clean=summary.stop_reason != "max_batches")
         if summary.stop_reason == "done" and _any_capped(query):
             summary.stop_reason = f"max_tuples={max_tuples} reached"
         read_spout_reports(r, self.namespace, summary, spouts)
@@ -257,13 +260,17 @@ class SparkEngine:
                 f"spark engine: the streaming query failed: {stop_reason_from(failure)}")
         return "stopped"
 
-    def _stop(self, query: Any, runner: BatchRunner, r: Any, timeout_secs: float = 120.0) -> None:
+    def _stop(self, query: Any, runner: BatchRunner, r: Any, clean: bool = True,
+              timeout_secs: float = 120.0) -> None:
         """Stop the query between batches: sources plan no new batch (``stop_key``), the
         batch in flight commits, then ``query.stop()`` finds the stream thread idle (a stop
         in the middle of planning made the JVM print a stack overflow)."""
         from stormshift.state.keys import stop_key
 
         if not query.isActive:
+            return
+        if not clean:
+            query.stop()
             return
         r.set(stop_key(self.namespace), "1", ex=3600)
         try:
