@@ -95,7 +95,9 @@ def _progress_printer(console: Console | None) -> Any:
         return None
 
     def show(line: str) -> None:
-        console.print(line, highlight=False, markup=False)
+        # One line per event, wrapped by the terminal if at all (rich would break a long
+        # progress line into fragments that read like separate lines).
+        console.print(line, highlight=False, markup=False, soft_wrap=True)
 
     return show
 
