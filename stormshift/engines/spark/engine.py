@@ -136,7 +136,7 @@ class SparkEngine:
             max_batches: int | None = None) -> RunSummary:
         from stormshift.state.commit import CommitLog
         from stormshift.state.connection import connect, url_of
-        from stormshift.state.keys import ns_key
+        from stormshift.state.keys import ticks_key
         from stormshift.state.snapshots import SnapshotStore
 
         started = time.perf_counter()
@@ -161,7 +161,7 @@ class SparkEngine:
         tick_ms = min(intervals.values()) if intervals else 0
         summary = RunSummary.for_graph(self.graph, "spark")
         cfg = BatchConfig(self.layout, self.namespace, url, state_key, self.sink, base, self.max_attempts)
-        ticks = TickRecorder(r, ns_key(self.namespace, "spark:ticks"), intervals)
+        ticks = TickRecorder(r, ticks_key(self.namespace), intervals)
 
         from stormshift.state.deadletter import DeadLetters
 

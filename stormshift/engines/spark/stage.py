@@ -51,9 +51,7 @@ from stormshift.engines.spark import faults
 from stormshift.engines.spark import rows as R
 from stormshift.engines.spark.counters import (
     MemberStats,
-    attempts_key,
     count_attempt,
-    stats_key,
     write_stats,
 )
 from stormshift.engines.spark.layout import Layout, Stage
@@ -72,6 +70,7 @@ from stormshift.engines.spark.spoutread import HeadInput
 from stormshift.engines.spark.taskstate import TaskCache, config_of, dump_state, open_task
 from stormshift.engines.spark.worker import ensure_paths, redis_for
 from stormshift.errors import ComponentFailure, TupleError
+from stormshift.state.keys import attempts_key, sink_marker_key
 
 __all__ = ["StageJob", "run_partition"]
 
@@ -149,7 +148,7 @@ class _Member:
             write_dead_letter(self.r, job.namespace, job.txid, self.name, self.task, *letter)
         self.host.deliver_to(None)  # the cached instance must not hold this batch's rows
         _CACHE.put(self.cache_key, self.host, job.txid, self.epoch)
-        marker = stats_key(job.namespace, job.txid) + f":sink:{self.name}:{self.task}"
+        marker = sink_marker_key(job.namespace, job.txid, self.name, self.task)
         write_leaf(job.sink, self.r, marker, self.name, self.task, job.txid, self.output.leaves)
 
     # -- processing ------------------------------------------------------
