@@ -6,7 +6,7 @@ run. This script runs the adclicks stages exactly as a Spark task does
 (``stormshift.engines.spark.stage.run_partition``: sort, decode, host, route,
 rows, fenced snapshot and stats writes in a real Redis; the imported modules
 frozen out of the garbage collector's walks, as in a worker of
-``stormshift/engines/spark/daemon.py``), feeding each stage the Arrow rows the
+``stormshift/engines/spark/runtime/daemon.py``), feeding each stage the Arrow rows the
 previous one produced (parse_bolt reads its lines from the data file through a
 read row, as it does on Spark), and compares the time per tuple with the user's
 bare ``process()`` (emit/ack as no-ops). The difference is the framework's cost
@@ -117,7 +117,7 @@ def measure(args: argparse.Namespace) -> dict[str, dict[str, float]]:
         source = _read_row_table(layout, graph, args, first_file.name, len(lines))
     best: dict[str, float] = {}
     counts: dict[str, int] = {}
-    from stormshift.engines.spark.daemon import freeze_modules
+    from stormshift.engines.spark.runtime.daemon import freeze_modules
 
     freeze_modules()  # as a Spark worker of stormshift's daemon: the collector skips the modules
     try:

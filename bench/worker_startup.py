@@ -1,5 +1,5 @@
 """CPU that Spark's Python worker processes spend starting up, with and without stormshift's
-daemon (``stormshift/engines/spark/daemon.py``).
+daemon (``stormshift/engines/spark/runtime/daemon.py``).
 
 A fresh local session runs a small job whose tasks import what a stage task imports
 (``stormshift.engines.spark.stage``), a few times over; then the CPU of every Python
@@ -22,9 +22,9 @@ from typing import Any
 CONFIGS = {  # name -> (daemon module, environment)
     "pyspark.daemon (Spark's default)": ("pyspark.daemon", {}),
     # pyarrow's jemalloc thread left on: pyarrow/pandas imported by each fork
-    "stormshift daemon, imports per fork": ("stormshift.engines.spark.daemon",
+    "stormshift daemon, imports per fork": ("stormshift.engines.spark.runtime.daemon",
                                             {"JE_ARROW_MALLOC_CONF": "background_thread:true"}),
-    "stormshift.engines.spark.daemon": ("stormshift.engines.spark.daemon", {}),
+    "stormshift.engines.spark.runtime.daemon": ("stormshift.engines.spark.runtime.daemon", {}),
 }
 
 

@@ -17,6 +17,7 @@ import pytest
 from stormshift.engines.spark import rows as R
 from stormshift.engines.spark.counters import read_stats
 from stormshift.engines.spark.layout import Layout
+from stormshift.engines.spark.runtime.worker import redis_for
 from stormshift.engines.spark.sink import SinkSpec
 from stormshift.engines.spark.source import (
     Opts,
@@ -27,7 +28,6 @@ from stormshift.engines.spark.source import (
 )
 from stormshift.engines.spark.spoutread import READ_SID, HeadInput, deferred
 from stormshift.engines.spark.stage import StageJob, run_partition
-from stormshift.engines.spark.worker import redis_for
 from stormshift.state.deadletter import DeadLetters
 from stormshift.state.wal import WriteAheadLog
 from stormshift.topology.loader import load_topology

@@ -96,7 +96,7 @@ class SparkEngine:
 
     # -- setup ---------------------------------------------------------------
     def _session(self) -> Any:
-        from stormshift.engines.spark.session import build_session, configure_session
+        from stormshift.engines.spark.runtime.session import build_session, configure_session
 
         if self.spark is None:
             self.spark = build_session(self.master, app_name=f"stormshift-{self.graph.name}",

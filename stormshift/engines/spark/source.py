@@ -126,7 +126,7 @@ class SpoutReader(DataSourceStreamReader):
         return self._plan().latest_offset(start)
 
     def _stopping(self) -> bool:
-        from stormshift.engines.spark.worker import redis_for
+        from stormshift.engines.spark.runtime.worker import redis_for
         from stormshift.state.keys import stop_key
 
         opts = Opts.parse(self.options)
@@ -144,7 +144,7 @@ class SpoutReader(DataSourceStreamReader):
 
     def read(self, partition: InputPartition) -> Any:
         opts = Opts.parse(self.options)
-        from stormshift.engines.spark.worker import ensure_paths
+        from stormshift.engines.spark.runtime.worker import ensure_paths
 
         ensure_paths(opts.graph)
         from stormshift.engines.spark.profiling import profiled

@@ -65,10 +65,10 @@ from stormshift.engines.spark.poison import (
 )
 from stormshift.engines.spark.poison import encode_error as _encode_error
 from stormshift.engines.spark.poison import retries as _retries
+from stormshift.engines.spark.runtime.worker import ensure_paths, redis_for
 from stormshift.engines.spark.sink import SinkSpec, write_leaf
 from stormshift.engines.spark.spoutread import HeadInput
 from stormshift.engines.spark.taskstate import TaskCache, config_of, dump_state, open_task
-from stormshift.engines.spark.worker import ensure_paths, redis_for
 from stormshift.errors import ComponentFailure, TupleError
 from stormshift.state.keys import attempts_key, sink_marker_key
 
