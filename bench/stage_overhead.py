@@ -3,7 +3,7 @@
 ``bench/spark_adclicks.py`` measures whole Spark runs, where the JVM and two
 Python processes per task share the cores and the figures move ±15% run to
 run. This script runs the adclicks stages exactly as a Spark task does
-(``stormshift.engines.spark.stage.run_partition``: sort, decode, host, route,
+(``stormshift.engines.spark.task.stage.run_partition``: sort, decode, host, route,
 rows, fenced snapshot and stats writes in a real Redis; the imported modules
 frozen out of the garbage collector's walks, as in a worker of
 ``stormshift/engines/spark/runtime/daemon.py``), feeding each stage the Arrow rows the
@@ -83,7 +83,7 @@ def _run(jobs: dict[str, Any], table: Any) -> tuple[float, Any]:
     import pyarrow as pa
 
     from stormshift.engines.spark import rows as R
-    from stormshift.engines.spark.stage import run_partition
+    from stormshift.engines.spark.task.stage import run_partition
 
     batches = table.to_batches(max_chunksize=1 << 16)
     started = time.perf_counter()
@@ -95,8 +95,8 @@ def _run(jobs: dict[str, Any], table: Any) -> tuple[float, Any]:
 def measure(args: argparse.Namespace) -> dict[str, dict[str, float]]:
     from stormshift.engines.spark import rows as R
     from stormshift.engines.spark.layout import Layout
-    from stormshift.engines.spark.sink import SinkSpec
-    from stormshift.engines.spark.stage import StageJob
+    from stormshift.engines.spark.task.sink import SinkSpec
+    from stormshift.engines.spark.task.stage import StageJob
 
     # Two files and two spout tasks, as the Spark bench: parse_bolt (par 2) then runs on
     # the source's partitions and reads its range itself; task 0's file is measured.

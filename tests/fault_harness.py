@@ -185,7 +185,7 @@ class Case:
         return proc.returncode, stdout, stderr
 
     def _collect(self, out: Outcome) -> None:
-        from stormshift.engines.spark.sink import read_jsonl_outputs
+        from stormshift.engines.spark.task.sink import read_jsonl_outputs
         from stormshift.state.commit import CommitLog
         from stormshift.state.deadletter import DeadLetters
         from stormshift.state.keys import attempts_key

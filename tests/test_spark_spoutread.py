@@ -15,10 +15,8 @@ import pyarrow as pa
 import pytest
 
 from stormshift.engines.spark import rows as R
-from stormshift.engines.spark.counters import read_stats
 from stormshift.engines.spark.layout import Layout
 from stormshift.engines.spark.runtime.worker import redis_for
-from stormshift.engines.spark.sink import SinkSpec
 from stormshift.engines.spark.source import (
     Opts,
     ReplayPartition,
@@ -27,7 +25,9 @@ from stormshift.engines.spark.source import (
     _read_wal,
 )
 from stormshift.engines.spark.spoutread import READ_SID, HeadInput, deferred
-from stormshift.engines.spark.stage import StageJob, run_partition
+from stormshift.engines.spark.task.counters import read_stats
+from stormshift.engines.spark.task.sink import SinkSpec
+from stormshift.engines.spark.task.stage import StageJob, run_partition
 from stormshift.state.deadletter import DeadLetters
 from stormshift.state.wal import WriteAheadLog
 from stormshift.topology.loader import load_topology

@@ -268,8 +268,8 @@ class WalPlanner:
     def _reject(self, host: Any, err: Any, trace: str, reason: str) -> None:
         """Dead-letter a spout emit that is no tuple, then ``fail`` its msg id (it can never be
         delivered; a replaying spout may send it again, and it is dead-lettered again)."""
-        from stormshift.engines.spark.poison import plain
         from stormshift.engines.spark.runtime.worker import redis_for
+        from stormshift.engines.spark.task.poison import plain
         from stormshift.state.deadletter import DeadLetters
 
         self.rejected += 1

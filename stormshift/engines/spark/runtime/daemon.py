@@ -80,7 +80,7 @@ PRELOAD = (
     "streamparse",
     "stormshift.adapters.host",
     "stormshift.engines.spark.layout",
-    "stormshift.engines.spark.taskstate",
+    "stormshift.engines.spark.task.taskstate",
     "stormshift.engines.spark.runtime.worker",
     "stormshift.spouts.base",
     "stormshift.state.fencing",
@@ -94,7 +94,7 @@ AFTER_FORK = (
     "pyarrow",
     "pandas",
     "pyspark.sql.pandas.serializers",
-    "stormshift.engines.spark.stage",
+    "stormshift.engines.spark.task.stage",
     "stormshift.engines.spark.source",
     "stormshift.engines.spark.spoutread",
 )

@@ -49,26 +49,26 @@ from stormshift.adapters.hostbase import EMPTY
 from stormshift.adapters.tuples import Tuple
 from stormshift.engines.spark import faults
 from stormshift.engines.spark import rows as R
-from stormshift.engines.spark.counters import (
+from stormshift.engines.spark.layout import Layout, Stage
+from stormshift.engines.spark.runtime.worker import ensure_paths, redis_for
+from stormshift.engines.spark.spoutread import HeadInput
+from stormshift.engines.spark.task.counters import (
     MemberStats,
     count_attempt,
     write_stats,
 )
-from stormshift.engines.spark.layout import Layout, Stage
-from stormshift.engines.spark.output import MemberOutput, QueueItem
-from stormshift.engines.spark.poison import (
+from stormshift.engines.spark.task.output import MemberOutput, QueueItem
+from stormshift.engines.spark.task.poison import (
     drop_held,
     format_trace,
     held_tuples,
     plain,
     write_dead_letter,
 )
-from stormshift.engines.spark.poison import encode_error as _encode_error
-from stormshift.engines.spark.poison import retries as _retries
-from stormshift.engines.spark.runtime.worker import ensure_paths, redis_for
-from stormshift.engines.spark.sink import SinkSpec, write_leaf
-from stormshift.engines.spark.spoutread import HeadInput
-from stormshift.engines.spark.taskstate import TaskCache, config_of, dump_state, open_task
+from stormshift.engines.spark.task.poison import encode_error as _encode_error
+from stormshift.engines.spark.task.poison import retries as _retries
+from stormshift.engines.spark.task.sink import SinkSpec, write_leaf
+from stormshift.engines.spark.task.taskstate import TaskCache, config_of, dump_state, open_task
 from stormshift.errors import ComponentFailure, TupleError
 from stormshift.state.keys import attempts_key, sink_marker_key
 
