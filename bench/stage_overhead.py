@@ -57,7 +57,8 @@ def _read_row_table(layout: Any, graph: Any, args: argparse.Namespace, part: str
     ``spoutread``): a beacon and one read row for lines ``(0, n]`` of ``part``."""
     import pyarrow as pa
 
-    from stormshift.engines.spark.source import Opts, ReplayPartition, _read_replay
+    from stormshift.engines.spark.source.options import Opts, ReplayPartition
+    from stormshift.engines.spark.source.source import _read_replay
 
     opts = Opts(graph, "ad_log_spout", args.redis, f"bench-stage-src-{uuid.uuid4().hex[:8]}",
                 n, 1000, -1, 0)

@@ -37,7 +37,7 @@ COMPILED = (
     "stormshift.adapters.tuples",
     "stormshift.engines.spark.task.output",
     "stormshift.engines.spark.rows",
-    "stormshift.engines.spark.spoutread",
+    "stormshift.engines.spark.source.spoutread",
     "stormshift.engines.spark.task.stage",
     "stormshift.spouts.jsonlines",
 )

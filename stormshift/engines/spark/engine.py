@@ -54,8 +54,9 @@ from stormshift.engines.spark.progress import (
     stop_reason_from,
 )
 from stormshift.engines.spark.recovery import check_not_behind, durability_warning
-from stormshift.engines.spark.source import SOURCE_NAME, SpoutSource, now_ms, source_options
-from stormshift.engines.spark.spout_report import clear_spout_reports, read_spout_reports
+from stormshift.engines.spark.source.options import now_ms, source_options
+from stormshift.engines.spark.source.source import SOURCE_NAME, SpoutSource
+from stormshift.engines.spark.source.spout_report import clear_spout_reports, read_spout_reports
 from stormshift.engines.spark.task.sink import parse_sink, read_jsonl_outputs
 from stormshift.engines.spark.ticks import TickRecorder, drain_ticks, tick_intervals_ms
 from stormshift.engines.summary import RunSummary

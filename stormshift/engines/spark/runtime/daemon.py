@@ -95,8 +95,8 @@ AFTER_FORK = (
     "pandas",
     "pyspark.sql.pandas.serializers",
     "stormshift.engines.spark.task.stage",
-    "stormshift.engines.spark.source",
-    "stormshift.engines.spark.spoutread",
+    "stormshift.engines.spark.source.source",
+    "stormshift.engines.spark.source.spoutread",
 )
 """Imported before the fork where ``THREAD_FREE_ENV`` holds, else by each fork before its
 first task (pyspark's worker would import them during it); frozen either way."""

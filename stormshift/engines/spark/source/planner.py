@@ -15,8 +15,8 @@ import msgpack
 
 from stormshift.engines.spark import faults
 from stormshift.engines.spark.layout import Layout
-from stormshift.engines.spark.source import Opts, ReplayPartition, WalPartition, now_ms
-from stormshift.engines.spark.spout_report import SpoutReport
+from stormshift.engines.spark.source.options import Opts, ReplayPartition, WalPartition, now_ms
+from stormshift.engines.spark.source.spout_report import SpoutReport
 from stormshift.state.wal import content_digest
 
 __all__ = ["ReplayPlanner", "WalPlanner", "make_planner"]
