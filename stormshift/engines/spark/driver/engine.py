@@ -46,19 +46,19 @@ from typing import Any
 
 from stormshift.engines.budget import spout_budgets
 from stormshift.engines.logs import forward_logs
-from stormshift.engines.spark.batch import BatchConfig, BatchResult, BatchRunner
-from stormshift.engines.spark.layout import Layout
-from stormshift.engines.spark.progress import (
+from stormshift.engines.spark.driver.batch import BatchConfig, BatchResult, BatchRunner
+from stormshift.engines.spark.driver.progress import (
     first_seen_errors,
     format_progress,
     stop_reason_from,
 )
-from stormshift.engines.spark.recovery import check_not_behind, durability_warning
+from stormshift.engines.spark.driver.recovery import check_not_behind, durability_warning
+from stormshift.engines.spark.driver.ticks import TickRecorder, drain_ticks, tick_intervals_ms
+from stormshift.engines.spark.layout import Layout
 from stormshift.engines.spark.source.options import now_ms, source_options
 from stormshift.engines.spark.source.source import SOURCE_NAME, SpoutSource
 from stormshift.engines.spark.source.spout_report import clear_spout_reports, read_spout_reports
 from stormshift.engines.spark.task.sink import parse_sink, read_jsonl_outputs
-from stormshift.engines.spark.ticks import TickRecorder, drain_ticks, tick_intervals_ms
 from stormshift.engines.summary import RunSummary
 from stormshift.errors import RunFailedError, StormshiftError
 from stormshift.state.keys import stop_key
