@@ -35,9 +35,9 @@ COMPILED = (
     "stormshift.adapters.hashing",
     "stormshift.adapters.routing",
     "stormshift.adapters.tuples",
-    "stormshift.engines.spark.task.output",
     "stormshift.engines.spark.rows",
     "stormshift.engines.spark.source.spoutread",
+    "stormshift.engines.spark.task.output",
     "stormshift.engines.spark.task.stage",
     "stormshift.spouts.jsonlines",
 )

@@ -34,7 +34,7 @@ Every entry carries its reason, source component and tuple id (``txid:task:n``,
 deterministic: rows are sorted); the run summary counts dead letters per reason.
 They are written when the task closes, after its fenced snapshot: an attempt that
 dies or is fenced first leaves none behind for a tuple its retry then processes.
-``stormshift deadletter replay`` sends entries back after a fix (``redrive.py``).
+``stormshift deadletter replay`` sends entries back after a fix (``driver/redrive.py``).
 """
 
 from __future__ import annotations
