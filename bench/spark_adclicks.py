@@ -387,7 +387,7 @@ def run_stormshift(args: argparse.Namespace, data: Path) -> dict[str, Any]:
     with RssSampler() as rss, tempfile.TemporaryDirectory(prefix="bench-stormshift-") as checkpoint:
         # The worker settings `stormshift run` uses for this master (its own session
         # is not used here, to keep the bench's settings the baseline's).
-        from stormshift.engines.spark.session import worker_conf
+        from stormshift.engines.spark.runtime.session import worker_conf
 
         conf = worker_conf(args.master)
         if os.environ.get("BENCH_SPARK_DAEMON"):  # A/B: BENCH_SPARK_DAEMON=pyspark.daemon

@@ -3,10 +3,10 @@
 ``bench/spark_adclicks.py`` measures whole Spark runs, where the JVM and two
 Python processes per task share the cores and the figures move ±15% run to
 run. This script runs the adclicks stages exactly as a Spark task does
-(``stormshift.engines.spark.stage.run_partition``: sort, decode, host, route,
+(``stormshift.engines.spark.task.stage.run_partition``: sort, decode, host, route,
 rows, fenced snapshot and stats writes in a real Redis; the imported modules
 frozen out of the garbage collector's walks, as in a worker of
-``stormshift/engines/spark/daemon.py``), feeding each stage the Arrow rows the
+``stormshift/engines/spark/runtime/daemon.py``), feeding each stage the Arrow rows the
 previous one produced (parse_bolt reads its lines from the data file through a
 read row, as it does on Spark), and compares the time per tuple with the user's
 bare ``process()`` (emit/ack as no-ops). The difference is the framework's cost
@@ -57,7 +57,8 @@ def _read_row_table(layout: Any, graph: Any, args: argparse.Namespace, part: str
     ``spoutread``): a beacon and one read row for lines ``(0, n]`` of ``part``."""
     import pyarrow as pa
 
-    from stormshift.engines.spark.source import Opts, ReplayPartition, _read_replay
+    from stormshift.engines.spark.source.options import Opts, ReplayPartition
+    from stormshift.engines.spark.source.source import _read_replay
 
     opts = Opts(graph, "ad_log_spout", args.redis, f"bench-stage-src-{uuid.uuid4().hex[:8]}",
                 n, 1000, -1, 0)
@@ -83,7 +84,7 @@ def _run(jobs: dict[str, Any], table: Any) -> tuple[float, Any]:
     import pyarrow as pa
 
     from stormshift.engines.spark import rows as R
-    from stormshift.engines.spark.stage import run_partition
+    from stormshift.engines.spark.task.stage import run_partition
 
     batches = table.to_batches(max_chunksize=1 << 16)
     started = time.perf_counter()
@@ -95,8 +96,8 @@ def _run(jobs: dict[str, Any], table: Any) -> tuple[float, Any]:
 def measure(args: argparse.Namespace) -> dict[str, dict[str, float]]:
     from stormshift.engines.spark import rows as R
     from stormshift.engines.spark.layout import Layout
-    from stormshift.engines.spark.sink import SinkSpec
-    from stormshift.engines.spark.stage import StageJob
+    from stormshift.engines.spark.task.sink import SinkSpec
+    from stormshift.engines.spark.task.stage import StageJob
 
     # Two files and two spout tasks, as the Spark bench: parse_bolt (par 2) then runs on
     # the source's partitions and reads its range itself; task 0's file is measured.
@@ -117,7 +118,7 @@ def measure(args: argparse.Namespace) -> dict[str, dict[str, float]]:
         source = _read_row_table(layout, graph, args, first_file.name, len(lines))
     best: dict[str, float] = {}
     counts: dict[str, int] = {}
-    from stormshift.engines.spark.daemon import freeze_modules
+    from stormshift.engines.spark.runtime.daemon import freeze_modules
 
     freeze_modules()  # as a Spark worker of stormshift's daemon: the collector skips the modules
     try:

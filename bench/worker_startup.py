@@ -1,8 +1,8 @@
 """CPU that Spark's Python worker processes spend starting up, with and without stormshift's
-daemon (``stormshift/engines/spark/daemon.py``).
+daemon (``stormshift/engines/spark/runtime/daemon.py``).
 
 A fresh local session runs a small job whose tasks import what a stage task imports
-(``stormshift.engines.spark.stage``), a few times over; then the CPU of every Python
+(``stormshift.engines.spark.task.stage``), a few times over; then the CPU of every Python
 process Spark started (daemons and their forked workers, still alive: workers are
 reused) is summed. The job's own work is a few milliseconds, so the sum is start-up:
 imports, pyspark's per-task set-up. Each configuration runs in its own process (own JVM).
@@ -22,9 +22,9 @@ from typing import Any
 CONFIGS = {  # name -> (daemon module, environment)
     "pyspark.daemon (Spark's default)": ("pyspark.daemon", {}),
     # pyarrow's jemalloc thread left on: pyarrow/pandas imported by each fork
-    "stormshift daemon, imports per fork": ("stormshift.engines.spark.daemon",
+    "stormshift daemon, imports per fork": ("stormshift.engines.spark.runtime.daemon",
                                             {"JE_ARROW_MALLOC_CONF": "background_thread:true"}),
-    "stormshift.engines.spark.daemon": ("stormshift.engines.spark.daemon", {}),
+    "stormshift.engines.spark.runtime.daemon": ("stormshift.engines.spark.runtime.daemon", {}),
 }
 
 
@@ -39,7 +39,7 @@ def measure(master: str, daemon: str, tasks: int) -> dict[str, Any]:
              .getOrCreate())
 
     def stage_like(batches: Any) -> Any:
-        import stormshift.engines.spark.stage  # noqa: F401 - what a stage task imports
+        import stormshift.engines.spark.task.stage  # noqa: F401 - what a stage task imports
 
         yield from batches
 

@@ -35,10 +35,10 @@ COMPILED = (
     "stormshift.adapters.hashing",
     "stormshift.adapters.routing",
     "stormshift.adapters.tuples",
-    "stormshift.engines.spark.output",
     "stormshift.engines.spark.rows",
-    "stormshift.engines.spark.spoutread",
-    "stormshift.engines.spark.stage",
+    "stormshift.engines.spark.source.spoutread",
+    "stormshift.engines.spark.task.output",
+    "stormshift.engines.spark.task.stage",
     "stormshift.spouts.jsonlines",
 )
 """Modules on the per-tuple path inside a Spark task (decode, tuple, emit, route, rows)."""

@@ -39,7 +39,7 @@ def spark() -> Iterator[Any]:
     """The one SparkSession (local[2]) every Spark test shares."""
     os.environ["PYTHONPATH"] = _worker_pythonpath()
     # no PYSPARK_PYTHON: build_session's launcher runs this interpreter, as for users
-    from stormshift.engines.spark.session import build_session
+    from stormshift.engines.spark.runtime.session import build_session
 
     session = build_session("local[2]", app_name="stormshift-tests", shuffle_partitions=2)
     yield session

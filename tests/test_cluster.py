@@ -86,7 +86,7 @@ def oracle() -> Any:
 def local_run(spark: Any, server: RedisServer, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     """The same input on ``local[2]`` (the test session's SparkSession), failure-free."""
     from stormshift.engines.spark import SparkEngine
-    from stormshift.engines.spark.sink import read_jsonl_outputs
+    from stormshift.engines.spark.task.sink import read_jsonl_outputs
     from stormshift.topology.loader import load_topology
 
     tmp = tmp_path_factory.mktemp("local2")
@@ -141,7 +141,7 @@ def totals(sink: dict[tuple[str, str], list[list[Any]]]) -> dict[str, Any]:
 
 
 def check_exact(tmp: Path, local_run: dict[str, Any], oracle: Any) -> str:
-    from stormshift.engines.spark.sink import read_jsonl_outputs
+    from stormshift.engines.spark.task.sink import read_jsonl_outputs
 
     got, local = totals(read_jsonl_outputs(str(tmp / "sink"))), totals(local_run)
     assert got["ctr"] == {ad: tuple(t) for ad, t in oracle.ctr_by_ad.items()}, "per-ad totals differ"
@@ -154,8 +154,8 @@ def check_exact(tmp: Path, local_run: dict[str, Any], oracle: Any) -> str:
 
 
 def counters(server: RedisServer, db: int) -> dict[str, int]:
-    from stormshift.engines.spark.counters import attempts_key
     from stormshift.state.commit import CommitLog
+    from stormshift.state.keys import attempts_key
 
     r = server.client(db)
     raw = {k.decode(): int(v) for k, v in r.hgetall(attempts_key(NAMESPACE)).items()}

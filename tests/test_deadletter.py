@@ -316,9 +316,9 @@ def test_redrive_moves_each_entry_once_and_a_txid_claims_the_same_entries(redis_
 def test_redrive_plan_routes_like_the_grouping_and_refuses_what_cannot_go_back():
     from stormshift.adapters.routing import Router
     from stormshift.cli.deadletter import namespace_of, redrive_refusal
-    from stormshift.engines.spark.engine import _safe
+    from stormshift.engines.spark.driver.engine import _safe
+    from stormshift.engines.spark.driver.redrive import plan_redrive
     from stormshift.engines.spark.layout import Layout
-    from stormshift.engines.spark.redrive import plan_redrive
     from stormshift.engines.spark.rows import REDRIVE_SEQ_BASE
     from stormshift.state.deadletter import DeadLetter
 

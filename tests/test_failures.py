@@ -266,7 +266,7 @@ def test_spark_component_logs_reach_the_driver_log_file_once_per_line(spark, red
 
 # -- after end of input, Spark runs as many tick intervals as the ticking bolts need ------
 def test_drain_ticks_are_what_the_ticking_bolts_need_to_flush() -> None:
-    from stormshift.engines.spark.ticks import drain_ticks, tick_intervals_ms
+    from stormshift.engines.spark.driver.ticks import drain_ticks, tick_intervals_ms
 
     def need(name: str) -> int:
         g = graph(name)

@@ -1,4 +1,4 @@
-"""The worker daemon (``stormshift/engines/spark/daemon.py``): pyspark from bytecode, preloads
+"""The worker daemon (``stormshift/engines/spark/runtime/daemon.py``): pyspark from bytecode, preloads
 that start no thread, and Spark's workers really running under it."""
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from typing import Any
 import pyspark
 import pytest
 
-from stormshift.engines.spark.daemon import (
+from stormshift.engines.spark.runtime.daemon import (
     AFTER_FORK,
     DAEMON_MODULE,
     THREAD_FREE_ENV,
@@ -25,7 +25,7 @@ from stormshift.engines.spark.daemon import (
     without_moduleless_archives,
     without_spark_zip,
 )
-from stormshift.engines.spark.session import worker_conf
+from stormshift.engines.spark.runtime.session import worker_conf
 
 SPARK_LIB = Path(pyspark.__file__).parent / "python" / "lib"
 
@@ -95,7 +95,7 @@ def test_daemon_setup_in_a_worker_like_process_uses_bytecode_and_starts_no_threa
     env.update(user_env, PYTHONPATH=os.pathsep.join([*zips, os.environ.get("PYTHONPATH", "")]))
     code = (
         "import json, os, sys\n"
-        "from stormshift.engines.spark.daemon import AFTER_FORK, PRELOAD, prepare, thread_count\n"
+        "from stormshift.engines.spark.runtime.daemon import AFTER_FORK, PRELOAD, prepare, thread_count\n"
         "early = prepare(os.environ)\n"
         "import pyspark\n"
         "print(json.dumps({'early': early, 'threads': thread_count(),\n"
@@ -125,7 +125,7 @@ def test_a_fork_freezes_its_modules_before_its_first_task_and_never_a_tasks_obje
     ``AFTER_FORK`` and freezes; a task's own garbage stays collectable; no second freeze."""
     code = (
         "import gc, json, sys\n"
-        "from stormshift.engines.spark.daemon import AFTER_FORK, first_task_freezes\n"
+        "from stormshift.engines.spark.runtime.daemon import AFTER_FORK, first_task_freezes\n"
         "calls = []\n"
         "def task(sock, authenticated):\n"
         "    calls.append(sock)\n"
@@ -145,7 +145,7 @@ def test_a_fork_freezes_its_modules_before_its_first_task_and_never_a_tasks_obje
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=True, timeout=120)
     got = json.loads(done.stdout.strip().splitlines()[-1])
-    from stormshift.engines.spark.daemon import AFTER_FORK
+    from stormshift.engines.spark.runtime.daemon import AFTER_FORK
 
     assert got["before"] == 0 and got["first"] > 20_000  # pyarrow and pandas alone are more
     assert got["second"] == got["first"]

@@ -131,7 +131,7 @@ def test_restart_from_checkpoint_loses_and_duplicates_nothing(spark, redis_url, 
 
 def test_heads_read_their_spout_tasks_ranges_themselves(spark, redis_url, namespace, tmp_path):
     from stormshift.engines.spark.layout import Layout
-    from stormshift.engines.spark.spoutread import deferred
+    from stormshift.engines.spark.source.spoutread import deferred
     from stormshift.state.connection import connect
     from stormshift.state.deadletter import DeadLetters
 

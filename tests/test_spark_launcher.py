@@ -1,5 +1,5 @@
 """The interpreter local Spark starts its Python processes with
-(``stormshift/engines/spark/launcher.py``): the driver's Python, without archives an
+(``stormshift/engines/spark/runtime/launcher.py``): the driver's Python, without archives an
 installed package of the same version replaces."""
 
 from __future__ import annotations
@@ -15,7 +15,11 @@ from typing import Any
 
 import pytest
 
-from stormshift.engines.spark.launcher import launcher_script, redundant_archives, worker_python
+from stormshift.engines.spark.runtime.launcher import (
+    launcher_script,
+    redundant_archives,
+    worker_python,
+)
 
 PYSPARK = metadata.version("pyspark")
 PY4J = metadata.version("py4j")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from stormshift.engines.spark.batch import SPOUTS, stage_groups
+from stormshift.engines.spark.driver.batch import SPOUTS, stage_groups
 from stormshift.engines.spark.layout import Layout
 from stormshift.topology.loader import load_topology
 

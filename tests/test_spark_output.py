@@ -1,5 +1,5 @@
 """A stage's output path without Spark: emits go straight into rows and fused queues
-(``engines/spark/output.py``), and a tuple whose emit cannot be encoded is dead-lettered
+(``engines/spark/task/output.py``), and a tuple whose emit cannot be encoded is dead-lettered
 and leaves no trace (its member is redone). Real Redis (``redis_url`` fixture)."""
 
 from __future__ import annotations
@@ -13,11 +13,11 @@ import pyarrow as pa
 import pytest
 
 from stormshift.engines.spark import rows as R
-from stormshift.engines.spark.counters import MemberStats, read_stats
 from stormshift.engines.spark.layout import Layout
-from stormshift.engines.spark.output import MemberOutput
-from stormshift.engines.spark.sink import SinkSpec
-from stormshift.engines.spark.stage import StageJob, run_partition
+from stormshift.engines.spark.task.counters import MemberStats, read_stats
+from stormshift.engines.spark.task.output import MemberOutput
+from stormshift.engines.spark.task.sink import SinkSpec
+from stormshift.engines.spark.task.stage import StageJob, run_partition
 from stormshift.state.deadletter import DeadLetters
 from stormshift.topology.loader import load_topology
 

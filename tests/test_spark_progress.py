@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from stormshift.engines.spark.progress import stop_reason_from
+from stormshift.engines.spark.driver.progress import stop_reason_from
 
 FOREACH_FAILURE = """[FOREACH_BATCH_USER_FUNCTION_ERROR] An error occurred in the user provided function in foreach batch sink. Reason: An exception was raised by the Python Proxy. Return Message: Traceback (most recent call last):
   File "/site-packages/py4j/clientserver.py", line 644, in _call_proxy
     return_value = getattr(self.pool[obj_id], method)(*params)
 py4j.protocol.Py4JJavaError: An error occurred while calling o123.collect.
-  File "/stormshift/engines/spark/batch.py", line 118, in __call__
+  File "/stormshift/engines/spark/driver/batch.py", line 118, in __call__
     self.commit_log.record_commit(txid)
 RuntimeError: injected: driver lost before committing txid 0
  SQLSTATE: 39000

@@ -15,7 +15,7 @@ sys.path.insert(0, str(FIXTURES))
 import sparktopo
 
 from stormshift.engines.spark import SparkEngine
-from stormshift.engines.spark.recovery import check_not_behind, last_spark_commit
+from stormshift.engines.spark.driver.recovery import check_not_behind, last_spark_commit
 from stormshift.errors import StateError
 from stormshift.state import keys as K
 from stormshift.topology.loader import load_topology

@@ -13,7 +13,11 @@ import pytest
 from click.testing import CliRunner
 
 from stormshift.cli.submit import submit_command
-from stormshift.engines.spark.submit import DRIVER_FILE, build_submit_command, build_submit_plan
+from stormshift.engines.spark.driver.submit import (
+    DRIVER_FILE,
+    build_submit_command,
+    build_submit_plan,
+)
 from stormshift.errors import TopologyError
 
 TOPOLOGY = '''
@@ -98,7 +102,7 @@ def test_command_ships_project_and_stormshift(project: Path, tmp_path: Path) -> 
     }
     package = names(plan.stormshift_zip)
     for module in ("stormshift/__init__.py", "stormshift/__main__.py", "stormshift/cli/__init__.py",
-                   "stormshift/spouts/jsonlines.py", "stormshift/engines/spark/submit.py"):
+                   "stormshift/spouts/jsonlines.py", "stormshift/engines/spark/driver/submit.py"):
         assert module in package
     assert not any("__pycache__" in n or n.endswith(".pyc") for n in package)
     assert not any(n.endswith((".so", "_compiled.json")) for n in package)

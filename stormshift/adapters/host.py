@@ -156,7 +156,7 @@ class BoltHost(HostBase):
 
             return execute_batching
 
-        # stormshift/engines/spark/stage.py (_Member.run_chunks) inlines these steps in its
+        # stormshift/engines/spark/task/stage.py (_Member.run_chunks) inlines these steps in its
         # per-tuple loop: a change here belongs there too.
         def execute(tup: Tuple) -> None:
             if done:

@@ -5,7 +5,7 @@ processed tuples, and whether stormshift could snapshot them. The run is
 bounded (``max_tuples`` spout tuples, a simulated clock, a wall-clock
 budget) and happens in this process on the local engine: no Spark, no
 Redis. Each bolt task's attributes are then pickled one by one the way the
-Spark engine snapshots them (``engines/spark/taskstate.py``: the same
+Spark engine snapshots them (``engines/spark/task/taskstate.py``: the same
 framework attributes skipped, the same cloudpickle); an attribute that fails
 is reported where the class assigns it.
 """
@@ -85,7 +85,7 @@ def unpicklable_attributes(instance: Any) -> list[_Unpicklable]:
     """Attributes the Spark engine would silently leave out of the snapshot."""
     from pyspark import cloudpickle
 
-    from stormshift.engines.spark.taskstate import FRAMEWORK_ATTRS
+    from stormshift.engines.spark.task.taskstate import FRAMEWORK_ATTRS
 
     out = []
     for name, value in sorted(vars(instance).items()):

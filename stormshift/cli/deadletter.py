@@ -6,7 +6,7 @@
 ``replay`` does not run anything: it MOVES the chosen dead letters (each once,
 atomically) into the namespace's redrive stream; the next batch that a
 ``stormshift run`` of the project (Spark engine) runs takes them, exactly once
-(``state/redrive.py``, ``engines/spark/redrive.py``). A batch runs when there
+(``state/redrive.py``, ``engines/spark/driver/redrive.py``). A batch runs when there
 is input: a bounded run whose checkpoint already reached its end plans none,
 so give it new input, or a new checkpoint with ``--adopt-state``. Only dead
 letters of bolts can go back: a spout record that could not be decoded (reason
@@ -130,7 +130,7 @@ def ls_cmd(project: str | None, name: str | None, environment: str | None,
 
 def redrive_refusal(graph: Any, layout: Any, letter: Any, committed: int) -> str | None:
     """Why ``letter`` cannot be redriven into ``graph`` now (None: it can)."""
-    from stormshift.engines.spark.redrive import plan_redrive
+    from stormshift.engines.spark.driver.redrive import plan_redrive
 
     comp = graph.components.get(letter.component)
     if letter.reason == "decode" or (comp is not None and comp.is_spout):

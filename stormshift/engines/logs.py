@@ -8,7 +8,7 @@ those records to one file per topology, every line naming component and task,
 and WARNING and above to the console too.
 
 On Spark the lines travel from the task to the driver in the task's counters
-record (``engines/spark/counters.py``), at most ``MAX_LINES_PER_TASK`` per
+record (``engines/spark/task/counters.py``), at most ``MAX_LINES_PER_TASK`` per
 member and batch (the rest counted, with a line saying how many were dropped):
 a re-run task replaces its record, so a retried batch logs once.
 """

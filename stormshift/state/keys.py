@@ -77,6 +77,35 @@ def spout_report_key(ns: str, spout: str, part: str) -> str:
     return ns_key(ns, f"spark:spout-{part}:{spout}")
 
 
+def stats_key(ns: str, txid: int) -> str:
+    """The Spark tasks' counters of batch ``txid`` (hash ``member:task`` -> record):
+    written by each task, read by the driver (``engines/spark/task/counters.py``)."""
+    return ns_key(ns, f"spark:stats:{txid}")
+
+
+def sink_marker_key(ns: str, txid: int, component: str, task_index: int) -> str:
+    """Marks that one task wrote its leaf emits of batch ``txid`` to a ``redis:`` sink
+    (``engines/spark/task/sink.py``): a re-run attempt writes them once."""
+    return stats_key(ns, txid) + f":sink:{component}:{task_index}"
+
+
+def attempts_key(ns: str) -> str:
+    """Counters of Spark task attempts: ``retried`` (a task of a batch started again: Spark
+    retry, speculative copy, stage re-attempt, re-run after a driver restart) and ``fenced``
+    (a zombie's writes refused)."""
+    return ns_key(ns, "spark:attempts")
+
+
+def batch_attempts_key(ns: str, txid: int) -> str:
+    """Hash ``head:task`` -> how many times that task of batch ``txid`` started."""
+    return f"{attempts_key(ns)}:{txid}"
+
+
+def ticks_key(ns: str) -> str:
+    """The tick times the Spark driver recorded per batch (``engines/spark/driver/ticks.py``)."""
+    return ns_key(ns, "spark:ticks")
+
+
 def commit_key(ns: str) -> str:
     return ns_key(ns, "commit")
 
@@ -148,6 +177,8 @@ __all__ = [
     "KEY_GROUPS",
     "SCRIPTS",
     "all_keys_pattern",
+    "attempts_key",
+    "batch_attempts_key",
     "check_name",
     "checkpoints_key",
     "commit_key",
@@ -161,8 +192,11 @@ __all__ = [
     "name_group",
     "par_key",
     "parse_key",
+    "sink_marker_key",
     "snapshot_key",
+    "stats_key",
     "task_group",
     "task_key",
+    "ticks_key",
     "who",
 ]

@@ -26,7 +26,7 @@ source's partition *i* already holds head task *i*'s rows and a beacon, and
 the head's stage runs on the source's partitions without a shuffle
 (``Layout.direct_heads``). When the spout feeds only such heads, the source
 sends each head task a read row instead of the tuples, and the head's stage
-reads the spout's range itself (``spoutread``). Topology config ``stormshift.spark.source_local:
+reads the spout's range itself (``source/spoutread``). Topology config ``stormshift.spark.source_local:
 false`` turns this off (the rows are then shuffled over the head's tasks:
 even load when the spout's tasks are skewed).
 """

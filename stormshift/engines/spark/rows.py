@@ -36,7 +36,7 @@ OUT_ROWS_PER_BATCH = 1 << 17
 # decoded chunk's value lists all live at once and survive the young GC generation.
 CHUNK_TUPLES = 32
 CHUNK_BYTES = 1 << 20
-# Redriven dead letters (``redrive.py``) carry seqs from here up: they sort after
+# Redriven dead letters (``driver/redrive.py``) carry seqs from here up: they sort after
 # every real emit of their source task, and are no spout emits.
 REDRIVE_SEQ_BASE = 1 << 40
 

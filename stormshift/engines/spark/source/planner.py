@@ -15,8 +15,8 @@ import msgpack
 
 from stormshift.engines.spark import faults
 from stormshift.engines.spark.layout import Layout
-from stormshift.engines.spark.source import Opts, ReplayPartition, WalPartition, now_ms
-from stormshift.engines.spark.spout_report import SpoutReport
+from stormshift.engines.spark.source.options import Opts, ReplayPartition, WalPartition, now_ms
+from stormshift.engines.spark.source.spout_report import SpoutReport
 from stormshift.state.wal import content_digest
 
 __all__ = ["ReplayPlanner", "WalPlanner", "make_planner"]
@@ -25,7 +25,7 @@ _EMPTY_SLEEP_SECS = 0.001
 
 
 def make_planner(opts: Opts) -> Any:
-    from stormshift.engines.spark.worker import ensure_paths
+    from stormshift.engines.spark.runtime.worker import ensure_paths
     from stormshift.topology.classes import import_component_class
 
     ensure_paths(opts.graph)
@@ -107,7 +107,7 @@ class WalPlanner:
 
     def __init__(self, opts: Opts):
         from stormshift.adapters.host import SpoutHost
-        from stormshift.engines.spark.worker import redis_for
+        from stormshift.engines.spark.runtime.worker import redis_for
         from stormshift.state.wal import DEFAULT_SEEN_WINDOW, WriteAheadLog
 
         self.opts = opts
@@ -268,8 +268,8 @@ class WalPlanner:
     def _reject(self, host: Any, err: Any, trace: str, reason: str) -> None:
         """Dead-letter a spout emit that is no tuple, then ``fail`` its msg id (it can never be
         delivered; a replaying spout may send it again, and it is dead-lettered again)."""
-        from stormshift.engines.spark.poison import plain
-        from stormshift.engines.spark.worker import redis_for
+        from stormshift.engines.spark.runtime.worker import redis_for
+        from stormshift.engines.spark.task.poison import plain
         from stormshift.state.deadletter import DeadLetters
 
         self.rejected += 1

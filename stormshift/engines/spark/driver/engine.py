@@ -46,18 +46,19 @@ from typing import Any
 
 from stormshift.engines.budget import spout_budgets
 from stormshift.engines.logs import forward_logs
-from stormshift.engines.spark.batch import BatchConfig, BatchResult, BatchRunner
-from stormshift.engines.spark.layout import Layout
-from stormshift.engines.spark.progress import (
+from stormshift.engines.spark.driver.batch import BatchConfig, BatchResult, BatchRunner
+from stormshift.engines.spark.driver.progress import (
     first_seen_errors,
     format_progress,
     stop_reason_from,
 )
-from stormshift.engines.spark.recovery import check_not_behind, durability_warning
-from stormshift.engines.spark.sink import parse_sink, read_jsonl_outputs
-from stormshift.engines.spark.source import SOURCE_NAME, SpoutSource, now_ms, source_options
-from stormshift.engines.spark.spout_report import clear_spout_reports, read_spout_reports
-from stormshift.engines.spark.ticks import TickRecorder, drain_ticks, tick_intervals_ms
+from stormshift.engines.spark.driver.recovery import check_not_behind, durability_warning
+from stormshift.engines.spark.driver.ticks import TickRecorder, drain_ticks, tick_intervals_ms
+from stormshift.engines.spark.layout import Layout
+from stormshift.engines.spark.source.options import now_ms, source_options
+from stormshift.engines.spark.source.source import SOURCE_NAME, SpoutSource
+from stormshift.engines.spark.source.spout_report import clear_spout_reports, read_spout_reports
+from stormshift.engines.spark.task.sink import parse_sink, read_jsonl_outputs
 from stormshift.engines.summary import RunSummary
 from stormshift.errors import RunFailedError, StormshiftError
 from stormshift.state.keys import stop_key
@@ -96,7 +97,7 @@ class SparkEngine:
 
     # -- setup ---------------------------------------------------------------
     def _session(self) -> Any:
-        from stormshift.engines.spark.session import build_session, configure_session
+        from stormshift.engines.spark.runtime.session import build_session, configure_session
 
         if self.spark is None:
             self.spark = build_session(self.master, app_name=f"stormshift-{self.graph.name}",
@@ -136,7 +137,7 @@ class SparkEngine:
             max_batches: int | None = None) -> RunSummary:
         from stormshift.state.commit import CommitLog
         from stormshift.state.connection import connect, url_of
-        from stormshift.state.keys import ns_key
+        from stormshift.state.keys import ticks_key
         from stormshift.state.snapshots import SnapshotStore
 
         started = time.perf_counter()
@@ -161,7 +162,7 @@ class SparkEngine:
         tick_ms = min(intervals.values()) if intervals else 0
         summary = RunSummary.for_graph(self.graph, "spark")
         cfg = BatchConfig(self.layout, self.namespace, url, state_key, self.sink, base, self.max_attempts)
-        ticks = TickRecorder(r, ns_key(self.namespace, "spark:ticks"), intervals)
+        ticks = TickRecorder(r, ticks_key(self.namespace), intervals)
 
         from stormshift.state.deadletter import DeadLetters
 

@@ -31,66 +31,17 @@ the heads' stages read the ranges themselves (``spoutread``).
 
 from __future__ import annotations
 
-import base64
-import time
-from dataclasses import dataclass
 from typing import Any
 
-from pyspark import cloudpickle
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 
 from stormshift.engines.spark import rows as R
 from stormshift.engines.spark.layout import ROW_SCHEMA_DDL
+from stormshift.engines.spark.source.options import Opts, ReplayPartition, WalPartition
 
-__all__ = ["SOURCE_NAME", "SpoutSource", "source_options"]
+__all__ = ["SOURCE_NAME", "SpoutSource"]
 
 SOURCE_NAME = "stormshift_spout"
-
-
-def source_options(graph: Any, spout: str, *, redis_url: str, namespace: str, batch_max: int,
-                   budget_ms: int, max_total: int | None, tick_ms: int,
-                   drain_ticks: int = 4, idle_ms: int = 0) -> dict[str, str]:
-    """The string options one spout's source is created with."""
-    return {
-        "graph": base64.b64encode(cloudpickle.dumps(graph)).decode("ascii"),
-        "spout": spout, "redis_url": redis_url, "namespace": namespace,
-        "batch_max": str(batch_max), "budget_ms": str(budget_ms),
-        "max_total": str(-1 if max_total is None else max_total), "tick_ms": str(tick_ms),
-        "drain_ticks": str(drain_ticks), "idle_ms": str(idle_ms),
-    }
-
-
-@dataclass(frozen=True)
-class Opts:
-    graph: Any
-    spout: str
-    redis_url: str
-    namespace: str
-    batch_max: int
-    budget_ms: int
-    max_total: int
-    tick_ms: int
-    drain_ticks: int = 4  # tick intervals after end of input (ticks.drain_ticks)
-    idle_ms: int = 0  # --until-done: a spout task idle this long is taken as ended (0: never)
-
-    @classmethod
-    def parse(cls, o: Any) -> Opts:
-        graph = cloudpickle.loads(base64.b64decode(o["graph"]))
-        return cls(graph, o["spout"], o["redis_url"], o["namespace"], int(o["batch_max"]),
-                   int(o["budget_ms"]), int(o["max_total"]), int(o["tick_ms"]),
-                   int(o.get("drain_ticks", 4)), int(o.get("idle_ms", 0)))
-
-
-class WalPartition(InputPartition):
-    def __init__(self, task: int, start: int, end: int):
-        super().__init__((task, start, end))
-        self.task, self.start, self.end = task, start, end
-
-
-class ReplayPartition(InputPartition):
-    def __init__(self, task: int, ranges: list[tuple[str, Any, Any]]):
-        super().__init__((task, ranges))
-        self.task, self.ranges = task, ranges
 
 
 class SpoutSource(DataSource):
@@ -112,7 +63,7 @@ class SpoutReader(DataSourceStreamReader):
 
     def _plan(self) -> Any:
         if self._planner is None:
-            from stormshift.engines.spark.planner import make_planner
+            from stormshift.engines.spark.source.planner import make_planner
 
             self._planner = make_planner(Opts.parse(self.options))
         return self._planner
@@ -126,7 +77,7 @@ class SpoutReader(DataSourceStreamReader):
         return self._plan().latest_offset(start)
 
     def _stopping(self) -> bool:
-        from stormshift.engines.spark.worker import redis_for
+        from stormshift.engines.spark.runtime.worker import redis_for
         from stormshift.state.keys import stop_key
 
         opts = Opts.parse(self.options)
@@ -144,7 +95,7 @@ class SpoutReader(DataSourceStreamReader):
 
     def read(self, partition: InputPartition) -> Any:
         opts = Opts.parse(self.options)
-        from stormshift.engines.spark.worker import ensure_paths
+        from stormshift.engines.spark.runtime.worker import ensure_paths
 
         ensure_paths(opts.graph)
         from stormshift.engines.spark.profiling import profiled
@@ -170,7 +121,7 @@ def _local_rows(layout: Any, task: int) -> tuple[R.RowBuilder, dict[int, int]]:
 def _read_rows(layout: Any, opts: Opts, task: int, kind: str, **where: Any) -> Any:
     """Beacons and one read row per head: those heads read the range themselves
     (``spoutread`` doc). Seq 0: redriven rows of this source task sort after it."""
-    from stormshift.engines.spark.spoutread import READ_SID, read_row
+    from stormshift.engines.spark.source.spoutread import READ_SID, read_row
 
     out, _ = _local_rows(layout, task)
     src = opts.graph.component(opts.spout).task_id(task)
@@ -182,7 +133,7 @@ def _read_rows(layout: Any, opts: Opts, task: int, kind: str, **where: Any) -> A
 
 def _read_wal(opts: Opts, part: WalPartition) -> Any:
     from stormshift.engines.spark.layout import Layout
-    from stormshift.engines.spark.spoutread import deferred, wal_entries
+    from stormshift.engines.spark.source.spoutread import deferred, wal_entries
 
     layout = Layout(opts.graph)
     if deferred(layout, opts.spout):
@@ -201,7 +152,7 @@ def _read_replay(opts: Opts, part: ReplayPartition) -> Any:
     import msgpack
 
     from stormshift.engines.spark.layout import Layout
-    from stormshift.engines.spark.spoutread import deferred, replay_chunks, replay_host
+    from stormshift.engines.spark.source.spoutread import deferred, replay_chunks, replay_host
 
     layout = Layout(opts.graph)
     if deferred(layout, opts.spout):
@@ -227,7 +178,3 @@ def _read_replay(opts: Opts, part: ReplayPartition) -> Any:
             seq += 1
     yield from out.batches()
 
-
-def now_ms() -> int:
-    """Planning-time clock (never used inside a batch's computation)."""
-    return int(time.time() * 1000)

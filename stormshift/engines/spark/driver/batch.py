@@ -35,13 +35,14 @@ from typing import Any
 
 from stormshift.engines.problems import ErrorDigest
 from stormshift.engines.spark import faults
-from stormshift.engines.spark.counters import COUNTERS, read_stats, stats_key
+from stormshift.engines.spark.driver.redrive import RedrivePlan, plan_redrive
+from stormshift.engines.spark.driver.ticks import TickRecorder
 from stormshift.engines.spark.layout import ROW_SCHEMA_DDL, Layout, Stage
 from stormshift.engines.spark.profiling import profiled
-from stormshift.engines.spark.redrive import RedrivePlan, plan_redrive
-from stormshift.engines.spark.sink import SinkSpec
-from stormshift.engines.spark.stage import StageJob, run_partition
-from stormshift.engines.spark.ticks import TickRecorder
+from stormshift.engines.spark.task.counters import COUNTERS, read_stats
+from stormshift.engines.spark.task.sink import SinkSpec
+from stormshift.engines.spark.task.stage import StageJob, run_partition
+from stormshift.state.keys import stats_key
 
 __all__ = ["COUNTERS", "BatchResult", "BatchRunner", "BatchStatus"]
 

@@ -33,7 +33,7 @@ from contextlib import contextmanager
 from importlib import metadata
 from pathlib import Path
 
-from stormshift.engines.spark.daemon import without_moduleless_archives, without_spark_zip
+from stormshift.engines.spark.runtime.daemon import without_moduleless_archives, without_spark_zip
 
 __all__ = ["launcher_script", "redundant_archives", "worker_python"]
 
@@ -67,7 +67,7 @@ def launcher_script(python: str, drop: Sequence[str]) -> str:
     patterns = "|".join(shlex.quote(p) for p in drop) or "''"
     return (
         "#!/bin/sh\n"
-        "# Written by stormshift (stormshift/engines/spark/launcher.py): Spark's Python\n"
+        "# Written by stormshift (stormshift/engines/spark/runtime/launcher.py): Spark's Python\n"
         "# processes without archives an installed package of the same version replaces.\n"
         "set -f\n"
         "keep=\n"

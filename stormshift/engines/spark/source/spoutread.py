@@ -54,7 +54,7 @@ def read_row(kind: str, spout: str, task: int, head: str, **where: Any) -> bytes
 def wal_entries(redis_url: str, namespace: str, spout: str, task: int,
                 start: int, end: int) -> Iterator[Entry]:
     """``(stream code, target task ids, packed values)`` of log seqs ``start <= seq < end``."""
-    from stormshift.engines.spark.worker import redis_for
+    from stormshift.engines.spark.runtime.worker import redis_for
     from stormshift.state.wal import WriteAheadLog
 
     return WriteAheadLog(redis_for(redis_url), namespace, spout, task).read(start, end)
@@ -94,7 +94,7 @@ def replay_chunks(graph: Any, redis_url: str, namespace: str, spout: str, task: 
         # the same on every re-read of the range: a replayed batch adds nothing, two equal
         # bad records stay two entries. Not redrivable (no bolt failed it): fix the source
         # data and append it again.
-        from stormshift.engines.spark.worker import redis_for
+        from stormshift.engines.spark.runtime.worker import redis_for
         from stormshift.spouts.base import msg_id_for
         from stormshift.state.deadletter import DeadLetters
 

@@ -1,7 +1,7 @@
 """What tasks report to the driver: per-member counters of a batch, and attempt counts.
 
 Each stage task writes one packed record per hosted member into the batch's
-stats hash (``stats_key``); the driver reads them all after the batch's last
+stats hash (``state/keys.py`` ``stats_key``); the driver reads them all after the batch's last
 stage (``read_stats``) for the progress line and the run summary. Both sides
 of the record's layout live here, so they cannot drift apart.
 """
@@ -16,8 +16,7 @@ import msgpack
 
 from stormshift.state import keys as K
 
-__all__ = ["COUNTERS", "MemberStats", "attempts_key", "count_attempt", "read_stats", "stats_key",
-           "write_stats"]
+__all__ = ["COUNTERS", "MemberStats", "count_attempt", "read_stats", "write_stats"]
 
 COUNTERS = ("tuples_in", "tuples_out", "acks", "fails", "errors", "dead_lettered", "leaf", "reused")
 STATS_TTL_SECS = 86400
@@ -81,13 +80,9 @@ class MemberStats:
                              use_bin_type=True)
 
 
-def stats_key(namespace: str, txid: int) -> str:
-    return K.ns_key(namespace, f"spark:stats:{txid}")
-
-
 def write_stats(r: Any, namespace: str, txid: int, task: int, stats: dict[str, MemberStats]) -> None:
     """One task's records (member name -> its counters), in one round trip."""
-    key = stats_key(namespace, txid)
+    key = K.stats_key(namespace, txid)
     pipe = r.pipeline(transaction=False)
     pipe.hset(key, mapping={f"{name}:{task}": s.pack() for name, s in stats.items()})
     pipe.expire(key, STATS_TTL_SECS)
@@ -96,7 +91,7 @@ def write_stats(r: Any, namespace: str, txid: int, task: int, stats: dict[str, M
 
 def read_stats(r: Any, namespace: str, txid: int) -> Iterator[tuple[str, MemberStats]]:
     """Every task's record of batch ``txid`` as ``(member name, counters)``, in key order."""
-    for field_name, packed in sorted(r.hgetall(stats_key(namespace, txid)).items()):
+    for field_name, packed in sorted(r.hgetall(K.stats_key(namespace, txid)).items()):
         name = (field_name.decode() if isinstance(field_name, bytes) else field_name).rsplit(":", 1)[0]
         values = msgpack.unpackb(packed, raw=False)
         stats = MemberStats(*values[: len(COUNTERS)])
@@ -111,13 +106,6 @@ def read_stats(r: Any, namespace: str, txid: int) -> Iterator[tuple[str, MemberS
         yield name, stats
 
 
-def attempts_key(namespace: str) -> str:
-    """Counters of task attempts: ``retried`` (a task of a batch started again: Spark retry,
-    speculative copy, stage re-attempt, re-run after a driver restart) and ``fenced``
-    (a zombie's writes refused)."""
-    return K.ns_key(namespace, "spark:attempts")
-
-
 def count_attempt(r: Any, namespace: str, txid: int, head: str, task: int) -> int:
     """How many times this task of this batch has started (this time included).
 
@@ -125,7 +113,7 @@ def count_attempt(r: Any, namespace: str, txid: int, head: str, task: int) -> in
     executor loss, and a driver restart re-runs the batch as new tasks, so only a
     count kept beside the state says this is a retry. For reporting only.
     """
-    key = f"{attempts_key(namespace)}:{txid}"
+    key = K.batch_attempts_key(namespace, txid)
     pipe = r.pipeline(transaction=False)
     pipe.hincrby(key, f"{head}:{task}", 1)
     pipe.expire(key, ATTEMPTS_TTL_SECS)

@@ -6,7 +6,7 @@ import warnings
 from collections.abc import Mapping
 from typing import Any
 
-from stormshift.engines.spark.launcher import worker_python
+from stormshift.engines.spark.runtime.launcher import worker_python
 
 __all__ = ["QUIET_LOGGERS", "RUNTIME_CONF", "build_session", "configure_session", "quiet_logs",
            "worker_conf"]
@@ -78,7 +78,7 @@ def worker_conf(master: str) -> dict[str, str]:
     cluster, add ``--conf spark.python.daemon.module=...`` yourself once stormshift is
     installed on the executors (a zip shipped with ``--py-files`` reaches workers only
     after the daemon started)."""
-    from stormshift.engines.spark.daemon import DAEMON_MODULE
+    from stormshift.engines.spark.runtime.daemon import DAEMON_MODULE
 
     if master == "local" or master.startswith("local["):
         return {"spark.python.daemon.module": DAEMON_MODULE}

@@ -34,7 +34,7 @@ Every entry carries its reason, source component and tuple id (``txid:task:n``,
 deterministic: rows are sorted); the run summary counts dead letters per reason.
 They are written when the task closes, after its fenced snapshot: an attempt that
 dies or is fenced first leaves none behind for a tuple its retry then processes.
-``stormshift deadletter replay`` sends entries back after a fix (``redrive.py``).
+``stormshift deadletter replay`` sends entries back after a fix (``driver/redrive.py``).
 """
 
 from __future__ import annotations
@@ -49,29 +49,28 @@ from stormshift.adapters.hostbase import EMPTY
 from stormshift.adapters.tuples import Tuple
 from stormshift.engines.spark import faults
 from stormshift.engines.spark import rows as R
-from stormshift.engines.spark.counters import (
+from stormshift.engines.spark.layout import Layout, Stage
+from stormshift.engines.spark.runtime.worker import ensure_paths, redis_for
+from stormshift.engines.spark.source.spoutread import HeadInput
+from stormshift.engines.spark.task.counters import (
     MemberStats,
-    attempts_key,
     count_attempt,
-    stats_key,
     write_stats,
 )
-from stormshift.engines.spark.layout import Layout, Stage
-from stormshift.engines.spark.output import MemberOutput, QueueItem
-from stormshift.engines.spark.poison import (
+from stormshift.engines.spark.task.output import MemberOutput, QueueItem
+from stormshift.engines.spark.task.poison import (
     drop_held,
     format_trace,
     held_tuples,
     plain,
     write_dead_letter,
 )
-from stormshift.engines.spark.poison import encode_error as _encode_error
-from stormshift.engines.spark.poison import retries as _retries
-from stormshift.engines.spark.sink import SinkSpec, write_leaf
-from stormshift.engines.spark.spoutread import HeadInput
-from stormshift.engines.spark.taskstate import TaskCache, config_of, dump_state, open_task
-from stormshift.engines.spark.worker import ensure_paths, redis_for
+from stormshift.engines.spark.task.poison import encode_error as _encode_error
+from stormshift.engines.spark.task.poison import retries as _retries
+from stormshift.engines.spark.task.sink import SinkSpec, write_leaf
+from stormshift.engines.spark.task.taskstate import TaskCache, config_of, dump_state, open_task
 from stormshift.errors import ComponentFailure, TupleError
+from stormshift.state.keys import attempts_key, sink_marker_key
 
 __all__ = ["StageJob", "run_partition"]
 
@@ -149,7 +148,7 @@ class _Member:
             write_dead_letter(self.r, job.namespace, job.txid, self.name, self.task, *letter)
         self.host.deliver_to(None)  # the cached instance must not hold this batch's rows
         _CACHE.put(self.cache_key, self.host, job.txid, self.epoch)
-        marker = stats_key(job.namespace, job.txid) + f":sink:{self.name}:{self.task}"
+        marker = sink_marker_key(job.namespace, job.txid, self.name, self.task)
         write_leaf(job.sink, self.r, marker, self.name, self.task, job.txid, self.output.leaves)
 
     # -- processing ------------------------------------------------------

@@ -1,0 +1,23 @@
+"""engines/spark/source: each spout as a PySpark Python streaming data source.
+
+Runs in three places (pyspark 4.3, ``python_streaming_source_runner``):
+
+- the driver creates ``source.SpoutSource`` from string options (``options.py``);
+- ONE long-lived planning Python process per source runs the stream reader's
+  ``latestOffset`` / ``partitions`` / ``commit`` (``planner.py``): the spout
+  instances live there, generic spouts' emits go to the write-ahead log before
+  an offset is returned, committed batches are acked; problems, warnings and
+  log lines go to the driver through ``spout_report.py``;
+- executors run ``read`` on a pickled copy of the reader, and a stage head that
+  reads its spout's ranges itself runs ``spoutread.py`` inside its task.
+
+Crosses the boundary: offsets as JSON (Spark's offset log: ``t`` / ``p``,
+``done``, ``fin``, ``k``, ``n``, ``capped``; see ``source.py``), input partitions
+pickled to the executors (``options.WalPartition`` / ``ReplayPartition``),
+Arrow rows out of ``read`` (``rows.py`` chunks, beacons, read rows), and Redis:
+the write-ahead log and dead letters (``state/``), the spout reports
+(``state/keys.py`` ``spout_report_key``: written by the planner, read and
+cleared by the driver, so the record's both halves live here with its writer).
+``source.py`` imports ``planner.py`` (lazily, in the planner process only);
+both import ``options.py``: no cycle.
+"""
