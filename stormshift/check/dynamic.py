@@ -20,9 +20,9 @@ import types
 from dataclasses import dataclass
 from typing import Any
 
+from stormshift.check.code_model import ComponentCode, Sources, self_targets
 from stormshift.check.project import DeclaredTopology
 from stormshift.check.rules import Finding, Severity
-from stormshift.check.static import ComponentCode, Sources, self_targets
 from stormshift.topology.graph import TopologyGraph
 
 __all__ = ["DEFAULT_MAX_TUPLES", "DEFAULT_WALL_SECS", "dynamic_findings"]

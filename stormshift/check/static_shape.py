@@ -16,7 +16,7 @@ from stormshift.check.patterns import MUTATING_METHODS
 from stormshift.check.rules import Severity
 
 if TYPE_CHECKING:
-    from stormshift.check.static import Collector, ComponentCode, Sources
+    from stormshift.check.code_model import Collector, ComponentCode, Sources
 
 __all__ = ["shape_findings"]
 
@@ -62,7 +62,7 @@ def shape_findings(code: ComponentCode, sources: Sources, out: Collector) -> Non
 
 def _changed_attrs(nodes: list[ast.AST]) -> set[str]:
     """Names of ``self.X`` that ``nodes`` assign or change in place."""
-    from stormshift.check.static import self_targets
+    from stormshift.check.code_model import self_targets
 
     changed = {t.attr for n in nodes for t in self_targets(n)}
     for n in nodes:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from stormshift.check.patterns import MUTATING_METHODS, Scope
 
 if TYPE_CHECKING:
-    from stormshift.check.static import ComponentCode, SourceModule
+    from stormshift.check.code_model import ComponentCode, SourceModule
 
 __all__ = ["mutations"]
 
