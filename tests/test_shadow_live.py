@@ -192,10 +192,27 @@ def test_live_compare_of_json_lines_agrees_then_reports_the_changed_key(tmp_path
     assert (d.key, d.kind, d.cause) == (evs[250]["advertiser_id"], DivergenceKind.VALUE_DIFFERS,
                                         LIVE_DIFFERENCE)
     assert d.legacy[0] - d.port[0] == 1 and d.event_time == evs[250]["ts"]
-    # the window before the change agrees: latest per key up to `until`, on both sides
-    before = compare_live(port_graph(), port_sink=f"jsonl:{tmp_path / 'sink'}",
-                          legacy=jsonl_mapping(legacy), until=str(evs[250]["ts"]))
-    assert before.exit_code == 0 and before.streams[0].legacy_emits == 250
+
+
+def test_window_leaves_out_keys_in_flight_while_the_port_lags(tmp_path: Path) -> None:
+    """The legacy keeps the latest value per key (one line per key here, like a hash); the
+    port has not yet processed b's last event: --until before it compares the settled keys."""
+    legacy = tmp_path / "state.jsonl"
+    legacy.write_text("\n".join(json.dumps(r) for r in (
+        {"adv": "a", "total": 5, "at": (T0 + 1000) / 1000},
+        {"adv": "b", "total": 9, "at": (T0 + 9000) / 1000},
+        {"adv": "c", "total": 2, "at": (T0 - DAY_MS) / 1000})) + "\n")
+    write_port_sink(tmp_path / "sink", [
+        {"advertiser_id": "c", "cost": 2, "ts": T0 - DAY_MS},
+        {"advertiser_id": "a", "cost": 5, "ts": T0 + 1000},
+        {"advertiser_id": "b", "cost": 4, "ts": T0 + 2000}])
+    run = {"port_sink": f"jsonl:{tmp_path / 'sink'}", "legacy": jsonl_mapping(legacy)}
+    lagging = compare_live(port_graph(), **run)
+    assert [d.key for d in lagging.streams[0].divergences] == ["b"]
+    settled = compare_live(port_graph(), **run, since=str(T0), until=str(T0 + 5000))
+    (stream,) = settled.streams
+    assert settled.exit_code == 0 and stream.same == 1  # a; b in flight; c before the window
+    assert "1 keys written at or after the window's end" in settled.warnings[0]
 
 
 def test_command_exit_codes_json_and_report(tmp_path: Path) -> None:
