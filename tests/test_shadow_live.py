@@ -23,13 +23,8 @@ from click.testing import CliRunner
 from stormshift.cli import cli
 from stormshift.errors import StormshiftError
 from stormshift.shadow.compare import DivergenceKind
-from stormshift.shadow.legacy_outputs import (
-    LegacyMappingError,
-    Record,
-    glob_regex,
-    parse_extractor,
-    parse_mappings,
-)
+from stormshift.shadow.extractors import LegacyMappingError, Record, parse_extractor
+from stormshift.shadow.legacy_outputs import glob_regex, parse_mappings
 from stormshift.shadow.live import LIVE_DIFFERENCE, Window, compare_live, parse_when
 from stormshift.shadow.results import result_specs
 from stormshift.topology.loader import load_topology

@@ -22,7 +22,8 @@ Vocabulary:
 The *live shadow* (``live.py``, ``compare_live``) compares a port running
 beside production under a shadow namespace with the legacy's own outputs,
 read where it wrote them (``legacy_outputs.py``: the ``shadow.legacy``
-mapping); its command is ``stormshift compare --live`` (``cli/compare.py``).
+mapping, and ``extractors.py``); its command is ``stormshift compare --live``
+(``cli/compare.py``).
 
 Modules: ``run.py`` (``run_shadow``), ``inputs.py`` (``--input``),
 ``results.py``, ``compare.py``, ``classify.py``, ``report_text.py``,
