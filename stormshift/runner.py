@@ -33,6 +33,7 @@ class RunOptions:
     spark_conf: tuple[tuple[str, str], ...] = ()  # extra SparkSession settings (--conf)
     log_file: str | None = None  # components' self.logger lines (default .stormshift/logs/NAME.log)
     log_level: str | None = None  # default: the topology's pystorm.log.level, else info
+    namespace: str | None = None  # Spark: the state namespace in Redis (default: topology name)
 
 
 def default_log_file(graph: TopologyGraph) -> str:
@@ -82,6 +83,7 @@ def _run_engine(graph: TopologyGraph, options: RunOptions, show: Any) -> Any:
         sink=options.sink,
         state_mode=options.state_mode,
         spark_conf=dict(options.spark_conf),
+        namespace=options.namespace,
     )
     return spark_engine.run(
         max_tuples=options.max_tuples,

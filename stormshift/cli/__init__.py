@@ -6,8 +6,8 @@ parses options, loads the topology, calls ``stormshift.runner`` or ``state/``,
 prints, and turns the outcome into an exit code; nothing below this package
 calls ``sys.exit``.
 
-- ``run.py``, ``inspect.py``, ``submit.py``, ``state.py``, ``deadletter.py``:
-  one command (group) each.
+- ``run.py``, ``inspect.py``, ``submit.py``, ``state.py``, ``deadletter.py``,
+  ``check.py``, ``shadow.py``, ``compare.py``: one command (group) each.
 - ``options.py``: every option more than one command takes, defined once
   (``--redis`` / ``STORMSHIFT_REDIS`` everywhere, ``-n``, ``-e``, ``-o``,
   ``--json``, ``--master``, ``--checkpoint``).
@@ -32,6 +32,7 @@ from rich.console import Console
 
 from stormshift.cli import exit_codes
 from stormshift.cli.check import check_command
+from stormshift.cli.compare import compare_command
 from stormshift.cli.deadletter import deadletter_group
 from stormshift.cli.inspect import inspect_command
 from stormshift.cli.run import run_command
@@ -52,7 +53,7 @@ def cli() -> None:
 
 
 for _command in (inspect_command, run_command, submit_command, state_group, deadletter_group,
-                 check_command, shadow_command):
+                 check_command, shadow_command, compare_command):
     cli.add_command(_command)
 
 

@@ -52,6 +52,10 @@ __all__ = ["run_command"]
 @run_control_options(trigger_default=0.0)
 @master_option(default="local[*]", show_default=True)
 @checkpoint_option()
+@click.option("--namespace", metavar="NS", help=(
+    "Spark: the state namespace in Redis (default: the topology's name). A shadow port runs "
+    "under its own (e.g. shadow-NAME) with its own --checkpoint, so it never shares state "
+    "keys with the production run."))
 @redis_option()
 @conf_option("Spark setting for the session (e.g. spark.speculation=true); repeatable.")
 @json_option
@@ -61,7 +65,7 @@ def run_command(path: str, name: str | None, environment: str | None,
                 log_file: str | None, trigger_secs: float,
                 until_done: bool, batch_max_tuples: int | None, sink: str | None,
                 reset_state: bool, adopt_state: bool, master: str, checkpoint_dir: str | None,
-                redis_url: str | None, confs: tuple[str, ...], as_json: bool) -> None:
+                namespace: str | None, redis_url: str | None, confs: tuple[str, ...], as_json: bool) -> None:
     """Run a topology (a project dir, topologies/NAME.py, or module:Class)."""
     from stormshift.runner import RunOptions, print_summary, run_topology
 
@@ -75,6 +79,7 @@ def run_command(path: str, name: str | None, environment: str | None,
         batch_max_tuples=batch_max_tuples, redis_url=redis_url, sink=sink,
         state_mode=mode,  # type: ignore[arg-type]
         spark_conf=tuple(parse_confs(confs).items()), log_file=log_file, log_level=log_level,
+        namespace=namespace,
     )
     summary = run_topology(graph, options, progress=None if as_json else Console(stderr=True))
     code = run_exit_code(summary)

@@ -19,6 +19,12 @@ Vocabulary:
   *cause* (``classify.py``): Storm's replay double count, Storm's crash losing
   in-memory state, or a real difference in the port.
 
+The *live shadow* (``live.py``, ``compare_live``) compares a port running
+beside production under a shadow namespace with the legacy's own outputs,
+read where it wrote them (``legacy_outputs.py``: the ``shadow.legacy``
+mapping, and ``extractors.py``); its command is ``stormshift compare --live``
+(``cli/compare.py``).
+
 Modules: ``run.py`` (``run_shadow``), ``inputs.py`` (``--input``),
 ``results.py``, ``compare.py``, ``classify.py``, ``report_text.py``,
 ``report_html.py`` + ``chart.py`` (the self-contained HTML report),
@@ -32,6 +38,7 @@ from stormshift.shadow.compare import (
     Tolerance,
     compare_stream,
 )
+from stormshift.shadow.live import LiveResult, compare_live
 from stormshift.shadow.report_html import render_html, write_html
 from stormshift.shadow.report_text import print_report
 from stormshift.shadow.results import ResultMode, ResultSpec, infer_spec, leaf_streams, result_specs
@@ -46,12 +53,14 @@ from stormshift.shadow.run import (
 __all__ = [
     "Divergence",
     "DivergenceKind",
+    "LiveResult",
     "ResultMode",
     "ResultSpec",
     "ShadowOptions",
     "ShadowResult",
     "StreamComparison",
     "Tolerance",
+    "compare_live",
     "compare_runs",
     "compare_stream",
     "infer_spec",

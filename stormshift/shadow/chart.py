@@ -14,6 +14,7 @@ from html import escape
 
 from stormshift.shadow.classify import (
     CRASH_LOST_STATE,
+    LIVE_DIFFERENCE,
     PORT_DIFFERENCE,
     REPLAY_DOUBLE_COUNT,
     STORM_OTHER,
@@ -27,6 +28,7 @@ CAUSE_COLORS = {
     REPLAY_DOUBLE_COUNT: "#ff7f0e",
     CRASH_LOST_STATE: "#9467bd",
     STORM_OTHER: "#8c564b",
+    LIVE_DIFFERENCE: "#1f77b4",
 }
 _BINS = 40
 _W, _H, _LEFT, _BOTTOM, _TOP, _RIGHT = 720, 220, 48, 36, 14, 12

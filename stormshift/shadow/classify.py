@@ -15,7 +15,10 @@ Storm would have had without the failures). A divergence is then
 - ``storm failure (other effect)``: the baseline agrees with the port, the
   faulted legacy does not, and neither rule above explains how;
 - ``real difference in the port``: the baseline disagrees with the port on that
-  key too (or no faults were injected): the port computes something else.
+  key too (or no faults were injected): the port computes something else;
+- ``live difference``: a live shadow's divergence (``live.py``): production
+  Storm ran without a baseline beside it, so a replay's double count and the
+  port's own difference cannot be told apart there.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from stormshift.topology.graph import TopologyGraph
 
 __all__ = [
     "CRASH_LOST_STATE",
+    "LIVE_DIFFERENCE",
     "PORT_DIFFERENCE",
     "REPLAY_DOUBLE_COUNT",
     "SHORT_CAUSES",
@@ -40,6 +44,7 @@ REPLAY_DOUBLE_COUNT = "storm at-least-once replay (double count)"
 CRASH_LOST_STATE = "storm crash lost in-memory state"
 STORM_OTHER = "storm failure (other effect)"
 PORT_DIFFERENCE = "real difference in the port"
+LIVE_DIFFERENCE = "live difference (no baseline: Storm replay or the port)"
 
 #: one or two words per cause, for narrow terminals
 SHORT_CAUSES = {
@@ -47,6 +52,7 @@ SHORT_CAUSES = {
     CRASH_LOST_STATE: "crash lost",
     STORM_OTHER: "storm other",
     PORT_DIFFERENCE: "PORT",
+    LIVE_DIFFERENCE: "live",
 }
 
 

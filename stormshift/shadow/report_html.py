@@ -49,7 +49,7 @@ document.querySelectorAll('input.filter').forEach(function(box){
 
 
 def write_html(result: Any, path: str | Path) -> Path:
-    """Write the report of ``result`` (a ``ShadowResult``) to ``path``."""
+    """Write the report of ``result`` (a ``ShadowResult`` or ``LiveResult``) to ``path``."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
     target.write_text(render_html(result), encoding="utf-8")
@@ -65,9 +65,7 @@ def render_html(result: Any) -> str:
     body = [
         f"<h1>Shadow run of <code>{escape(result.topology)}</code></h1>",
         f"<p id='verdict' class='verdict' data-equal='{str(result.equal).lower()}'>{verdict}</p>",
-        ("<p>legacy (left) = local engine with Storm semantics; port (right) = "
-        f"{escape(result.port_engine)} engine. Input: {escape(result.input)}. "
-        f"Legacy faults: {escape('; '.join(result.faults) or 'none')}. Tolerance: abs "
+        (f"<p>{escape(result.sides)}. {escape(result.context)}. Tolerance: abs "
         f"{result.tolerance.abs:g}, rel {result.tolerance.rel:g}.</p>"),
         _counts(result.streams),
         _causes(result.causes()),
@@ -120,6 +118,8 @@ def _warnings(warnings: list[str], injected: list[str]) -> str:
 def _components(result: Any) -> str:
     columns = ("tuples_in", "tuples_out", "acks", "fails", "replays", "duplicates", "restarts",
                "dead_lettered")
+    if result.legacy is None:  # a live shadow: no runs, no counters
+        return ""
     rows = []
     for name, legacy in result.legacy.components.items():
         port = result.port.components.get(name)

@@ -29,12 +29,9 @@ def short(value: Any, width: int = 18) -> str:
 
 
 def print_report(result: Any, console: Console, top: int = _TOP) -> None:
-    """Print ``result`` (a ``ShadowResult``)."""
-    faults = "; ".join(result.faults) if result.faults else "none"
-    console.print(
-        f"shadow of [bold]{result.topology}[/]: legacy = local engine (Storm semantics), "
-        f"port = {result.port_engine} engine", highlight=False)
-    console.print(f"input: {result.input}; legacy faults: {faults}", highlight=False, markup=False)
+    """Print ``result`` (a ``ShadowResult``, or a live shadow's ``LiveResult``)."""
+    console.print(f"shadow of [bold]{result.topology}[/]: {result.sides}", highlight=False)
+    console.print(result.context, highlight=False, markup=False)
     if result.tolerance.abs or result.tolerance.rel:
         console.print(f"tolerance: abs {result.tolerance.abs:g}, rel {result.tolerance.rel:g}",
                       highlight=False)

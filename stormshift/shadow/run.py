@@ -90,6 +90,16 @@ class ShadowResult:
         """0 when every leaf stream agrees within tolerance, else 1."""
         return 0 if self.equal else 1
 
+    @property
+    def sides(self) -> str:
+        """What the reports call left and right."""
+        return f"legacy = local engine (Storm semantics), port = {self.port_engine} engine"
+
+    @property
+    def context(self) -> str:
+        """The input and the faults, as the reports' second line."""
+        return f"input: {self.input}; legacy faults: {'; '.join(self.faults) or 'none'}"
+
     def causes(self) -> dict[str, int]:
         """Divergences per cause, over all streams (sorted by cause)."""
         out: dict[str, int] = {}
