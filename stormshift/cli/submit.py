@@ -37,6 +37,8 @@ __all__ = ["run_args", "submit_command"]
 @click.option("--run", "do_run", is_flag=True, help="Run spark-submit instead of only printing it.")
 @checkpoint_option("Checkpoint dir (must be reachable by the driver).")
 @redis_option("Redis URL the cluster reaches (required in practice).")
+@click.option("--namespace", metavar="NS",
+              help="The state namespace in Redis (default: the topology's name).")
 @run_control_options(trigger_default=None)
 @click.option("--build-dir", help="Where to write the zips (default PROJECT/_build/stormshift).")
 @click.option("--no-ship-stormshift", is_flag=True,
@@ -46,8 +48,8 @@ __all__ = ["run_args", "submit_command"]
 @click.argument("spark_args", nargs=-1, type=click.UNPROCESSED)
 def submit_command(path: str, name: str | None, environment: str | None,
                    config_options: tuple[str, ...], master: str, do_run: bool,
-                   checkpoint_dir: str | None, redis_url: str | None, trigger_secs: float | None,
-                   until_done: bool, batch_max_tuples: int | None, sink: str | None,
+                   checkpoint_dir: str | None, redis_url: str | None, namespace: str | None,
+                   trigger_secs: float | None, until_done: bool, batch_max_tuples: int | None, sink: str | None,
                    reset_state: bool, adopt_state: bool, build_dir: str | None,
                    no_ship_stormshift: bool, spark_submit: str | None, confs: tuple[str, ...],
                    spark_args: tuple[str, ...]) -> None:
@@ -58,6 +60,7 @@ def submit_command(path: str, name: str | None, environment: str | None,
     parse_overrides(config_options)  # checked here; the driver parses them again
     forwarded = run_args(checkpoint_dir, redis_url, trigger_secs, until_done, batch_max_tuples, sink)
     forwarded += ["-e", environment] if environment else []
+    forwarded += ["--namespace", namespace] if namespace else []
     forwarded += {"reset": ["--reset-state"], "adopt": ["--adopt-state"]}.get(mode, [])
     forwarded += [arg for text in config_options for arg in ("-o", text)]
     conf_args = [arg for key, value in parse_confs(confs).items() for arg in ("--conf", f"{key}={value}")]
