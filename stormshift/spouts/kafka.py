@@ -413,7 +413,12 @@ class KafkaSpout(ReplayableSpout):
     def next_tuple(self) -> None:
         """The base loop; with ``kafka.commit`` the acked prefix of each partition is committed
         every ``kafka.commit_interval_secs`` (local engine: acks are its batch commits)."""
-        super().next_tuple()
+        try:
+            super().next_tuple()
+        except StopIteration:
+            if self._commit:  # end of a bounded input: everything is acked
+                self.replay_commit(self.acked_offsets())
+            raise
         if self._commit and time.monotonic() - self._last_commit >= self._commit_every:
             self._last_commit = time.monotonic()
             self.replay_commit(self.acked_offsets())
