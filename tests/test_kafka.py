@@ -368,3 +368,60 @@ def test_spark_partitions_added_while_running_are_read_from_their_start(spark, r
     want = sorted([n for ns in parts.values() for n in ns] + [n for ns in late.values() for n in ns])
     assert summary.stop_reason == f"max_tuples={total} reached"
     assert seen(summary) == want and counts(summary) == key_counts(want)
+
+
+# -- a Java KafkaSpout replaced through config ----------------------------------------------
+@pytest.mark.unit
+def test_java_declarations_translate_to_kafka_spout_config() -> None:
+    from stormshift.spouts.kafka_java import from_java
+
+    conf, where = from_java("org.apache.storm.kafka.spout.KafkaSpout", ["b1:9092,b2:9092", "a", "b"],
+                            {"kafka.group.id": "legacy", "first.poll.offset.strategy": "LATEST"})
+    assert conf == {"kafka.bootstrap_servers": "b1:9092,b2:9092", "kafka.topics": ["a", "b"],
+                    "kafka.group_id": "legacy", "kafka.start": "latest"}
+    assert where["kafka.group_id"] == "config 'kafka.group.id'" and where["kafka.topics"] == "args_list[1:3]"
+    conf, _ = from_java("org.apache.storm.kafka.spout.KafkaSpout", ["b:1", "t"], {"group.id": "g"})
+    assert conf["kafka.start"] == "committed" and conf["kafka.start_fallback"] == "earliest"  # its default
+    conf, where = from_java("storm.kafka.KafkaSpout", ["zk1:2181", "clicks", "/kafka", "clicks-spout"],
+                            {"kafka.startOffsetTime": -1})
+    assert conf == {"kafka.topics": ["clicks"], "kafka.group_id": "clicks-spout", "kafka.start": "latest"}
+    assert from_java("pixelcount.spouts.pixel_spout", ["x"], {}) == ({}, {})
+
+
+@pytest.mark.unit
+def test_inspect_shows_what_the_replacement_read_from_the_declaration() -> None:
+    from click.testing import CliRunner
+
+    from stormshift.cli import cli
+
+    project = str(Path(__file__).parents[1] / "examples" / "pixelcount")
+    out = CliRunner().invoke(cli, ["inspect", project, "--json"])
+    assert out.exit_code == 0, out.output
+    [spout] = [c for c in json.loads(out.output)["components"] if c["name"] == "pixel-spout"]
+    assert spout["class"] == "stormshift.spouts.KafkaSpout"
+    assert spout["replaces"] == "org.apache.storm.kafka.spout.KafkaSpout"
+    assert spout["translated"]["kafka.topics"] == "args_list[1:2]"
+    assert spout["config"]["kafka.group_id"] == "pixelcount"
+    # the replacement entry's own config wins over the declaration (servers of the dev broker)
+    assert spout["config"]["kafka.bootstrap_servers"] == "127.0.0.1:9092"
+    assert "kafka.bootstrap_servers" not in spout["translated"]
+    text = CliRunner().invoke(cli, ["inspect", project], env={"COLUMNS": "120"}).output
+    assert "config read from their declaration" in text and "config 'group.id'" in text
+
+
+def test_pixelcount_example_runs_unchanged_on_the_local_engine(broker: TansuBroker) -> None:
+    import subprocess
+
+    from stormshift.engines.local import LocalEngine
+    from stormshift.topology.loader import load_topology
+
+    project = Path(__file__).parents[1] / "examples" / "pixelcount"
+    produce = [sys.executable, str(project / "src" / "produce.py"), "--bootstrap", broker.bootstrap,
+               "-n", "600"]
+    subprocess.run(produce, check=True, capture_output=True)
+    want = json.loads(subprocess.run([*produce, "--expected"], check=True, capture_output=True).stdout)
+    graph = load_topology(project, overrides={"stormshift.replacements": {"pixel-spout": {
+        "class": "stormshift.spouts.KafkaSpout",
+        "config": {"kafka.bootstrap_servers": broker.bootstrap, "kafka.bounded": True}}}})
+    summary = LocalEngine(graph).run()
+    assert {url: v[1] for url, v in summary.latest("pixel-count-bolt").items()} == want

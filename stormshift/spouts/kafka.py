@@ -95,6 +95,14 @@ class KafkaSpout(ReplayableSpout):
 
     config_prefix = "kafka"
 
+    @staticmethod
+    def from_java(java_class: str, args: Sequence[Any], config: Mapping[str, Any]
+                  ) -> tuple[dict[str, Any], dict[str, str]]:
+        """Config from a Java Kafka spout's declaration (``stormshift.spouts.kafka_java``)."""
+        from stormshift.spouts.kafka_java import from_java
+
+        return from_java(java_class, args, config)
+
     def replay_configure(self, conf: Mapping[str, Any]) -> None:
         name = self._name()
         self._servers = str(self._require(conf, "bootstrap_servers"))
