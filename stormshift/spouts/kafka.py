@@ -176,7 +176,7 @@ class KafkaSpout(ReplayableSpout):
             if self._known:
                 return list(self._known)
             raise
-        names = []
+        names: list[str] = []
         for topic, meta in topics.items():
             wanted = topic in self._topics if self._pattern is None else (
                 not topic.startswith("__") and self._pattern.fullmatch(topic) is not None)

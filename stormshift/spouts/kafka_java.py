@@ -90,7 +90,7 @@ def from_java(java_class: str, args: Sequence[Any], config: Mapping[str, Any]
         found = _find(config, "startOffsetTime")
         if found is not None:
             t = int(found[1])
-            start = {-2: {"kafka.start": "earliest"}, -1: {"kafka.start": "latest"}}.get(
+            start: dict[str, Any] = {-2: {"kafka.start": "earliest"}, -1: {"kafka.start": "latest"}}.get(
                 t, {"kafka.start": "timestamp", "kafka.start_timestamp_ms": t})
             for key, value in start.items():
                 put(key, value, f"config {found[0]!r}")
