@@ -359,10 +359,10 @@ def test_spark_partitions_added_while_running_are_read_from_their_start(spark, r
 
     def add() -> None:
         time.sleep(5)
-        late.update(fill(broker, f"{prefix}-b", [7, 6, 5], first=1000))
+        late.update(fill(broker, f"{prefix}-b", [6, 9, 3], first=1000))
 
     threading.Thread(target=add, daemon=True).start()
-    total = 60 + 18
+    total = 60 + 18  # task 0: a/0, b/0, b/2 (39 records), task 1: a/1, b/1 (39): even shares
     summary = run_spark(spark, graph, tmp_path / "ck", redis_url, namespace, total, batch=3,
                         duration_secs=180)
     want = sorted([n for ns in parts.values() for n in ns] + [n for ns in late.values() for n in ns])
