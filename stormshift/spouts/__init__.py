@@ -1,4 +1,4 @@
-"""Replayable built-in spouts: Redis Streams and JSON-lines files.
+"""Replayable built-in spouts: Kafka topics, Redis Streams and JSON-lines files.
 
 Usable in a topology like any streamparse Spout (subclass to declare
 ``outputs``), or as the stand-in for a JavaSpout through the
@@ -7,6 +7,7 @@ Usable in a topology like any streamparse Spout (subclass to declare
 
 from stormshift.spouts.base import RecordDecodeError, ReplayableSpout, read_range
 from stormshift.spouts.jsonlines import JsonLinesSpout
+from stormshift.spouts.kafka import KafkaSpout
 from stormshift.spouts.redis_streams import RedisStreamSpout
 
-__all__ = ["JsonLinesSpout", "RecordDecodeError", "RedisStreamSpout", "ReplayableSpout", "read_range"]
+__all__ = ["JsonLinesSpout", "KafkaSpout", "RecordDecodeError", "RedisStreamSpout", "ReplayableSpout", "read_range"]

@@ -75,7 +75,9 @@ class ComponentDef:
 
     ``class_path`` is ``"module.ClassName"`` of the Python class that runs the
     component (for a JavaSpout replaced through config, the Python
-    replacement); ``replaces`` names the Java class it stands in for.
+    replacement); ``replaces`` names the Java class it stands in for, and
+    ``translated`` maps each config key the replacement took from the Java
+    declaration to where it came from (``args_list[1]``, ``config 'group.id'``).
     ``config`` is the topology config overlaid with the component's own
     config (component wins), as Storm merges them.
     """
@@ -89,6 +91,7 @@ class ComponentDef:
     inputs: tuple[InputDef, ...] = ()
     first_task_id: int = 1
     replaces: str | None = None
+    translated: Mapping[str, str] = field(default_factory=dict)
 
     @property
     def task_ids(self) -> tuple[int, ...]:

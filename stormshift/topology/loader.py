@@ -58,6 +58,7 @@ from stormshift.topology.replacements import (
 from stormshift.topology.specs import (
     decode_inputs,
     decode_outputs,
+    java_args,
     java_class_name,
     parse_config,
     python_class,
@@ -170,6 +171,7 @@ def component_from_spec(spec: ComponentSpec, ctx: _Context) -> ComponentDef:
     par = resolve_par(name, spec.par, ctx.environment)
     own_config = parse_config(name, spec.config)
     replaces = None
+    translated: dict[str, str] = {}
     cls = python_class(spec)
     if cls is not None:
         class_path = _python_class_path(cls, name, ctx)
@@ -180,6 +182,11 @@ def component_from_spec(spec: ComponentSpec, ctx: _Context) -> ComponentDef:
         replacing = check_importable(replacement.class_path, ctx.source_dirs, name)
         check_replacement_class(name, replacing, replacement, outputs)
         class_path, replaces = replacement.class_path, java_class_name(spec)
+        from_java = getattr(replacing, "from_java", None)
+        if callable(from_java):  # the replacement reads the Java declaration (KafkaSpout)
+            java_config, translated = from_java(replaces, java_args(spec), own_config)
+            translated = {k: v for k, v in translated.items() if k not in replacement.config}
+            own_config = {**own_config, **java_config}
         own_config = {**own_config, **replacement.config}
     return ComponentDef(
         name=name,
@@ -190,6 +197,7 @@ def component_from_spec(spec: ComponentSpec, ctx: _Context) -> ComponentDef:
         outputs=freeze(outputs),
         inputs=inputs,
         replaces=replaces,
+        translated=freeze(translated),
     )
 
 

@@ -68,9 +68,23 @@ def config_table(config: Mapping[str, Any]) -> Table:
     return table
 
 
+def translated_table(graph: TopologyGraph) -> Table:
+    """Config a replacement took from its Java spout's declaration, and from where."""
+    table = Table(title="replaced Java spouts: config read from their declaration")
+    for column in ("component", "key", "value", "from"):
+        table.add_column(column, overflow="fold")
+    for c in graph:
+        for key, where in sorted(c.translated.items()):
+            table.add_row(escape(c.name), escape(key), escape(repr(c.config.get(key))), escape(where))
+    return table
+
+
 def render_graph(graph: TopologyGraph) -> Group:
-    """The components table, plus the topology config when there is any."""
+    """The components table, what replacements read from Java declarations, and the
+    topology config when there is any."""
     tables: list[Table] = [components_table(graph)]
+    if any(c.translated for c in graph):
+        tables.append(translated_table(graph))
     if graph.config:
         tables.append(config_table(graph.config))
     return Group(*tables)
@@ -91,6 +105,7 @@ def component_to_dict(c: ComponentDef) -> dict[str, Any]:
         "kind": c.kind.value,
         "class": c.class_path,
         "replaces": c.replaces,
+        "translated": _plain(c.translated),
         "par": c.par,
         "task_ids": list(c.task_ids),
         "streams": [

@@ -78,6 +78,16 @@ def java_class_name(spec: ComponentSpec) -> str:
     return "<serialized Java object>"
 
 
+def java_args(spec: ComponentSpec) -> list[Any]:
+    """A JavaSpout's constructor arguments (``args_list``) as plain values."""
+    java_object = getattr(getattr(spec, "component_object", None), "java_object", None)
+    values = []
+    for arg in getattr(java_object, "args_list", None) or []:
+        set_fields = [v for v in vars(arg).values() if v is not None]
+        values.append(set_fields[0] if set_fields else None)
+    return values
+
+
 def shell_command(spec: ComponentSpec) -> str:
     shell = getattr(getattr(spec, "component_object", None), "shell", None)
     if shell is None:

