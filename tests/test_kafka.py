@@ -320,6 +320,25 @@ def test_spark_exact_counts_max_tuples_restart_and_dead_letter(spark, redis_url,
 
 @pytest.mark.spark
 @pytest.mark.redis
+def test_spark_commits_the_committed_batches_offsets_back_to_the_group(spark, redis_url, namespace,
+                                                                      tmp_path, broker) -> None:
+    from confluent_kafka import Consumer, TopicPartition
+
+    topic = topic_name("sparkcommit")
+    fill(broker, topic, [6, 4])
+    group = f"port-{uuid.uuid4().hex[:6]}"
+    graph = kafka_graph(broker, topic, **{"kafka.bounded": True, "kafka.group_id": group,
+                                          "kafka.commit": True})
+    summary = run_spark(spark, graph, tmp_path / "ck", redis_url, namespace, None, until_done=True)
+    assert summary.stop_reason == "done" and summary.spout_tuples == 10
+    c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group})
+    got = c.committed([TopicPartition(topic, 0), TopicPartition(topic, 1)], timeout=10)
+    c.close()
+    assert [tp.offset for tp in got] == [6, 4]
+
+
+@pytest.mark.spark
+@pytest.mark.redis
 def test_spark_broker_paused_mid_run_equals_a_failure_free_run(spark, redis_url, namespace, tmp_path,
                                                                broker) -> None:
     topic = topic_name("outage")
