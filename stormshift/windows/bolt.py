@@ -214,7 +214,7 @@ class WindowedBolt(Bolt):  # type: ignore[misc]
         """Run ``process(view)``, keeping what it emitted (to retract it later)."""
         emitted: list[tuple[str, list[Any]]] = []
         had_own = "emit" in self.__dict__
-        original: Any = self.emit
+        original: Any = getattr(self, "emit")  # noqa: B009 - the host's, set per instance
 
         def emit(tup: Any, stream: str | None = None, *args: Any, **kwargs: Any) -> Any:
             emitted.append((stream or "default", list(tup)))
