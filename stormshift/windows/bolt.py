@@ -41,7 +41,7 @@ from stormshift.windows.aggregation import Collect
 from stormshift.windows.config import Windowing
 from stormshift.windows.panes import Accumulation, Output, Pane, Retraction, TimerFired
 from stormshift.windows.state import WindowingState
-from stormshift.windows.view import RETRACT_SUFFIX, TupleWindow, WindowedTuple, retraction_stream
+from stormshift.windows.view import TupleWindow, WindowedTuple, retraction_stream
 from stormshift.windows.window import END_OF_TIME_MS, Timing, stable_order
 
 __all__ = ["WindowedBolt"]
@@ -228,6 +228,13 @@ class WindowedBolt(Bolt):  # type: ignore[misc]
                 self.emit = original
             else:
                 del self.emit
+        declared = set(self.context.get("streams", []))
+        missing = sorted({retraction_stream(s) for s, _ in emitted} - declared)
+        if missing:
+            raise TopologyError(
+                f"accumulating-and-retracting: a pane emitted on a stream without its "
+                f"retraction stream {missing}", component=self.component_name,
+                fix="declare outputs = with_retractions([...]) (from stormshift.windows)")
         return emitted
 
     # -- setup ------------------------------------------------------------------
@@ -249,15 +256,6 @@ class WindowedBolt(Bolt):  # type: ignore[misc]
                 f"late tuple stream {cfg.late_tuple_stream!r} is not declared", component=name,
                 fix=f"add Stream(fields=<the input's fields>, name={cfg.late_tuple_stream!r}) "
                 "to outputs")
-        if cfg.accumulation is Accumulation.RETRACTING:
-            missing = sorted(retraction_stream(s) for s in declared
-                             if not s.endswith(RETRACT_SUFFIX) and s != cfg.late_tuple_stream
-                             and retraction_stream(s) not in declared)
-            if missing:
-                raise TopologyError(
-                    f"accumulating-and-retracting needs retraction streams {missing}",
-                    component=name, fix="declare outputs = with_retractions([...]) "
-                    "(from stormshift.windows)")
         self._stormshift_fields: dict[tuple[str, str], list[str]] = {
             (src, stream): list(fields)
             for src, streams in ctx.get("source->stream->fields", {}).items()

@@ -9,8 +9,8 @@ the pane is empty, so downstream sees a final answer). Optional:
   and/or ``early_every_ms`` of processing time after the first element of
   the pane (Beam's ``AfterProcessingTime.pastFirstElementInPane()``);
 - late firings, after it, within the allowed lateness: every
-  ``late_every_count`` late elements (1 = one pane per late tuple, the
-  default) and/or ``late_every_ms`` of processing time (batched). A batch
+  ``late_every_count`` late elements and/or ``late_every_ms`` of processing
+  time (batched); with neither, one pane per late tuple. A batch
   still pending when the window expires fires as a last LATE pane.
 
 Pure: ``on_element`` / ``on_processing_time`` return whether to fire, given
@@ -35,12 +35,17 @@ def _check(name: str, value: int | None) -> None:
 class Trigger:
     early_every_count: int | None = None
     early_every_ms: int | None = None
-    late_every_count: int | None = 1
+    late_every_count: int | None = None  # None and no late_every_ms: 1 (a pane per late tuple)
     late_every_ms: int | None = None
 
     def __post_init__(self) -> None:
         for name in ("early_every_count", "early_every_ms", "late_every_count", "late_every_ms"):
             _check(name, getattr(self, name))
+
+    def late_count(self) -> int | None:
+        if self.late_every_count is None and self.late_every_ms is None:
+            return 1
+        return self.late_every_count
 
     @property
     def uses_processing_time(self) -> bool:
@@ -64,7 +69,7 @@ class TriggerState:
     def on_element(self, trigger: Trigger, complete: bool, now_ms: int) -> Timing | None:
         """An element joined the window; the timing of a pane to fire now, if any."""
         self.count += 1
-        every_count = trigger.late_every_count if complete else trigger.early_every_count
+        every_count = trigger.late_count() if complete else trigger.early_every_count
         every_ms = trigger.late_every_ms if complete else trigger.early_every_ms
         if every_ms is not None and self.deadline_ms is None:
             self.deadline_ms = now_ms + every_ms
