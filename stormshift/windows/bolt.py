@@ -160,7 +160,10 @@ class WindowedBolt(Bolt):  # type: ignore[misc]
         if state.tracker.ended:
             wm = END_OF_TIME_MS
         if state.windower is not None:
-            self._handle(state.windower.advance(wm, now))
+            outputs = state.windower.advance(wm, now)
+            while outputs:  # user code may set timers the watermark already passed
+                self._handle(outputs)
+                outputs = state.windower.due_timers()
         elif state.buffer is not None and state.counter is not None:
             for key, event_ms, item in state.buffer.release(wm):
                 self._handle(state.counter.add(key, event_ms, item))

@@ -107,6 +107,15 @@ class Windower:
         self.keys.setdefault(kord, key)
         heapq.heappush(self.timers, (at_ms, kord, tag))
 
+    def due_timers(self) -> list[Output]:
+        """Timers set at or below the current watermark since it last moved (user code
+        sets timers while handling the outputs of ``advance``): fire them now."""
+        fired: list[Output] = []
+        while self.timers and self.timers[0][0] <= self.watermark_ms:
+            at_ms, kord, tag = heapq.heappop(self.timers)
+            fired.append(TimerFired(self.keys[kord], at_ms, tag))
+        return fired
+
     # -- time -----------------------------------------------------------------
     def advance(self, watermark_ms: int, now_ms: int) -> list[Output]:
         """Move the watermark forward (never back); fire and expire what it passed."""
