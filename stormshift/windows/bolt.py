@@ -43,6 +43,7 @@ from stormshift.windows.panes import Accumulation, Output, Pane, Retraction, Tim
 from stormshift.windows.state import WindowingState
 from stormshift.windows.view import TupleWindow, WindowedTuple, retraction_stream
 from stormshift.windows.window import END_OF_TIME_MS, Timing, stable_order
+from stormshift.windows.wiring import expected_partitions, input_fields, key_fields
 
 __all__ = ["WindowedBolt"]
 
@@ -245,7 +246,7 @@ class WindowedBolt(Bolt):  # type: ignore[misc]
         if "_stormshift_fields" not in self.__dict__:  # derived, not state (snapshots skip it)
             self._wire()
         if self.windowing_state is None:
-            self.windowing_state = WindowingState.build(self.windowing, self._expected())
+            self.windowing_state = WindowingState.build(self.windowing, expected_partitions(self.context))
         return self.windowing_state
 
     def _wire(self) -> None:
@@ -259,22 +260,8 @@ class WindowedBolt(Bolt):  # type: ignore[misc]
                 f"late tuple stream {cfg.late_tuple_stream!r} is not declared", component=name,
                 fix=f"add Stream(fields=<the input's fields>, name={cfg.late_tuple_stream!r}) "
                 "to outputs")
-        self._stormshift_fields: dict[tuple[str, str], list[str]] = {
-            (src, stream): list(fields)
-            for src, streams in ctx.get("source->stream->fields", {}).items()
-            for stream, fields in streams.items()}
-        groupings = ctx.get("source->stream->grouping", {})
-        self._stormshift_key_fields = (cfg.key_fields if cfg.key_fields is not None
-                                       else _grouping_fields(groupings))
-
-    def _expected(self) -> list[tuple[str, str, int]]:
-        """The partitions the watermark waits for: every task of every input."""
-        groupings = self.context.get("source->stream->grouping", {})
-        task_comp = self.context.get("task->component", {})
-        return [(src, stream, int(tid)) for src, streams in sorted(groupings.items())
-                for stream in sorted(streams)
-                for tid, comp in sorted(task_comp.items(), key=lambda kv: int(kv[0]))
-                if comp == src]
+        self._stormshift_fields = input_fields(ctx)
+        self._stormshift_key_fields = key_fields(ctx, cfg.key_fields)
 
     def _event_ms(self, tup: Any) -> int:
         cfg = self.windowing
@@ -302,9 +289,3 @@ class WindowedBolt(Bolt):  # type: ignore[misc]
         values = tuple(item.value(f) for f in self._stormshift_key_fields)
         return values[0] if len(values) == 1 else values
 
-
-def _grouping_fields(groupings: dict[str, dict[str, Any]]) -> tuple[str, ...]:
-    """The fields of the fields grouping(s) feeding the bolt, when they agree."""
-    found = {tuple(g.get("fields", [])) if g.get("type") == "FIELDS" else ()
-             for streams in groupings.values() for g in streams.values()}
-    return found.pop() if len(found) == 1 else ()
