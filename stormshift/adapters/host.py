@@ -85,7 +85,8 @@ class SpoutHost(HostBase):
 
 
 class BoltHost(HostBase):
-    """One bolt task: ``execute`` (one tuple), ``execute_many``, ``tick``, ``flush_tickless``."""
+    """One bolt task: ``execute`` (one tuple), ``execute_many``, ``tick``, ``flush_tickless``,
+    ``end_of_input`` (for instances that define it)."""
 
     kind = "bolt"
 
@@ -282,6 +283,21 @@ class BoltHost(HostBase):
             inst._current_tups = EMPTY
         if failure is not None:
             raise failure from failure.cause
+
+    @property
+    def wants_end_of_input(self) -> bool:
+        """The instance defines ``end_of_input()`` (windowed bolts: flush every window)."""
+        return callable(getattr(self.instance, "end_of_input", None))
+
+    def end_of_input(self) -> None:
+        """Tell the instance no more input will come (no current tuple: emits are unanchored)."""
+        inst = self.instance
+        self.completion.done.clear()
+        inst._current_tups = EMPTY
+        try:
+            inst.end_of_input()
+        except Exception as exc:
+            raise self._failure(exc, "end_of_input", None) from exc
 
     def _failure(
         self, exc: BaseException, call: str, tup: Any, report: bool = True

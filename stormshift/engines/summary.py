@@ -33,6 +33,10 @@ end of input, a batch whose tuples all failed); ``log_file`` where components'
 ``self.logger`` lines went.
 
 ``accounting()`` checks that every tuple is accounted for (``accounting.py``).
+- *windows* (windowed bolts, local engine): input tuples ``on_time``,
+  ``late_updated`` (updated a window within its allowed lateness),
+  ``dropped_late`` (too late for every window), ``late_stream`` (of those, sent
+  to the late-tuple stream); empty for other components.
 - *complete_latency_ms* (spouts): mean engine time from a spout emit to its
   tree's completion, as Storm's UI reports it (0 when not measured).
 
@@ -94,6 +98,7 @@ class ComponentStats:
     busy_ms: float = 0.0
     completed_trees: int = 0
     complete_latency_total_ms: int = 0
+    windows: dict[str, int] = field(default_factory=dict)  # windowed bolts (see module doc)
 
     @property
     def complete_latency_ms(self) -> float:

@@ -33,8 +33,11 @@ spout that replays forever; the summary then reports the pending trees).
 A spout tuple whose tree failed more than ``stormshift.max_replays`` times
 (default 10) is no longer handed back to its spout's ``fail`` (Storm would
 replay it forever): it counts as *given up*, so a bolt failing every tuple
-deterministically cannot keep a bounded run alive. Nothing special happens
-at the end, as in Storm; ``final_tick=True``
+deterministically cannot keep a bounded run alive. When the sources are exhausted
+(or with ``final_tick=True``) the engine then calls ``end_of_input()`` on
+every bolt task whose instance defines it, upstream first (windowed bolts
+fire every window: ``stormshift.windows``); Storm has no such call. Otherwise
+nothing special happens at the end, as in Storm; ``final_tick=True``
 delivers one last tick (and tickless flush) to bolts that use them, in
 topological order, so batching bolts flush what they hold.
 
@@ -166,6 +169,8 @@ class LocalEngine:
         self._refresh(wall_start, start_ms)
         for (name, _), queue in self.tasks.queues.items():
             self.summary.components[name].queued += len(queue)
+        for comp in self.graph.bolts:
+            self.summary.components[comp.name].windows = self.tasks.window_counters(comp.name)
         if on_progress is not None:
             on_progress(self.summary.progress_line())
             self._report_new_errors(on_progress)
@@ -237,6 +242,8 @@ class LocalEngine:
                 break
         if replaying:
             self.tasks.deactivate_spouts()
+        if reason == _EXHAUSTED or self.final_tick:
+            self._end_of_input()
         if self.final_tick:
             self._final_tick()
 
@@ -332,6 +339,13 @@ class LocalEngine:
                 self.tasks.flush_tickless(*key)
             did = True
         return did
+
+    def _end_of_input(self) -> None:
+        """End of input: ``end_of_input()`` on bolts that define it (windowed bolts fire
+        every window), upstream first, each component's emits settled before the next."""
+        for comp in self.graph.bolts:
+            self.tasks.end_of_input(comp.name)
+            self._settle()
 
     def _final_tick(self) -> None:
         """One last tick / flush per bolt that uses them, upstream first."""

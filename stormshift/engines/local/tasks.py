@@ -294,6 +294,23 @@ class TaskSet:
     def flush_tickless(self, component: str, task_index: int) -> None:
         self._call_bolt((component, task_index), lambda host: host.flush_tickless(), None)
 
+    def end_of_input(self, component: str) -> None:
+        """``end_of_input()`` on each task of ``component`` whose instance defines it."""
+        for task_index in range(self.graph.component(component).par):
+            key = (component, task_index)
+            if self.hosts[key].wants_end_of_input:
+                self._call_bolt(key, lambda host: host.end_of_input(), None)
+
+    def window_counters(self, component: str) -> dict[str, int]:
+        """Windowed bolts' late-data counters, summed over the component's tasks."""
+        total: dict[str, int] = {}
+        for inst in self.instances(component):
+            counters = getattr(inst, "window_counters", None)
+            if callable(counters) and getattr(inst, "windowing_state", None) is not None:
+                for name, n in counters().items():
+                    total[name] = total.get(name, 0) + n
+        return total
+
     def run_bolts(self, faults: ActiveFaults) -> bool:
         """Every bolt task drains its queue, upstream components first."""
         did = False

@@ -1,0 +1,291 @@
+"""``WindowedBolt``: a streamparse Bolt whose ``process`` receives windows.
+
+Declare it like any bolt (``MyWindows.spec(inputs=...)``); its class
+attribute ``windowing`` (a ``Windowing``) says how it windows. Each input
+tuple goes through these steps (tuple at a time, Storm semantics):
+
+1. its event time (timestamp field / extractor; without either, the task's
+   processing time: Storm's processing-time windows) and key (the
+   ``key_fields``, by default the fields of the fields grouping feeding it);
+2. into its windows (``Windower`` / count windows): on time, late (updates
+   the window: a LATE pane), or dropped -- emitted on the late-tuple stream
+   when one is declared -- and counted either way;
+3. the watermark moves (after every tuple, or only on ticks every
+   ``watermark_interval_ms``) and fires what it passed.
+
+Each pane calls the user's ``process(window)`` (a ``TupleWindow``); its
+emits go downstream as any bolt's. Retractions are re-emits on
+``<stream>_retract`` (see ``view.py``). ``on_timer(key, at_ms, tag)`` runs for
+event-time timers set with ``set_event_timer``.
+
+Processing time is the task's own tick clock: it starts at 0 and moves by
+the tick interval on each tick (``topology.tick.tuple.freq.secs``, which
+``spec()`` sets when the windowing needs ticks and the spec does not); never
+the wall clock. ``end_of_input()`` -- called by the local engine when its
+sources are exhausted -- moves the watermark to ``END_OF_TIME_MS``: every
+window fires and its state is dropped.
+
+State lives in one attribute, ``windowing_state`` (see ``state.py``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, ClassVar
+
+from streamparse import Bolt
+
+from stormshift.adapters.context import TICK_FREQ_KEY, tick_interval_secs
+from stormshift.errors import TopologyError
+from stormshift.windows.aggregation import Collect
+from stormshift.windows.config import Windowing
+from stormshift.windows.panes import Accumulation, Output, Pane, Retraction, TimerFired
+from stormshift.windows.state import WindowingState
+from stormshift.windows.view import TupleWindow, WindowedTuple, retraction_stream
+from stormshift.windows.window import END_OF_TIME_MS, Timing, stable_order
+from stormshift.windows.wiring import expected_partitions, input_fields, key_fields
+
+__all__ = ["WindowedBolt"]
+
+
+class WindowedBolt(Bolt):  # type: ignore[misc]
+    windowing: ClassVar[Windowing]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        # The host calls ``process(tup)`` per tuple; the class's ``process`` takes
+        # windows. This bound method (not state: snapshots skip methods) routes tuples.
+        self.process = self._receive  # type: ignore[method-assign, assignment]
+        self.windowing_state: WindowingState | None = None
+
+    @classmethod
+    def spec(cls, name: str | None = None, inputs: Any = None, par: int | None = None,
+             config: dict[str, Any] | None = None) -> Any:
+        """streamparse's ``spec``, plus the tick frequency the windowing needs
+        (as Storm's windowed bolts set their own component config)."""
+        config = dict(config or {})
+        tick_ms = cls.windowing.tick_interval_ms()
+        if tick_ms is not None and TICK_FREQ_KEY not in config:
+            config[TICK_FREQ_KEY] = tick_ms / 1000
+        return super().spec(name=name, inputs=inputs, par=par, config=config or None)
+
+    # -- the user's side --------------------------------------------------------
+    def process(self, window: TupleWindow) -> None:  # type: ignore[override]
+        raise NotImplementedError(
+            f"{type(self).__qualname__} must define process(self, window) -- it receives a "
+            "TupleWindow per pane (window.get(), window.start_ms, window.end_ms)")
+
+    def on_timer(self, key: Any, at_ms: int, tag: str) -> None:
+        """An event-time timer set with ``set_event_timer`` fired."""
+
+    def set_event_timer(self, key: Any, at_ms: int, tag: str = "") -> None:
+        state = self._state()
+        if state.windower is None:
+            raise TypeError(f"component {self.component_name!r}: event-time timers need "
+                            "time windows, not count windows")
+        state.windower.set_timer(key, at_ms, tag)
+
+    @property
+    def watermark_ms(self) -> int:
+        return self._state().tracker.watermark_ms
+
+    def window_counters(self) -> dict[str, int]:
+        """on_time / late_updated / dropped_late / late_stream so far (this task)."""
+        return dict(self._state().counters)
+
+    def snapshot(self) -> dict[str, Any]:
+        return self._state().snapshot()
+
+    def restore(self, snap: dict[str, Any]) -> None:
+        self.windowing_state = None
+        self._state().restore(snap)
+
+    # -- what the engine calls --------------------------------------------------
+    def _receive(self, tup: Any) -> None:
+        state = self._state()
+        cfg = self.windowing
+        now = state.processing_ms
+        event_ms = self._event_ms(tup) if cfg.event_time else now
+        fields = tuple(self._stormshift_fields.get((tup.component, tup.stream), ()))
+        values = tuple(tup.values)
+        item = WindowedTuple(tup.id, tup.component, tup.stream, tup.task, values, fields,
+                             event_ms)
+        key = self._key(item)
+        if state.windower is not None:
+            if cfg.event_time:
+                state.tracker.observe((tup.component, tup.stream, tup.task), event_ms, now)
+            added = state.windower.add(key, event_ms, item, now)
+            self._count(added.kind, item)
+            self._handle(added.outputs)
+            if cfg.watermark_interval_ms is None:
+                self._advance()
+            return
+        assert state.counter is not None
+        if state.buffer is None:  # count windows in arrival order
+            self._count("on_time", item)
+            self._handle(state.counter.add(key, event_ms, item))
+            return
+        state.tracker.observe((tup.component, tup.stream, tup.task), event_ms, now)
+        if event_ms < state.tracker.watermark_ms:
+            self._count("dropped", item)
+        else:
+            self._count("on_time", item)
+            state.buffer.hold(key, event_ms, item)
+        if cfg.watermark_interval_ms is None:
+            self._advance()
+
+    def process_tick(self, tup: Any) -> None:
+        state = self._state()
+        state.processing_ms += round((tick_interval_secs(self.storm_conf) or 0) * 1000)
+        if state.windower is not None:
+            self._handle(state.windower.on_processing_time(state.processing_ms))
+        interval = self.windowing.watermark_interval_ms
+        if interval is None:
+            self._advance()
+        elif state.next_watermark_ms is not None and state.processing_ms >= state.next_watermark_ms:
+            while state.next_watermark_ms <= state.processing_ms:
+                state.next_watermark_ms += interval
+            self._advance()
+
+    def end_of_input(self) -> None:
+        """No more input will come: fire every window (watermark to the end of time)."""
+        state = self._state()
+        state.tracker.end_of_input()
+        self._advance()
+
+    # -- steps ------------------------------------------------------------------
+    def _advance(self) -> None:
+        state = self._state()
+        now = state.processing_ms
+        wm = state.tracker.advance(now) if self.windowing.event_time else now
+        if state.tracker.ended:
+            wm = END_OF_TIME_MS
+        if state.windower is not None:
+            outputs = state.windower.advance(wm, now)
+            while outputs:  # user code may set timers the watermark already passed
+                self._handle(outputs)
+                outputs = state.windower.due_timers()
+        elif state.buffer is not None and state.counter is not None:
+            for key, event_ms, item in state.buffer.release(wm):
+                self._handle(state.counter.add(key, event_ms, item))
+
+    def _count(self, kind: str, item: WindowedTuple) -> None:
+        counters = self._state().counters
+        if kind == "on_time":
+            counters["on_time"] += 1
+        elif kind == "late":
+            counters["late_updated"] += 1
+        else:
+            counters["dropped_late"] += 1
+            stream = self.windowing.late_tuple_stream
+            if stream is not None:
+                counters["late_stream"] += 1
+                self.emit(list(item.values), stream=stream)
+
+    def _handle(self, outputs: Iterable[Output]) -> None:
+        for out in outputs:
+            if isinstance(out, Retraction):
+                self._retract(out)
+            elif isinstance(out, Pane):
+                self._pane(out)
+            elif isinstance(out, TimerFired):
+                self.on_timer(out.key, out.at_ms, out.tag)
+
+    def _retract(self, out: Retraction) -> None:
+        emitted = self._state().emitted.pop(
+            (stable_order(out.key), out.window.start_ms, out.window.end_ms), [])
+        for stream, values in emitted:
+            self.emit(values, stream=retraction_stream(stream))
+
+    def _pane(self, pane: Pane) -> None:
+        state = self._state()
+        collects = isinstance(self.windowing.aggregation, Collect)
+        kord = stable_order(pane.key)
+        expired: list[WindowedTuple] = []
+        if collects and pane.timing is Timing.ON_TIME:
+            now_ids = {t.id for t in pane.result}
+            expired = [t for t in state.previous.get(kord, []) if t.id not in now_ids]
+            state.previous[kord] = list(pane.result)
+        view = TupleWindow(pane, expired, collects, self.component_name)
+        if self.windowing.accumulation is not Accumulation.RETRACTING:
+            type(self).process(self, view)
+            return
+        emitted = self._recording(view)
+        if not pane.is_final:
+            state.emitted[(kord, pane.window.start_ms, pane.window.end_ms)] = emitted
+
+    def _recording(self, view: TupleWindow) -> list[tuple[str, list[Any]]]:
+        """Run ``process(view)``, keeping what it emitted (to retract it later)."""
+        emitted: list[tuple[str, list[Any]]] = []
+        had_own = "emit" in self.__dict__
+        original: Any = getattr(self, "emit")  # noqa: B009 - the host's, set per instance
+
+        def emit(tup: Any, stream: str | None = None, *args: Any, **kwargs: Any) -> Any:
+            emitted.append((stream or "default", list(tup)))
+            return original(tup, stream, *args, **kwargs)
+
+        self.emit = emit
+        try:
+            type(self).process(self, view)
+        finally:
+            if had_own:
+                self.emit = original
+            else:
+                del self.emit
+        declared = set(self.context.get("streams", []))
+        missing = sorted({retraction_stream(s) for s, _ in emitted} - declared)
+        if missing:
+            raise TopologyError(
+                f"accumulating-and-retracting: a pane emitted on a stream without its "
+                f"retraction stream {missing}", component=self.component_name,
+                fix="declare outputs = with_retractions([...]) (from stormshift.windows)")
+        return emitted
+
+    # -- setup ------------------------------------------------------------------
+    def _state(self) -> WindowingState:
+        if "_stormshift_fields" not in self.__dict__:  # derived, not state (snapshots skip it)
+            self._wire()
+        if self.windowing_state is None:
+            self.windowing_state = WindowingState.build(self.windowing, expected_partitions(self.context))
+        return self.windowing_state
+
+    def _wire(self) -> None:
+        cfg = self.windowing
+        name = self.component_name
+        cfg.check(name)
+        ctx = self.context
+        declared = set(ctx.get("streams", []))
+        if cfg.late_tuple_stream is not None and cfg.late_tuple_stream not in declared:
+            raise TopologyError(
+                f"late tuple stream {cfg.late_tuple_stream!r} is not declared", component=name,
+                fix=f"add Stream(fields=<the input's fields>, name={cfg.late_tuple_stream!r}) "
+                "to outputs")
+        self._stormshift_fields = input_fields(ctx)
+        self._stormshift_key_fields = key_fields(ctx, cfg.key_fields)
+
+    def _event_ms(self, tup: Any) -> int:
+        cfg = self.windowing
+        if cfg.timestamp_extractor is not None:
+            value = cfg.timestamp_extractor(tup)
+        else:
+            assert cfg.timestamp_field is not None
+            fields = self._stormshift_fields.get((tup.component, tup.stream), [])
+            if cfg.timestamp_field not in fields:
+                raise TopologyError(
+                    f"timestamp field {cfg.timestamp_field!r} is not a field of "
+                    f"{tup.component}:{tup.stream} {fields}", component=self.component_name,
+                    fix="name an input field in with_timestamp_field, or use "
+                    "with_timestamp_extractor")
+            value = tup.values[fields.index(cfg.timestamp_field)]
+        if type(value) is not int:
+            raise TypeError(f"component {self.component_name!r}: event time must be an int "
+                            f"of epoch milliseconds, got {value!r} from {tup.component}:"
+                            f"{tup.stream}; convert it in with_timestamp_extractor")
+        return value
+
+    def _key(self, item: WindowedTuple) -> Any:
+        if not self._stormshift_key_fields:
+            return None
+        values = tuple(item.value(f) for f in self._stormshift_key_fields)
+        return values[0] if len(values) == 1 else values
+

@@ -1,0 +1,65 @@
+"""A window, a pane's timing, the ends of time, and the one order of keys.
+
+Windows are half-open ``[start_ms, end_ms)`` in integer milliseconds since
+the epoch (UTC). ``stable_order`` gives keys a total order that does not
+depend on Python's salted ``hash()`` or on arrival order: every place where
+output order matters sorts with it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+__all__ = [
+    "END_OF_TIME_MS",
+    "START_OF_TIME_MS",
+    "Timing",
+    "Window",
+    "stable_order",
+]
+
+START_OF_TIME_MS = -(2**63)
+"""The watermark before anything is known (every event time is after it)."""
+END_OF_TIME_MS = 2**63 - 1
+"""The watermark at end of input: every window is complete."""
+
+
+@dataclass(frozen=True, order=True)
+class Window:
+    """Event times ``start_ms <= t < end_ms``."""
+
+    start_ms: int
+    end_ms: int
+
+    def __post_init__(self) -> None:
+        if self.end_ms <= self.start_ms:
+            raise ValueError(f"a window needs start_ms < end_ms, got [{self.start_ms}, "
+                             f"{self.end_ms})")
+
+    def contains(self, event_ms: int) -> bool:
+        return self.start_ms <= event_ms < self.end_ms
+
+    def intersects(self, other: Window) -> bool:
+        return self.start_ms < other.end_ms and other.start_ms < self.end_ms
+
+    def span(self, other: Window) -> Window:
+        return Window(min(self.start_ms, other.start_ms), max(self.end_ms, other.end_ms))
+
+    def __repr__(self) -> str:
+        return f"[{self.start_ms}, {self.end_ms})"
+
+
+class Timing(str, Enum):
+    """When a pane fired relative to the watermark (Beam's ``PaneInfo.Timing``)."""
+
+    EARLY = "early"  # before the watermark passed the window's end
+    ON_TIME = "on_time"  # the firing when the watermark passed the end
+    LATE = "late"  # after that, for data within the allowed lateness
+
+
+def stable_order(value: Any) -> str:
+    """A total, run-independent sort key for keys and values (JSON text)."""
+    return json.dumps(value, sort_keys=True, default=repr, separators=(",", ":"))

@@ -1,0 +1,239 @@
+"""The windower: time windows per key, fired by watermark, triggers and timers.
+
+Pure logic: the caller passes the watermark and processing time in; nothing
+reads a clock. Call order for each input element: ``add(key, event_ms, item,
+now_ms)``, then ``advance(watermark_ms, now_ms)`` whenever the watermark may
+have moved; ``on_processing_time(now_ms)`` when processing time moved (ticks);
+``advance(END_OF_TIME_MS, now_ms)`` at end of input fires and drops every
+window. Each call returns its outputs in a deterministic order: by fire time
+(a window's ``end_ms``, a timer's ``at_ms``), then window start, then the
+key's ``stable_order``; retractions come just before the pane replacing them.
+
+An element is *on time* when none of its windows is complete; *late* when it
+updates a window the watermark has passed (``W >= end_ms``) but not by more
+than the allowed lateness; *dropped* when every window it belongs to expired
+(``W >= end_ms + allowed_lateness_ms``). A window's state is deleted once it
+expires, after a last LATE pane for late elements a batched late trigger
+still held.
+
+State: ``windows`` (key order -> window -> ``WindowState``), ``keys``, the
+watermark and the timers: plain picklable data; ``snapshot()``/``restore()``.
+"""
+
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass, field
+from typing import Any
+
+from stormshift.windows.aggregation import Aggregation, Collect
+from stormshift.windows.assigners import Assigner
+from stormshift.windows.panes import Accumulation, Output, Pane, Retraction, TimerFired
+from stormshift.windows.triggers import Trigger, TriggerState
+from stormshift.windows.window import START_OF_TIME_MS, Timing, Window, stable_order
+
+__all__ = ["AddResult", "WindowState", "Windower"]
+
+
+@dataclass
+class WindowState:
+    acc: Any  # everything so far (None when discarding: not needed)
+    delta: Any  # since the previous pane
+    trigger: TriggerState = field(default_factory=TriggerState)
+    retract: list[tuple[Window, Any]] = field(default_factory=list)  # RETRACTING only
+
+
+@dataclass
+class AddResult:
+    kind: str  # "on_time" | "late" | "dropped"
+    outputs: list[Output]
+
+
+class Windower:
+    def __init__(
+        self,
+        assigner: Assigner,
+        *,
+        trigger: Trigger | None = None,
+        accumulation: Accumulation = Accumulation.DISCARDING,
+        aggregation: Aggregation[Any] | None = None,
+        allowed_lateness_ms: int = 0,
+    ) -> None:
+        if allowed_lateness_ms < 0:
+            raise ValueError(f"allowed_lateness_ms must be >= 0, got {allowed_lateness_ms}")
+        self.assigner = assigner
+        self.trigger = trigger or Trigger()
+        self.accumulation = Accumulation(accumulation)
+        self.aggregation: Aggregation[Any] = aggregation or Collect()
+        self.allowed_lateness_ms = allowed_lateness_ms
+        self.windows: dict[str, dict[Window, WindowState]] = {}
+        self.keys: dict[str, Any] = {}
+        self.watermark_ms = START_OF_TIME_MS
+        self.timers: list[tuple[int, str, str]] = []  # heap of (at_ms, key order, tag)
+
+    # -- input ----------------------------------------------------------------
+    def add(self, key: Any, event_ms: int, item: Any, now_ms: int) -> AddResult:
+        kord = stable_order(key)
+        wm = self.watermark_ms
+        accepted: list[Window] = []
+        for proto in self.assigner.assign(event_ms):
+            if wm >= proto.end_ms + self.allowed_lateness_ms:
+                continue  # expired for this window
+            self.keys.setdefault(kord, key)
+            states = self.windows.setdefault(kord, {})
+            window = self._merge(states, proto) if self.assigner.merging else proto
+            state = states.get(window)
+            if state is None:
+                state = states[window] = self._new_state()
+                state.trigger.on_time_fired = wm >= window.end_ms  # born late: no ON_TIME
+            self._add_to(state, item)
+            accepted.append(window)
+        if not accepted:
+            return AddResult("dropped", [])
+        outputs: list[Output] = []
+        late = False
+        for window in accepted:
+            state = self.windows[kord][window]
+            complete = wm >= window.end_ms
+            late = late or complete
+            timing = state.trigger.on_element(self.trigger, complete, now_ms)
+            if timing is not None:
+                outputs += self._fire(kord, window, state, timing)
+        return AddResult("late" if late else "on_time", outputs)
+
+    def set_timer(self, key: Any, at_ms: int, tag: str = "") -> None:
+        """An event-time timer: ``TimerFired`` once the watermark reaches ``at_ms``."""
+        kord = stable_order(key)
+        self.keys.setdefault(kord, key)
+        heapq.heappush(self.timers, (at_ms, kord, tag))
+
+    def due_timers(self) -> list[Output]:
+        """Timers set at or below the current watermark since it last moved (user code
+        sets timers while handling the outputs of ``advance``): fire them now."""
+        fired: list[Output] = []
+        while self.timers and self.timers[0][0] <= self.watermark_ms:
+            at_ms, kord, tag = heapq.heappop(self.timers)
+            fired.append(TimerFired(self.keys[kord], at_ms, tag))
+        return fired
+
+    # -- time -----------------------------------------------------------------
+    def advance(self, watermark_ms: int, now_ms: int) -> list[Output]:
+        """Move the watermark forward (never back); fire and expire what it passed."""
+        if watermark_ms <= self.watermark_ms:
+            return []
+        self.watermark_ms = wm = watermark_ms
+        due: list[tuple[int, int, int, str, Window | str]] = []
+        for kord, states in self.windows.items():
+            for window, state in states.items():
+                if not state.trigger.on_time_fired and window.end_ms <= wm:
+                    due.append((window.end_ms, 0, window.start_ms, kord, window))
+        while self.timers and self.timers[0][0] <= wm:
+            at_ms, kord, tag = heapq.heappop(self.timers)
+            due.append((at_ms, 1, 0, kord, tag))
+        outputs: list[Output] = []
+        for at_ms, kind, _, kord, what in sorted(due, key=lambda d: d[:4]):
+            if kind == 1:
+                outputs.append(TimerFired(self.keys[kord], at_ms, str(what)))
+                continue
+            assert isinstance(what, Window)
+            outputs += self._fire(kord, what, self.windows[kord][what], Timing.ON_TIME)
+        outputs += self._expire(wm)
+        return outputs
+
+    def on_processing_time(self, now_ms: int) -> list[Output]:
+        """Fire panes whose processing-time trigger came due by ``now_ms``."""
+        due = []
+        for kord, states in self.windows.items():
+            for window, state in states.items():
+                timing = state.trigger.on_processing_time(self.watermark_ms >= window.end_ms,
+                                                          now_ms)
+                if timing is not None:
+                    due.append((window.end_ms, window.start_ms, kord, window, timing))
+        outputs: list[Output] = []
+        for _, _, kord, window, timing in sorted(due, key=lambda d: d[:3]):
+            outputs += self._fire(kord, window, self.windows[kord][window], timing)
+        return outputs
+
+    def _expire(self, wm: int) -> list[Output]:
+        gone = sorted(
+            (window.end_ms, window.start_ms, kord, window)
+            for kord, states in self.windows.items()
+            for window in states
+            if wm >= window.end_ms + self.allowed_lateness_ms
+        )
+        outputs: list[Output] = []
+        for _, _, kord, window in gone:
+            state = self.windows[kord].pop(window)
+            if state.trigger.count:  # a batched late pane still pending
+                outputs += self._fire(kord, window, state, Timing.LATE)
+            if not self.windows[kord]:
+                del self.windows[kord]
+                if not any(t[1] == kord for t in self.timers):
+                    self.keys.pop(kord, None)
+        return outputs
+
+    # -- panes ----------------------------------------------------------------
+    def _new_state(self) -> WindowState:
+        agg = self.aggregation
+        keep_all = self.accumulation is not Accumulation.DISCARDING
+        return WindowState(acc=agg.init() if keep_all else None, delta=agg.init())
+
+    def _add_to(self, state: WindowState, item: Any) -> None:
+        agg = self.aggregation
+        if state.acc is not None:
+            state.acc = agg.add(state.acc, item)
+        state.delta = agg.add(state.delta, item)
+
+    def _merge(self, states: dict[Window, WindowState], proto: Window) -> Window:
+        """Sessions: merge ``proto`` with the key's windows it intersects."""
+        parts = sorted(w for w in states if w.intersects(proto))
+        merged = proto
+        for part in parts:
+            merged = merged.span(part)
+        if parts == [merged]:
+            return merged
+        agg = self.aggregation
+        state = self._new_state()
+        trigger = TriggerState()
+        for part in parts:
+            old = states.pop(part)
+            if state.acc is not None:
+                state.acc = agg.merge(state.acc, old.acc)
+            state.delta = agg.merge(state.delta, old.delta)
+            state.retract += old.retract
+            trigger = trigger.merge(old.trigger)
+        trigger.on_time_fired = trigger.on_time_fired and self.watermark_ms >= merged.end_ms
+        state.trigger = trigger
+        states[merged] = state
+        return merged
+
+    def _fire(self, kord: str, window: Window, state: WindowState, timing: Timing) -> list[Output]:
+        agg, key = self.aggregation, self.keys[kord]
+        outputs: list[Output] = []
+        new = agg.result(state.delta)
+        result = new if state.acc is None else agg.result(state.acc)
+        if self.accumulation is Accumulation.RETRACTING:
+            outputs += [Retraction(key, w, r) for w, r in state.retract]
+            state.retract = [(window, result)]
+        final = self.watermark_ms >= window.end_ms + self.allowed_lateness_ms
+        outputs.append(Pane(key, window, timing, state.trigger.panes, result, new, final))
+        state.delta = agg.init()
+        state.trigger.fired(timing)
+        return outputs
+
+    # -- state ----------------------------------------------------------------
+    def snapshot(self) -> dict[str, Any]:
+        """Everything that changes, as plain data (config is not included)."""
+        return {
+            "windows": {k: dict(v) for k, v in self.windows.items()},
+            "keys": dict(self.keys),
+            "watermark_ms": self.watermark_ms,
+            "timers": list(self.timers),
+        }
+
+    def restore(self, snap: dict[str, Any]) -> None:
+        self.windows = {k: dict(v) for k, v in snap["windows"].items()}
+        self.keys = dict(snap["keys"])
+        self.watermark_ms = int(snap["watermark_ms"])
+        self.timers = list(snap["timers"])
+        heapq.heapify(self.timers)
