@@ -63,7 +63,7 @@ def main() -> None:
     import maxtopo
     from kafka_broker import TansuBroker
 
-    from stormshift.engines.spark.session import build_session
+    from stormshift.engines.spark.runtime.session import build_session
     from stormshift.topology.loader import load_topology
 
     broker = TansuBroker()
