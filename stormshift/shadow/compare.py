@@ -36,6 +36,7 @@ __all__ = [
     "StreamComparison",
     "Tolerance",
     "compare_stream",
+    "count_causes",
     "key_text",
 ]
 
@@ -293,3 +294,12 @@ def _sort_key(key: tuple[Any, ...]) -> str:
 
 def _number(v: Any) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def count_causes(streams: Any) -> dict[str, int]:
+    """Divergences per cause over ``streams`` (``StreamComparison``s), sorted by cause."""
+    out: dict[str, int] = {}
+    for s in streams:
+        for d in s.divergences:
+            out[d.cause] = out.get(d.cause, 0) + 1
+    return dict(sorted(out.items()))

@@ -44,7 +44,7 @@ from typing import Any
 
 from stormshift.errors import StormshiftError
 from stormshift.shadow.classify import LIVE_DIFFERENCE
-from stormshift.shadow.compare import StreamComparison, Tolerance, compare_stream
+from stormshift.shadow.compare import StreamComparison, Tolerance, compare_stream, count_causes
 from stormshift.shadow.legacy_outputs import (
     LegacyMapping,
     TimedRow,
@@ -183,11 +183,8 @@ class LiveResult:
         return 0 if self.equal else 1
 
     def causes(self) -> dict[str, int]:
-        out: dict[str, int] = {}
-        for s in self.streams:
-            for d in s.divergences:
-                out[d.cause] = out.get(d.cause, 0) + 1
-        return dict(sorted(out.items()))
+        """Divergences per cause, over all streams (sorted by cause)."""
+        return count_causes(self.streams)
 
     def to_dict(self, examples: int = 50) -> dict[str, Any]:
         return {

@@ -29,7 +29,7 @@ from stormshift.engines.local import CrashTask, FailTuples, FaultPlan, LocalEngi
 from stormshift.engines.summary import RunSummary
 from stormshift.errors import StormshiftError
 from stormshift.shadow.classify import classify
-from stormshift.shadow.compare import StreamComparison, Tolerance, compare_stream
+from stormshift.shadow.compare import StreamComparison, Tolerance, compare_stream, count_causes
 from stormshift.shadow.faultspec import parse_faults
 from stormshift.shadow.inputs import InputSpec, apply_input, parse_input
 from stormshift.shadow.results import RESULTS_KEY, ResultSpec, leaf_streams, result_specs
@@ -102,11 +102,7 @@ class ShadowResult:
 
     def causes(self) -> dict[str, int]:
         """Divergences per cause, over all streams (sorted by cause)."""
-        out: dict[str, int] = {}
-        for s in self.streams:
-            for d in s.divergences:
-                out[d.cause] = out.get(d.cause, 0) + 1
-        return dict(sorted(out.items()))
+        return count_causes(self.streams)
 
     def to_dict(self, examples: int = 50) -> dict[str, Any]:
         return {
