@@ -37,7 +37,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-__all__ = ["SCHEMA", "SCHEMA_DDL", "Kind", "RowBuilder", "beacon_row", "chunk_of", "iter_chunks",
+__all__ = ["SCHEMA", "SCHEMA_DDL", "SPARK_TYPES", "Kind", "RowBuilder", "beacon_row", "chunk_of", "iter_chunks",
            "iter_rows", "iter_values", "max_seq_by_src", "redriven_row", "sorted_table",
            "split_beacons", "to_batch", "tuple_count"]
 
@@ -61,7 +61,8 @@ _COLUMNS = (("dest", pa.int32(), "int"), ("kind", pa.int8(), "tinyint"),
             ("src", pa.int32(), "int"), ("seq", pa.int64(), "long"),
             ("sid", pa.int32(), "int"), ("v", pa.binary(), "binary"))
 SCHEMA = pa.schema([(name, arrow) for name, arrow, _ in _COLUMNS])
-SCHEMA_DDL = ", ".join(f"{name} {ddl}" for name, _, ddl in _COLUMNS)
+SPARK_TYPES = tuple((name, ddl) for name, _, ddl in _COLUMNS)
+SCHEMA_DDL = ", ".join(f"{name} {ddl}" for name, ddl in SPARK_TYPES)
 OUT_ROWS_PER_BATCH = 1 << 17
 # A chunk closes at this many tuples or bytes. 32 tuples already cut Spark's rows 32-fold;
 # longer chunks were slower in bench/stage_overhead.py (1024: +15-40% per tuple), as a

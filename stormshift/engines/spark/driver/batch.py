@@ -290,7 +290,12 @@ def _task_positions(layout: Layout, group: list[Stage]) -> tuple[Any, Any, int]:
 def _beacons(spark: Any, first: int, par: int) -> Any:
     """One ``BEACON`` per task (``rows.Kind``): every task runs (ticks, snapshots) and
     learns its task index from its rows -- Spark partition ids are renumbered by unions."""
-    return spark.createDataFrame([R.beacon_row(first + i) for i in range(par)], R.SCHEMA_DDL)
+    from pyspark.sql import functions as F
+
+    dest = (F.col("id") + F.lit(first)).cast(R.SPARK_TYPES[0][1]).alias("dest")
+    rest = [F.lit(value).cast(ddl).alias(name)
+            for (name, ddl), value in zip(R.SPARK_TYPES[1:], R.beacon_row(first)[1:])]
+    return spark.range(par).select(dest, *rest)
 
 
 def _stage_fn(txid: int, jobs: dict[str, StageJob]) -> Callable[[Any], Any]:
