@@ -49,7 +49,18 @@ class ReplayPlanner:
         self.spout = self.host.instance
 
     def initial_offset(self) -> dict:
-        return {"p": self.spout.replay_initial_offsets(), "n": [0] * self.comp.par, "done": False,
+        """Where the query starts: resolved once per checkpoint (``state/starts.py``), so a
+        driver restarted before batch 0 committed re-plans batch 0 from the same offsets."""
+        starts = self.spout.replay_initial_offsets
+        if self.opts.checkpoint_id:
+            from stormshift.engines.spark.runtime.worker import redis_for
+            from stormshift.state.starts import query_start
+
+            offsets = query_start(redis_for(self.opts.redis_url), self.opts.namespace,
+                                  self.opts.checkpoint_id, self.opts.spout, starts)
+        else:
+            offsets = starts()
+        return {"p": offsets, "n": [0] * self.comp.par, "done": False,
                 "fin": False, "k": 0, "capped": False}
 
     def latest_offset(self, start: dict) -> dict:
