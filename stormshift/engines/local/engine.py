@@ -54,13 +54,14 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, cast
 
+from stormshift.adapters.attributes import user_attributes
 from stormshift.adapters.host import working_dir
 from stormshift.engines.budget import spout_budgets, task_targets
 from stormshift.engines.local.acker import Acker
 from stormshift.engines.local.faults import ActiveFaults, Fault, FaultPlan
 from stormshift.engines.local.scheduler import Clock, Periodic, WallClock
 from stormshift.engines.local.tasks import TaskSet
-from stormshift.engines.summary import RunSummary
+from stormshift.engines.summary import ComponentState, RunSummary
 from stormshift.topology.graph import TopologyGraph
 
 __all__ = ["LocalEngine"]
@@ -171,6 +172,8 @@ class LocalEngine:
             self.summary.components[name].queued += len(queue)
         for comp in self.graph.bolts:
             self.summary.components[comp.name].windows = self.tasks.window_counters(comp.name)
+            tasks = [user_attributes(obj) for obj in self.instances(comp.name)]
+            self.summary.final_state[comp.name] = ComponentState(tasks)
         if on_progress is not None:
             on_progress(self.summary.progress_line())
             self._report_new_errors(on_progress)
