@@ -43,6 +43,7 @@ from stormshift.shadow.compare import (
     Tolerance,
     key_text,
 )
+from stormshift.state.maps import MapHandle
 
 __all__ = ["STATE_KEY", "StateComparison", "compare_state", "entries_of", "ignored"]
 
@@ -138,6 +139,8 @@ def entries_of(state: Any) -> dict[str, tuple[str, dict[str, Any]]]:
     held: dict[str, dict[str, list[Any]]] = {}
     for attrs in state.tasks:
         for name, value in attrs.items():
+            if isinstance(value, MapHandle):
+                continue  # a handle holds no state: its map does (``state.maps``)
             keys = held.setdefault(name, {})
             for k, v in _keys_of(value).items():
                 keys.setdefault(k, []).append(v)
