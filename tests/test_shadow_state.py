@@ -180,3 +180,16 @@ def test_port_with_opaque_map_agrees_with_the_legacy_dict(spark: Any, redis_url:
     assert spend.equal and spend.keys == len(want) > 0
     assert result.port.final_state["client_spent_bolt"].maps["spend"] == want
     assert result.equal, [d.to_dict() for s in result.states for d in s.divergences][:5]
+
+
+def test_key_series_per_mode_over_event_time_or_position() -> None:
+    from stormshift.shadow.key_chart import key_series
+    from stormshift.shadow.results import ResultMode, ResultSpec
+
+    rows = [["a", 2, 100], ["b", 1, 150], ["a", 3, 200]]
+    latest = ResultSpec("bolt", "default", ("k", "v", "ts"), ResultMode.LATEST, ("k",),
+                        ("v", "ts"), "ts")
+    assert key_series(latest, rows, {"a"}) == {"a": (([100, 200], [2.0, 3.0]), True)}
+    summed = ResultSpec("bolt", "default", ("k", "v", "ts"), ResultMode.SUM, ("k",), ("v",))
+    assert key_series(summed, rows, {"a", "b"}, scale=2.0) == {
+        "a": (([0, 4], [2.0, 5.0]), False), "b": (([2], [1.0]), False)}
