@@ -64,7 +64,7 @@ def test_state_divergence_kinds_and_tolerance() -> None:
 
 def test_local_engine_reports_its_instances_user_attributes() -> None:
     graph = load_topology(ADCLICKS, overrides=SMALL)
-    summary = LocalEngine(graph, clock=SimClock(), seed=0).run()
+    summary = LocalEngine(graph, clock=SimClock(), seed=0, read_state=True).run()
     state = summary.final_state["client_spent_bolt"]
     assert len(state.tasks) == graph.component("client_spent_bolt").par
     assert all(set(t) == {"spend"} for t in state.tasks)  # no logger, conf, context, emit
@@ -74,6 +74,7 @@ def test_local_engine_reports_its_instances_user_attributes() -> None:
     want = oracle().compute(oracle().generated_lines(7, EVENTS)).spend_by_advertiser
     assert merged == want
     assert "ad_log_spout" not in summary.final_state  # bolts only
+    assert LocalEngine(graph, clock=SimClock(), seed=0).run().final_state == {}  # not asked
 
 
 def test_storm_crash_shows_as_lost_state_in_the_final_state() -> None:

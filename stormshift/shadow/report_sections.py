@@ -115,7 +115,7 @@ def _key_charts(result: Any, s: StreamComparison) -> str:
                               "event time" if timed else "legacy output position"))
     if not charts:
         return ""
-    return (f"<h4>Per key: the {len(charts)} largest divergences over time</h4>"
+    return (f"<h4>Per key over time: the {len(charts)} largest divergent keys</h4>"
             f"<div class='keys'>{''.join(charts)}</div>")
 
 

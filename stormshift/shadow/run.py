@@ -225,7 +225,7 @@ def execute(plan: ShadowPlan, on_progress: Callable[[str], None] | None = None) 
     say = on_progress or (lambda line: None)
     say(f"legacy: local engine (Storm semantics){', faults: ' + _names(faults) if faults else ''}")
     legacy_engine = LocalEngine(graph, clock=SimClock(ms_per_round=opts.ms_per_round),
-                                seed=opts.seed, faults=faults)
+                                seed=opts.seed, faults=faults, read_state=True)
     legacy = legacy_engine.run(max_tuples=opts.max_tuples)
     baseline = None
     if faults:
@@ -249,7 +249,8 @@ def execute(plan: ShadowPlan, on_progress: Callable[[str], None] | None = None) 
 
 def _run_local(graph: TopologyGraph, opts: ShadowOptions) -> RunSummary:
     clock = SimClock(ms_per_round=opts.ms_per_round)
-    return LocalEngine(graph, clock=clock, seed=opts.seed).run(max_tuples=opts.max_tuples)
+    return LocalEngine(graph, clock=clock, seed=opts.seed, read_state=True).run(
+        max_tuples=opts.max_tuples)
 
 
 def _config(graph: TopologyGraph, results: Mapping[str, Any] | None) -> dict[str, Any]:
