@@ -5,6 +5,7 @@ maps), divergence kinds and tolerance; the local engine reporting its
 instances' attributes; shadows with the port on the local engine where Storm's
 crash loses a task's dict (classified as such) and where a changed bolt's
 state differs on exactly the keys the change affects; ``shadow.state.ignore``.
+Redis tier: ``state/final.py`` reads committed snapshots (verified) and maps back.
 Spark tier: a port that moves a legacy bolt's dict into an ``opaque_map`` is
 compared, key by key, with the legacy's attribute -- and agrees.
 """
@@ -194,3 +195,36 @@ def test_key_series_per_mode_over_event_time_or_position() -> None:
     summed = ResultSpec("bolt", "default", ("k", "v", "ts"), ResultMode.SUM, ("k",), ("v",))
     assert key_series(summed, rows, {"a", "b"}, scale=2.0) == {
         "a": (([0, 4], [2.0, 5.0]), False), "b": (([2], [1.0]), False)}
+
+
+@pytest.mark.redis
+def test_committed_state_is_read_back_verified_and_uncommitted_left_out(redis_url: str,
+                                                                        namespace: str) -> None:
+    import pickle
+
+    import redis as redis_py
+
+    from stormshift.errors import StateError
+    from stormshift.state import keys as K
+    from stormshift.state import opaque_map
+    from stormshift.state.commit import CommitLog
+    from stormshift.state.fencing import acquire_epoch
+    from stormshift.state.final import committed_attributes, committed_maps
+    from stormshift.state.scope import TaskScope
+    from stormshift.state.snapshots import SnapshotStore
+
+    r = redis_py.Redis.from_url(redis_url)
+    store = SnapshotStore(r, namespace, b"k" * 32)
+    epoch = acquire_epoch(r, namespace, "bolt", 0)
+    with TaskScope(r, namespace, "bolt", 0, 1, epoch):
+        opaque_map("spend").increment("adv-1", 5)
+    store.save("bolt", 0, 1, epoch, pickle.dumps({"counts": {"a": 1}}))
+    CommitLog(r, namespace).record_commit(1)
+    store.save("bolt", 0, 2, epoch, pickle.dumps({"counts": {"a": 2}}))  # not committed
+    assert committed_attributes(r, namespace, b"k" * 32, "bolt", 0) == {"counts": {"a": 1}}
+    assert committed_attributes(r, namespace, b"k" * 32, "bolt", 1) == {}
+    assert committed_maps(r, namespace, "bolt") == {"spend": {"adv-1": 5}}
+    key = K.snapshot_key(namespace, "bolt", 0)
+    r.hset(key, "1", r.hget(key, "1")[:-1] + b"x")  # tampered: refused, never unpickled
+    with pytest.raises(StateError, match="integrity check"):
+        committed_attributes(r, namespace, b"k" * 32, "bolt", 0)
