@@ -73,13 +73,13 @@ class Redrive:
     def __init__(self, r: Any, namespace: str):
         self.r = r
         self.namespace = K.check_name("namespace", namespace)
-        self.key = K.ns_key(namespace, "redrive")
-        self.claims_key = K.ns_key(namespace, "redrive-claims")
+        self.key = K.redrive_key(namespace)
+        self.claims_key = K.redrive_claims_key(namespace)
         self._move = r.register_script(_MOVE)
         self._claim = r.register_script(_CLAIM)
 
     def claim_key(self, txid: int) -> str:
-        return K.ns_key(self.namespace, f"redrive-tx:{int(txid)}")
+        return K.redrive_txid_key(self.namespace, txid)
 
     # -- operator side -------------------------------------------------------
     @retrying
