@@ -15,8 +15,9 @@ from stormshift.state.batchstats import read_records
 from stormshift.state.connection import run_scripts
 from stormshift.state.deadletter import DeadLetters, entry, fenced_add_call
 from stormshift.state.inspect import map_items
+from stormshift.state.sinkstream import sink_call
 from stormshift.state.snapshots import SnapshotStore
-from stormshift.state.task_txn import Status, TaskTxn, sink_call
+from stormshift.state.task_txn import Status, TaskTxn
 
 pytest_plugins = ["state_fixtures"]
 HMAC = b"test-key"

@@ -10,7 +10,8 @@ Call order, one step each (``Status`` refuses a call in the wrong state):
 3. ``scope``: the ``TaskScope`` the batch runs in; its map writes are buffered, not sent;
 4. ``snapshot``: the task's state at ``txid`` (payload format: ``state/snapshots.py``);
 5. ``dead_letter``: each tuple the attempt dead-letters;
-6. ``sink``: its leaf emits for a ``redis:`` sink, guarded by the sink marker;
+6. ``sink``: its leaf emits for a ``redis:`` sink, guarded by the sink marker
+   (``state/sinkstream.py``);
 7. ``counters``: its counters record for the driver (``state/batchstats.py``);
 8. ``commit``: steps 3-7 as ONE pipelined round of EVALSHA calls, in that order.
 
@@ -36,7 +37,6 @@ and by the rule the successor's commit of the same txid replaces the prefix.
 from __future__ import annotations
 
 import enum
-import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -47,8 +47,9 @@ from stormshift.state.connection import Call, run_scripts
 from stormshift.state.deadletter import entry, fenced_add_call
 from stormshift.state.fencing import acquire_epoch
 from stormshift.state.scope import TaskScope
+from stormshift.state.sinkstream import sink_call
 
-__all__ = ["Status", "TaskTxn", "sink_call"]
+__all__ = ["Status", "TaskTxn"]
 
 
 class Status(enum.Enum):
@@ -160,13 +161,3 @@ class TaskTxn:
             self._scope.discard()
         self.status = Status.ABORTED
 
-
-def sink_call(namespace: str, epoch: int, txid: int, component: str, task: int,
-              stream_key: str, leaves: Sequence[tuple[str, Any]]) -> Call:
-    """The fenced call adding a task's leaf emits of ``txid`` to ``stream_key`` once (pure)."""
-    keys = [K.epochs_key(namespace), K.commit_key(namespace),
-            K.sink_marker_key(namespace, txid, component, task), stream_key]
-    args: list[Any] = [epoch, txid, K.who(component, task), component, task]
-    for stream, values in leaves:
-        args += [stream, json.dumps(values, default=str)]
-    return ("sink_put", keys, args)

@@ -6,10 +6,9 @@ that makes a re-run of the same batch overwrite instead of append:
 
 - ``jsonl:DIR`` -> ``DIR/<component>/<stream>/<txid:012d>-<task:04d>.jsonl``,
   written to a temporary name and renamed (atomic on POSIX);
-- ``redis:STREAM`` -> ``XADD STREAM`` entries ``{component, stream, txid, task,
-  values(JSON)}`` in the task's commit (``state/task_txn.py`` step 6), guarded by
-  a per-(txid, component, task) marker set in the same script (a re-run finds
-  the marker and writes nothing);
+- ``redis:STREAM`` -> stream entries written in the task's commit
+  (``state/task_txn.py`` step 6; layout and marker: ``state/sinkstream.py``):
+  a re-run finds the marker and writes nothing;
 - ``drop`` -> counted in the summary, not kept.
 """
 
