@@ -84,7 +84,7 @@ def measure(args: argparse.Namespace, sink_kind: str) -> dict[str, list[float]]:
             jobs = {s.head: StageJob(layout, s, txid, frozenset(), args.redis, namespace,
                                      b"bench-key", sink) for s in layout.stages}
 
-            def run(table: Any) -> tuple[int, Any]:
+            def run(table: Any, jobs: dict[str, Any] = jobs) -> tuple[int, Any]:
                 import pyarrow as pa
 
                 from stormshift.engines.spark import rows as R

@@ -190,6 +190,11 @@ def all_keys_pattern(ns: str) -> list[str]:
     return [f"{PREFIX}:{{{ns}}}:*", f"{PREFIX}:{{{ns}:*}}:*"]
 
 
+def namespace_records_pattern() -> str:
+    """SCAN pattern of every namespace's namespace-wide keys (commit records, epochs, ...)."""
+    return f"{PREFIX}:{{*}}:*"
+
+
 def parse_key(key: str) -> tuple[str, int | None, str] | None:
     """``(namespace, group or None, suffix)`` of one of our keys, else None."""
     m = re.match(r"^ss:\{([^}:]+)(?::(\d+))?\}:(.*)$", key)
@@ -221,6 +226,7 @@ __all__ = [
     "group_of",
     "map_key",
     "name_group",
+    "namespace_records_pattern",
     "par_key",
     "parse_key",
     "redrive_claims_key",
