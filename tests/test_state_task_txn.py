@@ -21,7 +21,11 @@ from stormshift.state.task_txn import Status, TaskTxn
 
 pytest_plugins = ["state_fixtures"]
 HMAC = b"test-key"
-SINK = "txn-test-sink"
+
+
+def _sink(ns):
+    """The test's sink stream: in the namespace's slot (Redis Cluster), dropped with it."""
+    return K.ns_key(ns, "test-sink")
 
 
 def _txn(r, ns, txid, task=0):
@@ -37,7 +41,7 @@ def _fill(txn, letters=("x",), leaves=(("default", ["a", 1]),)):
     for n, value in enumerate(letters):
         txn.dead_letter("default", [value], "ValueError: bad", "trace", source="spout",
                         tuple_key=f"{txn.txid}:{txn.task}:{n + 1}", reason="raised")
-    txn.sink(f"{SINK}-{txn.namespace}", list(leaves))
+    txn.sink(_sink(txn.namespace), list(leaves))
     txn.counters(b"record")
 
 
@@ -120,18 +124,12 @@ def _written(r, ns):
         "snapshots": snaps,
         "dead_letters": [(d.txid, d.tuple_key, d.values) for d in DeadLetters(r, ns).list()],
         "sink": [(int(f[b"txid"]), json.loads(f[b"values"])) for _id, f in
-                 r.xrange(f"{SINK}-{ns}")],
+                 r.xrange(_sink(ns))],
         "counters": read_records(r, ns, 1),
     }
 
 
-@pytest.fixture
-def clean_sink(redis_client, ns):
-    yield
-    redis_client.delete(f"{SINK}-{ns}")
-
-
-def test_a_commit_writes_every_step_in_one_round(redis_client, ns, clean_sink):
+def test_a_commit_writes_every_step_in_one_round(redis_client, ns):
     txn = _txn(redis_client, ns, 1)
     txn.begin()
     _fill(txn)
@@ -149,7 +147,7 @@ def test_a_commit_writes_every_step_in_one_round(redis_client, ns, clean_sink):
     assert later.restore_point() == b"state-at-txid"
 
 
-def test_a_stale_epochs_commit_writes_nothing(redis_client, ns, clean_sink):
+def test_a_stale_epochs_commit_writes_nothing(redis_client, ns):
     zombie = _txn(redis_client, ns, 1)
     zombie.begin()
     _fill(zombie)
@@ -161,7 +159,7 @@ def test_a_stale_epochs_commit_writes_nothing(redis_client, ns, clean_sink):
                                           "dead_letters": [], "sink": [], "counters": []}
 
 
-def test_a_txid_at_or_below_the_committed_one_is_refused(redis_client, ns, clean_sink):
+def test_a_txid_at_or_below_the_committed_one_is_refused(redis_client, ns):
     commit(redis_client, ns, 5)
     for txid in (5, 4):
         txn = _txn(redis_client, ns, txid)
@@ -174,7 +172,7 @@ def test_a_txid_at_or_below_the_committed_one_is_refused(redis_client, ns, clean
     assert got["maps"] == {"o": {}, "t": {}}
 
 
-def test_a_replayed_commit_of_the_same_txid_lands_once(redis_client, ns, clean_sink):
+def test_a_replayed_commit_of_the_same_txid_lands_once(redis_client, ns):
     first = _txn(redis_client, ns, 1)
     first.begin()
     _fill(first)
@@ -190,8 +188,7 @@ def test_a_replayed_commit_of_the_same_txid_lands_once(redis_client, ns, clean_s
     assert _written(redis_client, ns) == once
 
 
-def test_a_later_attempt_replaces_the_counters_and_snapshot_of_an_earlier_one(redis_client, ns,
-                                                                               clean_sink):
+def test_a_later_attempt_replaces_the_counters_and_snapshot_of_an_earlier_one(redis_client, ns):
     first = _txn(redis_client, ns, 1)
     first.begin()
     first.snapshot(b"first")
@@ -207,7 +204,7 @@ def test_a_later_attempt_replaces_the_counters_and_snapshot_of_an_earlier_one(re
     assert SnapshotStore(redis_client, ns, HMAC).load("bolt", 0, 2) == b"retry"
 
 
-def test_an_aborted_transaction_sends_nothing(redis_client, ns, clean_sink):
+def test_an_aborted_transaction_sends_nothing(redis_client, ns):
     txn = _txn(redis_client, ns, 1)
     txn.begin()
     _fill(txn)

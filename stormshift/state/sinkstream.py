@@ -5,7 +5,10 @@ task, values}`` (``values`` as JSON). A task's entries of one txid go in with
 its task transaction (``sink_call``, ``state/task_txn.py`` step 6), once: a
 per-(txid, component, task) marker set in the same script makes a later
 attempt of that txid add nothing. ``read_entries`` gives them back by id
-(the live shadow reads a port's outputs so).
+(the live shadow reads a port's outputs so). The script checks the fence on
+the namespace's records and sets the marker beside them, so on Redis Cluster
+the stream must share their slot: name it with the namespace as hash tag
+(``{NAMESPACE}:out``).
 """
 
 from __future__ import annotations
