@@ -28,10 +28,13 @@ and renamed into place by the caller after ``commit`` returns, so a fenced
 attempt writes none. Plain maps (``plain_map``) are at-least-once by design.
 
 The round is pipelined, not atomic: a successor that takes its epoch during
-the round can leave a prefix of it written. Calls run in order on one
-connection and fences only move forward, so once one call is refused every
-later one is too (dead letters never land without the snapshot before them),
-and by the rule the successor's commit of the same txid replaces the prefix.
+the round (or a commit recorded during it) can leave part of it written. The
+namespace-wide calls (dead letters, sink, counters) check the epoch counter
+and the commit record, which move before any group's copy of them does, so
+if the snapshot (or any earlier call) of the round was refused, they are too
+(calls run in order on one server; a cluster runs one round per node):
+dead letters never land without the snapshot before them. Whatever part
+landed, the successor's commit of the same txid replaces it (the rule).
 """
 
 from __future__ import annotations
