@@ -15,7 +15,7 @@ from stormshift.state.batchstats import read_records
 from stormshift.state.connection import run_scripts
 from stormshift.state.deadletter import DeadLetters, entry, fenced_add_call
 from stormshift.state.inspect import map_items
-from stormshift.state.sinkstream import sink_call
+from stormshift.state.sinkstream import read_entries, sink_call
 from stormshift.state.snapshots import SnapshotStore
 from stormshift.state.task_txn import Status, TaskTxn
 
@@ -140,6 +140,7 @@ def test_a_commit_writes_every_step_in_one_round(redis_client, ns):
     assert got["snapshots"] == [1]
     assert got["dead_letters"] == [(1, "1:0:1", ["x"])]
     assert got["sink"] == [(1, ["a", 1])]
+    assert [e[1:] for e in read_entries(redis_client, _sink(ns))] == [("bolt", "default", ["a", 1])]
     assert got["counters"] == [("bolt:0", b"record")]
     commit(redis_client, ns, 1)
     later = _txn(redis_client, ns, 2)
