@@ -7,7 +7,7 @@ Bolts use ``opaque_map`` / ``transactional_map`` / ``plain_map``; engines use
 writes through ONE ``TaskTxn`` (``task_txn.py``: epoch, restore, map writes,
 snapshot, dead letters, sink marker, counters; one fenced commit, one
 idempotence rule). Every key name is built in ``keys.py``, every script is in
-``lua.py``; code outside this package reads no Redis structure's layout itself
+``lua.py`` / ``lua_ns.py``; code outside this package reads no Redis structure's layout itself
 (``batchstats.py``, ``runrecords.py``, ``sinkstream.py`` and ``wal.py`` read
 them for the engine).
 """

@@ -39,18 +39,7 @@ import msgpack
 
 from stormshift.state import keys as K
 from stormshift.state.connection import Call, retrying
-from stormshift.state.lua import DLQ_ADD
-
-# KEYS: dlq stream, dlq ids hash, txid index hash. Deletes the txid's entries.
-_DISCARD = r"""
-local kv = redis.call('HGETALL', KEYS[3])
-for i = 1, #kv, 2 do
-  redis.call('XDEL', KEYS[1], kv[i])
-  redis.call('HDEL', KEYS[2], kv[i + 1])
-end
-redis.call('DEL', KEYS[3])
-return #kv / 2
-"""
+from stormshift.state.lua_ns import DLQ_ADD, DLQ_DISCARD
 
 __all__ = ["DeadLetter", "DeadLetters", "decode_entry", "entry", "fenced_add_call"]
 
@@ -96,7 +85,7 @@ class DeadLetters:
         self.key = K.dlq_key(namespace)
         self.ids_key = K.dlq_ids_key(namespace)
         self._add = r.register_script(DLQ_ADD)
-        self._discard = r.register_script(_DISCARD)
+        self._discard = r.register_script(DLQ_DISCARD)
 
     def txid_key(self, txid: int) -> str:
         return K.dlq_txid_key(self.namespace, txid)

@@ -1,5 +1,9 @@
 """Every Lua script of the state layer (format version ``keys.FORMAT_VERSION``).
 
+``SCRIPTS`` are run by name through ``connection.run_scripts`` (one pipelined
+round of EVALSHA). The scripts on the namespace's own slot (dead letters,
+redrive, the sink stream, batch counters) are in ``lua_ns.py``.
+
 Each write script first runs the fence check (stale epoch, txid at or below
 the committed one) and validates every key before it writes anything, so a
 rejected call leaves no partial write. A script only touches keys of one key
@@ -8,6 +12,8 @@ on Redis's Lua 5.1 and on fakeredis's Lua 5.4 (no cmsgpack, no struct).
 """
 
 from __future__ import annotations
+
+from stormshift.state.lua_ns import DLQ_ADD_FENCED, SINK_PUT, STATS_PUT
 
 # Shared prelude: the fence check every write script runs before touching data.
 # Returns an error string (prefixed FENCED) or nil; never writes before checks pass.
@@ -153,84 +159,6 @@ for j = 1, n do
 end
 if #out > 0 then redis.call('HSET', KEYS[2], unpack(out)) end
 return #out / 2
-"""
-
-# The same check against the namespace-wide records (slot ``{ns}``): the epoch counter, which
-# ``acquire_epoch`` raises before it copies the epoch to any group fence, and the commit
-# record, which the driver writes before it copies ``committed`` to them. For writes to
-# namespace-wide keys (dead letters, the sink marker, batch counters) of a task attempt.
-_NS_FENCE = r"""
-local unpack = unpack or table.unpack
-local function ns_fence(ekey, ckey, who, epoch_s, txid_s)
-  local cur_s = redis.call('HGET', ekey, who) or '-1'
-  if tonumber(epoch_s) < tonumber(cur_s) then
-    return 'FENCED stale epoch ' .. epoch_s .. ' for task ' .. who .. ' (current epoch ' .. cur_s .. ')'
-  end
-  local com_s = redis.call('HGET', ckey, 'committed') or '-1'
-  if tonumber(txid_s) <= tonumber(com_s) then
-    return 'FENCED txid ' .. txid_s .. ' is at or below the committed txid ' .. com_s
-  end
-  return nil
-end
-"""
-
-# One dead letter: dlq stream, its digest -> entry id hash, the txid's index hash (or nil).
-# Idempotent: a replayed batch dead-letters the same tuple once. An index entry whose stream
-# entry is gone (replayed and removed, moved to redrive, trimmed) does not count: the tuple
-# failed again, so it is dead-lettered again rather than lost.
-_DLQ_ADD = r"""
-local unpack = unpack or table.unpack
-local function dlq_add(dlq, ids, txk, digest, first)
-  local have = redis.call('HGET', ids, digest)
-  if have and #redis.call('XRANGE', dlq, have, have) == 1 then return have end
-  local f = {}
-  for i = first, #ARGV do f[#f + 1] = ARGV[i] end
-  local id = redis.call('XADD', dlq, '*', unpack(f))
-  redis.call('HSET', ids, digest, id)
-  if txk then
-    redis.call('HSET', txk, id, digest)
-    redis.call('EXPIRE', txk, 604800)
-  end
-  return id
-end
-"""
-
-# KEYS: dlq stream, dlq ids hash, [txid index hash]. ARGV: digest, field/value pairs.
-DLQ_ADD = _DLQ_ADD + r"""
-return dlq_add(KEYS[1], KEYS[2], KEYS[3], ARGV[1], 2)
-"""
-
-# KEYS: epochs, commit, dlq stream, dlq ids hash, txid index hash.
-# ARGV: epoch, txid, who, digest, field/value pairs. A task attempt's dead letter (fenced).
-DLQ_ADD_FENCED = _NS_FENCE + _DLQ_ADD + r"""
-local err = ns_fence(KEYS[1], KEYS[2], ARGV[3], ARGV[1], ARGV[2])
-if err then return redis.error_reply(err) end
-return dlq_add(KEYS[3], KEYS[4], KEYS[5], ARGV[4], 5)
-"""
-
-# KEYS: epochs, commit, marker, sink stream. ARGV: epoch, txid, who, component, task, then
-# (stream, values JSON)*. A task's leaf emits of one txid go in once: a later attempt finds
-# the marker and adds nothing (its emits are the same: a task is a pure function).
-SINK_PUT = _NS_FENCE + r"""
-local err = ns_fence(KEYS[1], KEYS[2], ARGV[3], ARGV[1], ARGV[2])
-if err then return redis.error_reply(err) end
-if redis.call('EXISTS', KEYS[3]) == 1 then return 0 end
-for i = 6, #ARGV, 2 do
-  redis.call('XADD', KEYS[4], '*', 'component', ARGV[4], 'stream', ARGV[i], 'txid', ARGV[2],
-             'task', ARGV[5], 'values', ARGV[i + 1])
-end
-redis.call('SET', KEYS[3], 1)
-return (#ARGV - 5) / 2
-"""
-
-# KEYS: epochs, commit, stats hash. ARGV: epoch, txid, who, ttl secs, (field, record)*.
-# A task's counters of one txid: a later attempt's record replaces its field.
-STATS_PUT = _NS_FENCE + r"""
-local err = ns_fence(KEYS[1], KEYS[2], ARGV[3], ARGV[1], ARGV[2])
-if err then return redis.error_reply(err) end
-redis.call('HSET', KEYS[3], unpack(ARGV, 5))
-redis.call('EXPIRE', KEYS[3], ARGV[4])
-return 1
 """
 
 # KEYS: fence. ARGV: who, epoch. Raises the group's copy of a task's epoch (never lowers).
@@ -425,7 +353,6 @@ SCRIPTS: dict[str, str] = {
     "snapshot_save": SNAPSHOT_SAVE,
     "fenced_call": FENCED_CALL,
     "wal_append": WAL_APPEND,
-    "dlq_add": DLQ_ADD,
     "dlq_add_fenced": DLQ_ADD_FENCED,
     "sink_put": SINK_PUT,
     "stats_put": STATS_PUT,
