@@ -129,19 +129,23 @@ def _written(r, ns):
     }
 
 
+def _assert_one_commit(r, ns):
+    got = _written(r, ns)
+    assert got["maps"]["o"] == {"a": (2, 1)} and got["maps"]["t"] == {"k": ("v", 1)}
+    assert got["snapshots"] == [1]
+    assert got["dead_letters"] == [(1, "1:0:1", ["x"])]
+    assert got["sink"] == [(1, ["a", 1])]
+    assert got["counters"] == [("bolt:0", b"record")]
+
+
 def test_a_commit_writes_every_step_in_one_round(redis_client, ns):
     txn = _txn(redis_client, ns, 1)
     txn.begin()
     _fill(txn)
     txn.commit()
     assert txn.status is Status.COMMITTED
-    got = _written(redis_client, ns)
-    assert got["maps"]["o"] == {"a": (2, 1)} and got["maps"]["t"] == {"k": ("v", 1)}
-    assert got["snapshots"] == [1]
-    assert got["dead_letters"] == [(1, "1:0:1", ["x"])]
-    assert got["sink"] == [(1, ["a", 1])]
+    _assert_one_commit(redis_client, ns)
     assert [e[1:] for e in read_entries(redis_client, _sink(ns))] == [("bolt", "default", ["a", 1])]
-    assert got["counters"] == [("bolt:0", b"record")]
     commit(redis_client, ns, 1)
     later = _txn(redis_client, ns, 2)
     later.begin()
@@ -187,6 +191,19 @@ def test_a_replayed_commit_of_the_same_txid_lands_once(redis_client, ns):
     _fill(retry)
     retry.commit()
     assert _written(redis_client, ns) == once
+
+
+@pytest.mark.parametrize("landed", [1, 2, 3, 5])
+def test_a_round_cut_short_is_replaced_by_the_successors_commit(redis_client, ns, landed):
+    zombie = _txn(redis_client, ns, 1)
+    zombie.begin()
+    _fill(zombie)
+    run_scripts(redis_client, zombie.calls()[:landed])  # the rest of its round never arrived
+    successor = _txn(redis_client, ns, 1)
+    successor.begin()
+    _fill(successor)
+    successor.commit()
+    _assert_one_commit(redis_client, ns)
 
 
 def test_a_later_attempt_replaces_the_counters_and_snapshot_of_an_earlier_one(redis_client, ns):
