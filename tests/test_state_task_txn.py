@@ -157,7 +157,7 @@ def test_a_stale_epochs_commit_writes_nothing(redis_client, ns):
     zombie.begin()
     _fill(zombie)
     _txn(redis_client, ns, 1).begin()  # a newer attempt of the task: the zombie is fenced
-    with pytest.raises(FencedError, match="stale epoch"):
+    with pytest.raises(FencedError, match="component 'bolt' task 0 txid 1 epoch 1: .*stale epoch"):
         zombie.commit()
     assert zombie.status is Status.ABORTED
     assert _written(redis_client, ns) == {"maps": {"o": {}, "t": {}}, "snapshots": [],

@@ -153,8 +153,11 @@ class TaskTxn:
         calls = self.calls()
         try:
             run_scripts(self.r, calls)
-        except Exception:
+        except Exception as e:
             self.status = Status.ABORTED
+            where = f"component {self.component!r} task {self.task} txid {self.txid} epoch {self.epoch}"
+            if e.args and isinstance(e.args[0], str) and not e.args[0].startswith("component "):
+                e.args = (f"{where}: {e.args[0]}", *e.args[1:])
             raise
         self.status = Status.COMMITTED
 
