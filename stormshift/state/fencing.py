@@ -19,7 +19,7 @@ from stormshift.errors import FencedError
 from stormshift.state import keys as K
 from stormshift.state.connection import retrying, run_scripts
 
-__all__ = ["FencedError", "FencedWriter", "acquire_epoch", "broadcast_epoch", "current_epoch"]
+__all__ = ["FencedError", "FencedWriter", "acquire_epoch", "current_epoch"]
 
 
 @retrying
@@ -32,16 +32,11 @@ def acquire_epoch(r: Any, namespace: str, component: str, task_index: int) -> in
     K.check_name("namespace", namespace)
     field = K.who(component, task_index)
     epoch = _incr(r, namespace, field)
-    broadcast_epoch(r, namespace, field, epoch)
-    return epoch
-
-
-def broadcast_epoch(r: Any, namespace: str, who: str, epoch: int) -> None:
-    """Copy a new epoch of task ``who`` into the fence of every key group (one round)."""
     run_scripts(
         r,
-        [("fence_epoch", [K.fence_key(namespace, g)], [who, epoch]) for g in range(K.KEY_GROUPS)],
+        [("fence_epoch", [K.fence_key(namespace, g)], [field, epoch]) for g in range(K.KEY_GROUPS)],
     )
+    return epoch
 
 
 def current_epoch(r: Any, namespace: str, component: str, task_index: int) -> int:
