@@ -32,9 +32,9 @@ def run(redis_url):
     r = redis.Redis.from_url(redis_url)
     namespaces = []
 
-    def run_stage(topology, numbers, sink=None, txid=1):
+    def run_stage(topology, numbers, sink=None, txid=1, namespace=None):
         layout = Layout(load_topology(topology))
-        namespace = f"test-output-{uuid.uuid4().hex[:10]}"
+        namespace = namespace or f"test-output-{uuid.uuid4().hex[:10]}"
         namespaces.append(namespace)
         sink = sink or SinkSpec("drop")
         jobs = {s.head: StageJob(layout, s, txid, frozenset(), redis_url, namespace, b"k", sink)
@@ -78,6 +78,20 @@ def test_fused_emits_arrive_in_order_and_a_redo_drops_the_first_runs_queue(run, 
     # n = 0..9 in order, without n == 5 (dead-lettered in the first run, skipped by the redo)
     assert got == [("k0", 0), ("k1", 1), ("k0", 2), ("k1", 4), ("k0", 6), ("k0", 12),
                    ("k1", 11), ("k0", 20), ("k1", 20)]
+
+
+def test_a_redis_sink_gets_each_leaf_emit_once_when_a_batch_runs_again(run):
+    r, run_stage = run
+    namespace = f"test-output-{uuid.uuid4().hex[:10]}"
+    stream = f"sink-{namespace}"
+    for _attempt in range(2):  # the second run: a later attempt of txid 1 (a retry)
+        run_stage(outtopo.FusedTopo, list(range(10)), sink=SinkSpec("redis", stream),
+                  namespace=namespace)
+    got = [(f[b"component"], int(f[b"txid"]), tuple(json.loads(f[b"values"])))
+           for _id, f in r.xrange(stream)]
+    assert got == [(b"totals", 1, v) for v in [("k0", 0), ("k1", 1), ("k0", 2), ("k1", 4),
+                                               ("k0", 6), ("k0", 12), ("k1", 11), ("k0", 20),
+                                               ("k1", 20)]]
 
 
 def test_member_output_routes_chunks_fuses_and_counts_leaves():

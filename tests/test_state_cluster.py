@@ -8,6 +8,7 @@ import pytest
 import test_state_fencing as fencing
 import test_state_maps as maps
 import test_state_snapshots as snapshots
+import test_state_task_txn as txn
 from state_fixtures import LocalCluster, drop_namespace
 
 from stormshift.state.connection import connect
@@ -38,6 +39,10 @@ CASES = [
     fencing.test_checkpoint_binding_keeps_txids_growing,
     snapshots.test_load_returns_newest_committed_version_below_txid,
     snapshots.test_tampered_snapshot_is_refused_never_unpickled,
+    txn.test_a_commit_writes_every_step_in_one_round,
+    txn.test_a_stale_epochs_commit_writes_nothing,
+    txn.test_a_txid_at_or_below_the_committed_one_is_refused,
+    txn.test_a_replayed_commit_of_the_same_txid_lands_once,
 ]
 
 

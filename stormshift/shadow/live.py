@@ -340,22 +340,15 @@ def _jsonl_emits(folder: str, wanted: Mapping[tuple[str, str], ResultSpec]) -> I
 
 
 def _redis_emits(r: Any, key: str, wanted: Mapping[tuple[str, str], ResultSpec]) -> Iterator[Emit]:
-    """The redis sink's entries ``{component, stream, txid, task, values}``, by id."""
-    if not r.exists(key):
+    """The redis sink's entries (``state/sinkstream.py``), by id."""
+    from stormshift.state import sinkstream
+
+    if not sinkstream.exists(r, key):
         raise StormshiftError(f"--port-sink redis:{key}: no such stream; fix: the --sink "
                               "redis:STREAM the port runs with, on --redis")
-    position = "-"
-    while True:
-        entries = r.xrange(key, min=position, max="+", count=10_000)
-        if not entries:
-            return
-        for entry_id, fields in entries:
-            f = {k.decode(): v.decode() for k, v in fields.items()}
-            target = (f.get("component", ""), f.get("stream", "default"))
-            if target in wanted:
-                ms = int(entry_id.decode().partition("-")[0])
-                yield target, ms, json.loads(f["values"])
-        position = f"({entries[-1][0].decode()}"
+    for ms, component, stream, values in sinkstream.read_entries(r, key):
+        if (component, stream) in wanted:
+            yield (component, stream), ms, values
 
 
 def _event_time(spec: ResultSpec, values: list[Any], write_ms: int) -> int:

@@ -38,39 +38,10 @@ from typing import Any
 import msgpack
 
 from stormshift.state import keys as K
-from stormshift.state.connection import retrying
+from stormshift.state.connection import Call, retrying
+from stormshift.state.lua_ns import DLQ_ADD, DLQ_DISCARD
 
-# KEYS: dlq stream, dlq ids hash, [txid index hash]. ARGV: digest, field/value pairs.
-# Idempotent: a replayed batch dead-letters the same tuple once. An index entry whose
-# stream entry is gone (replayed and removed, moved to redrive, trimmed) does not count:
-# the tuple failed again, so it is dead-lettered again rather than lost.
-_ADD = r"""
-local unpack = unpack or table.unpack
-local have = redis.call('HGET', KEYS[2], ARGV[1])
-if have and #redis.call('XRANGE', KEYS[1], have, have) == 1 then return have end
-local f = {}
-for i = 2, #ARGV do f[#f + 1] = ARGV[i] end
-local id = redis.call('XADD', KEYS[1], '*', unpack(f))
-redis.call('HSET', KEYS[2], ARGV[1], id)
-if KEYS[3] then
-  redis.call('HSET', KEYS[3], id, ARGV[1])
-  redis.call('EXPIRE', KEYS[3], 604800)
-end
-return id
-"""
-
-# KEYS: dlq stream, dlq ids hash, txid index hash. Deletes the txid's entries.
-_DISCARD = r"""
-local kv = redis.call('HGETALL', KEYS[3])
-for i = 1, #kv, 2 do
-  redis.call('XDEL', KEYS[1], kv[i])
-  redis.call('HDEL', KEYS[2], kv[i + 1])
-end
-redis.call('DEL', KEYS[3])
-return #kv / 2
-"""
-
-__all__ = ["DeadLetter", "DeadLetters", "decode_entry"]
+__all__ = ["DeadLetter", "DeadLetters", "decode_entry", "entry", "fenced_add_call"]
 
 
 @dataclass(frozen=True)
@@ -113,11 +84,11 @@ class DeadLetters:
         self.namespace = K.check_name("namespace", namespace)
         self.key = K.dlq_key(namespace)
         self.ids_key = K.dlq_ids_key(namespace)
-        self._add = r.register_script(_ADD)
-        self._discard = r.register_script(_DISCARD)
+        self._add = r.register_script(DLQ_ADD)
+        self._discard = r.register_script(DLQ_DISCARD)
 
     def txid_key(self, txid: int) -> str:
-        return K.ns_key(self.namespace, f"dlq-tx:{int(txid)}")
+        return K.dlq_txid_key(self.namespace, txid)
 
     @retrying
     def add(
@@ -135,17 +106,8 @@ class DeadLetters:
         reason: str | None = None,
     ) -> str:
         """Dead-letter one tuple; returns its entry id (the existing one on a replay)."""
-        packed = _pack(values)
-        parts = [component.encode(), stream.encode(), str(txid).encode(), packed]
-        if tuple_key is not None:
-            parts.append(b"key=" + tuple_key.encode())
-        digest = hashlib.sha256(b"|".join(parts)).hexdigest()
-        fields: list[Any] = ["component", component, "stream", stream, "values", packed,
-                             "error", error, "traceback", traceback, "txid", txid]
-        for name, value in (("source", source), ("tuple_key", tuple_key), ("task", task),
-                            ("reason", reason)):
-            if value is not None:
-                fields += [name, value]
+        digest, fields = entry(component, stream, values, error, traceback, txid, source=source,
+                               tuple_key=tuple_key, task=task, reason=reason)
         keys = [self.key, self.ids_key] + ([self.txid_key(txid)] if txid >= 0 else [])
         entry_id = self._add(keys=keys, args=[digest, *fields])
         return entry_id.decode() if isinstance(entry_id, bytes) else str(entry_id)
@@ -208,6 +170,32 @@ class DeadLetters:
                 self.remove([letter.id])
             done += 1
         return done
+
+
+def entry(component: str, stream: str, values: Any, error: str, traceback: str, txid: int, *,
+          source: str | None = None, tuple_key: str | None = None, task: int | None = None,
+          reason: str | None = None) -> tuple[str, list[Any]]:
+    """``(digest, field/value list)`` of one entry: its identity (module doc) and its fields."""
+    packed = _pack(values)
+    parts = [component.encode(), stream.encode(), str(txid).encode(), packed]
+    if tuple_key is not None:
+        parts.append(b"key=" + tuple_key.encode())
+    digest = hashlib.sha256(b"|".join(parts)).hexdigest()
+    fields: list[Any] = ["component", component, "stream", stream, "values", packed,
+                         "error", error, "traceback", traceback, "txid", txid]
+    for name, value in (("source", source), ("tuple_key", tuple_key), ("task", task),
+                        ("reason", reason)):
+        if value is not None:
+            fields += [name, value]
+    return digest, fields
+
+
+def fenced_add_call(namespace: str, epoch: int, txid: int, who: str, digest: str,
+                    fields: Sequence[Any]) -> Call:
+    """The fenced script call adding one entry of a task attempt ``(txid, epoch)`` (pure)."""
+    keys = [K.epochs_key(namespace), K.commit_key(namespace), K.dlq_key(namespace),
+            K.dlq_ids_key(namespace), K.dlq_txid_key(namespace, txid)]
+    return ("dlq_add_fenced", keys, [epoch, txid, who, digest, *fields])
 
 
 def _text(raw: bytes | None) -> str | None:

@@ -37,7 +37,7 @@ def namespace_keys(r: Any, namespace: str) -> Iterator[str]:
 def namespaces(r: Any) -> list[str]:
     """Namespaces with a commit record or an epoch counter."""
     out: set[str] = set()
-    for key in r.scan_iter(match=f"{K.PREFIX}:{{*}}:*", count=1000):
+    for key in r.scan_iter(match=K.namespace_records_pattern(), count=1000):
         p = K.parse_key(_s(key))
         if p is not None and p[1] is None:
             out.add(p[0])

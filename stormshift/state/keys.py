@@ -130,6 +130,26 @@ def dlq_ids_key(ns: str) -> str:
     return ns_key(ns, "dlq-ids")
 
 
+def dlq_txid_key(ns: str, txid: int) -> str:
+    """Hash dead-letter entry id -> digest of the entries of txid (until it commits)."""
+    return ns_key(ns, f"dlq-tx:{int(txid)}")
+
+
+def redrive_key(ns: str) -> str:
+    """Stream of dead letters waiting to be sent back (``state/redrive.py``)."""
+    return ns_key(ns, "redrive")
+
+
+def redrive_claims_key(ns: str) -> str:
+    """Hash txid -> how many redrive entries that batch claimed."""
+    return ns_key(ns, "redrive-claims")
+
+
+def redrive_txid_key(ns: str, txid: int) -> str:
+    """Stream of the redrive entries batch ``txid`` claimed."""
+    return ns_key(ns, f"redrive-tx:{int(txid)}")
+
+
 def group_key(ns: str, group: int, suffix: str) -> str:
     return f"{PREFIX}:{{{ns}:{group}}}:{suffix}"
 
@@ -151,6 +171,16 @@ def task_key(ns: str, component: str, task_index: int, suffix: str) -> str:
     return group_key(ns, task_group(component, task_index), f"t:{component}:{task_index}:{suffix}")
 
 
+def wal_key(ns: str, component: str, task_index: int) -> str:
+    """Stream: the write-ahead log of one spout task (``state/wal.py``)."""
+    return task_key(ns, component, task_index, "wal")
+
+
+def wal_seen_key(ns: str, component: str, task_index: int, bucket: int | str) -> str:
+    """Hash msg key -> [seq, digest] of one window bucket of a spout task's log (``*``: all)."""
+    return task_key(ns, component, task_index, f"wal-seen:{bucket}")
+
+
 def dedup_key(ns: str, name: str, kind: str, slot: int) -> str:
     return group_key(ns, name_group(name), f"dd:{name}:{kind}:{slot}")
 
@@ -158,6 +188,11 @@ def dedup_key(ns: str, name: str, kind: str, slot: int) -> str:
 def all_keys_pattern(ns: str) -> list[str]:
     """SCAN patterns covering every key of a namespace (namespace-wide and grouped)."""
     return [f"{PREFIX}:{{{ns}}}:*", f"{PREFIX}:{{{ns}:*}}:*"]
+
+
+def namespace_records_pattern() -> str:
+    """SCAN pattern of every namespace's namespace-wide keys (commit records, epochs, ...)."""
+    return f"{PREFIX}:{{*}}:*"
 
 
 def parse_key(key: str) -> tuple[str, int | None, str] | None:
@@ -185,19 +220,26 @@ __all__ = [
     "dedup_key",
     "dlq_ids_key",
     "dlq_key",
+    "dlq_txid_key",
     "epochs_key",
     "fence_key",
     "group_of",
     "map_key",
     "name_group",
+    "namespace_records_pattern",
     "par_key",
     "parse_key",
+    "redrive_claims_key",
+    "redrive_key",
+    "redrive_txid_key",
     "sink_marker_key",
     "snapshot_key",
     "stats_key",
     "task_group",
     "task_key",
     "ticks_key",
+    "wal_key",
+    "wal_seen_key",
     "who",
 ]
 

@@ -1,5 +1,9 @@
 """Every Lua script of the state layer (format version ``keys.FORMAT_VERSION``).
 
+``SCRIPTS`` are run by name through ``connection.run_scripts`` (one pipelined
+round of EVALSHA). The scripts on the namespace's own slot (dead letters,
+redrive, the sink stream, batch counters) are in ``lua_ns.py``.
+
 Each write script first runs the fence check (stale epoch, txid at or below
 the committed one) and validates every key before it writes anything, so a
 rejected call leaves no partial write. A script only touches keys of one key
@@ -8,6 +12,8 @@ on Redis's Lua 5.1 and on fakeredis's Lua 5.4 (no cmsgpack, no struct).
 """
 
 from __future__ import annotations
+
+from stormshift.state.lua_ns import DLQ_ADD_FENCED, SINK_PUT, STATS_PUT
 
 # Shared prelude: the fence check every write script runs before touching data.
 # Returns an error string (prefixed FENCED) or nil; never writes before checks pass.
@@ -347,4 +353,7 @@ SCRIPTS: dict[str, str] = {
     "snapshot_save": SNAPSHOT_SAVE,
     "fenced_call": FENCED_CALL,
     "wal_append": WAL_APPEND,
+    "dlq_add_fenced": DLQ_ADD_FENCED,
+    "sink_put": SINK_PUT,
+    "stats_put": STATS_PUT,
 }

@@ -25,46 +25,11 @@ from typing import Any
 from stormshift.state import keys as K
 from stormshift.state.connection import retrying
 from stormshift.state.deadletter import DeadLetter, decode_entry
+from stormshift.state.lua_ns import REDRIVE_CLAIM, REDRIVE_MOVE
 
 __all__ = ["MAX_CLAIM", "Redrive"]
 
 MAX_CLAIM = 10_000  # entries one batch takes; the rest wait for the next batch
-
-# KEYS: dlq stream, redrive stream. ARGV: dead-letter entry ids. Returns the ids moved.
-_MOVE = r"""
-local unpack = unpack or table.unpack
-local moved = {}
-for i = 1, #ARGV do
-  local e = redis.call('XRANGE', KEYS[1], ARGV[i], ARGV[i])
-  if #e == 1 then
-    local f = e[1][2]
-    f[#f + 1] = 'dlq_id'
-    f[#f + 1] = ARGV[i]
-    redis.call('XADD', KEYS[2], '*', unpack(f))
-    redis.call('XDEL', KEYS[1], ARGV[i])
-    moved[#moved + 1] = ARGV[i]
-  end
-end
-return moved
-"""
-
-# KEYS: redrive stream, claims hash, claim stream of this txid. ARGV: txid, max entries.
-# Returns how many entries the txid holds (recorded on the first call, 0 included).
-_CLAIM = r"""
-local unpack = unpack or table.unpack
-local have = redis.call('HGET', KEYS[2], ARGV[1])
-if have then return tonumber(have) end
-local entries = redis.call('XRANGE', KEYS[1], '-', '+', 'COUNT', ARGV[2])
-for _, e in ipairs(entries) do
-  local f = e[2]
-  f[#f + 1] = 'redrive_id'
-  f[#f + 1] = e[1]
-  redis.call('XADD', KEYS[3], '*', unpack(f))
-  redis.call('XDEL', KEYS[1], e[1])
-end
-redis.call('HSET', KEYS[2], ARGV[1], #entries)
-return #entries
-"""
 
 
 class Redrive:
@@ -73,13 +38,13 @@ class Redrive:
     def __init__(self, r: Any, namespace: str):
         self.r = r
         self.namespace = K.check_name("namespace", namespace)
-        self.key = K.ns_key(namespace, "redrive")
-        self.claims_key = K.ns_key(namespace, "redrive-claims")
-        self._move = r.register_script(_MOVE)
-        self._claim = r.register_script(_CLAIM)
+        self.key = K.redrive_key(namespace)
+        self.claims_key = K.redrive_claims_key(namespace)
+        self._move = r.register_script(REDRIVE_MOVE)
+        self._claim = r.register_script(REDRIVE_CLAIM)
 
     def claim_key(self, txid: int) -> str:
-        return K.ns_key(self.namespace, f"redrive-tx:{int(txid)}")
+        return K.redrive_txid_key(self.namespace, txid)
 
     # -- operator side -------------------------------------------------------
     @retrying

@@ -10,7 +10,9 @@ Maps opened in ``process()`` buffer their writes in the scope; at a clean
 exit the scope flushes them as ONE pipelined round of EVALSHA calls (one call
 per key group per map, up to ``chunk_keys`` keys each), every call fenced by
 (epoch, txid). If the block raises, nothing is written. A FencedError at
-flush means a newer attempt owns the task: stop, do not retry.
+flush means a newer attempt owns the task: stop, do not retry. A scope made
+with ``defer_flush`` (by a task transaction, ``state/task_txn.py``) writes
+nothing at exit: the transaction takes its calls (``seal``) into its commit.
 """
 
 from __future__ import annotations
@@ -59,6 +61,7 @@ class TaskScope:
         epoch: int,
         *,
         chunk_keys: int = 2000,
+        defer_flush: bool = False,
     ):
         self.r = r
         self.namespace = K.check_name("namespace", namespace)
@@ -67,6 +70,7 @@ class TaskScope:
         self.txid = txid
         self.epoch = epoch
         self.chunk_keys = chunk_keys
+        self.defer_flush = defer_flush
         self.stats = ScopeStats()
         self._buffers: dict[str, MapBuffer] = {}
         self._token: contextvars.Token | None = None
@@ -82,10 +86,10 @@ class TaskScope:
         if self._token is not None:
             _current.reset(self._token)
             self._token = None
-        if exc_type is None:
-            self.flush()
-        else:
+        if exc_type is not None:
             self.discard()
+        elif not self.defer_flush:
+            self.flush()
 
     def buffer(self, name: str, kind: str) -> MapBuffer:
         """The buffer of map ``name`` in this scope (one kind per name)."""
@@ -182,6 +186,21 @@ class TaskScope:
         finally:
             self._done = True
         return self.stats
+
+    def seal(self) -> list[tuple[str, list[str], list[Any]]]:
+        """The calls writing every buffered op, for a caller that sends them in its own
+        round (``defer_flush``); the scope takes no more writes. Empty if discarded."""
+        if self._done:
+            return []
+        try:
+            calls = self.calls()
+        except Exception as e:
+            self._annotate(e)
+            raise
+        finally:
+            self._done = True
+        self.stats.script_calls += len(calls)
+        return calls
 
     def discard(self) -> None:
         """Drop every buffered write (the batch failed; a retry recomputes it)."""

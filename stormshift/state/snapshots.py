@@ -79,8 +79,10 @@ class SnapshotStore:
     def _context(self, component: str, task_index: int, txid: int) -> bytes:
         return f"{self.namespace}|{component}|{task_index}|{txid}".encode()
 
-    def save(self, component: str, task_index: int, txid: int, epoch: int, payload: bytes) -> int:
-        """Store ``payload`` as version ``txid`` (fenced); returns its size in bytes."""
+    def ops(self, component: str, task_index: int, txid: int, epoch: int,
+            payload: bytes) -> list[tuple[str, list[str], list[Any]]]:
+        """The fenced script calls writing ``payload`` as version ``txid`` (pure: for a
+        caller that commits a task's writes in one round, ``state/task_txn.py``)."""
         size = len(payload)
         if size > self.warn_bytes:
             log.warning(
@@ -90,15 +92,16 @@ class SnapshotStore:
             )
         blob = sign(self._key, self._context(component, task_index, txid), payload)
         fence = K.fence_key(self.namespace, K.task_group(component, task_index))
-        run_scripts(
-            self.r,
-            [(
-                "snapshot_save",
-                [fence, K.snapshot_key(self.namespace, component, task_index)],
-                [epoch, txid, K.who(component, task_index), blob],
-            )],
-        )
-        return size
+        return [(
+            "snapshot_save",
+            [fence, K.snapshot_key(self.namespace, component, task_index)],
+            [epoch, txid, K.who(component, task_index), blob],
+        )]
+
+    def save(self, component: str, task_index: int, txid: int, epoch: int, payload: bytes) -> int:
+        """Store ``payload`` as version ``txid`` (fenced); returns its size in bytes."""
+        run_scripts(self.r, self.ops(component, task_index, txid, epoch, payload))
+        return len(payload)
 
     @retrying
     def _versions(self, component: str, task_index: int) -> list[int]:

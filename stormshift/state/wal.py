@@ -43,6 +43,7 @@ from typing import Any
 import msgpack
 
 from stormshift.errors import StateError
+from stormshift.state import keys as K
 from stormshift.state.connection import run_scripts
 from stormshift.state.fencing import FencedWriter, acquire_epoch
 
@@ -65,7 +66,7 @@ class WriteAheadLog:
         self.component = component
         self.task_index = task_index
         self._writer = FencedWriter(r, namespace, component, task_index, WAL_TXID, 0)
-        self.key = self._writer.key("wal")
+        self.key = K.wal_key(namespace, component, task_index)
         self._head: int | None = None
 
     # -- planner side ------------------------------------------------------
@@ -87,6 +88,14 @@ class WriteAheadLog:
         except Exception:  # noqa: BLE001 - ResponseError "no such key": never written
             return 0
         return _end_of(info["last-generated-id"])
+
+    def first_seq(self, head: int) -> int:
+        """Seq of the first tuple still logged (``head`` if every chunk was trimmed)."""
+        first = self.r.xrange(self.key, "-", "+", count=1)
+        if not first:
+            return head
+        start, _ = msgpack.unpackb(first[0][1][b"c"], raw=False)
+        return int(start)
 
     def append(self, start_seq: int, entries: Sequence[Entry],
                msg_keys: Sequence[tuple[bytes, bytes] | None] | None = None) -> int:
@@ -116,7 +125,7 @@ class WriteAheadLog:
         return end
 
     def _bucket(self, seq: int) -> str:
-        return self._writer.key(f"wal-seen:{seq // self.seen_window}")
+        return K.wal_seen_key(self.namespace, self.component, self.task_index, seq // self.seen_window)
 
     def _seen_writes(self, start: int, end: int,
                      msg_keys: Sequence[tuple[bytes, bytes] | None]) -> tuple[list[str], list[Any]]:
@@ -132,10 +141,10 @@ class WriteAheadLog:
         first, last = start // self.seen_window, (end - 1) // self.seen_window
         for b in range(first, last + 1):  # entering bucket b: bucket b-2 leaves the window
             if b >= 2 and start <= b * self.seen_window < end:
-                keys.append(self._writer.key(f"wal-seen:{b - 2}"))
+                keys.append(self._bucket((b - 2) * self.seen_window))
                 args += ["del", 0]
         for b, flat in sorted(by_bucket.items()):
-            keys.append(self._writer.key(f"wal-seen:{b}"))
+            keys.append(self._bucket(b * self.seen_window))
             args += ["hset", len(flat) // 2, *flat]
         return keys, args
 
@@ -150,7 +159,7 @@ class WriteAheadLog:
         pipe = self.r.pipeline(transaction=False)
         for b in (cur, cur - 1):
             if b >= 0:
-                pipe.hmget(self._writer.key(f"wal-seen:{b}"), wanted)
+                pipe.hmget(self._bucket(b * self.seen_window), wanted)
         found: dict[bytes, tuple[int, bytes]] = {}
         for values in pipe.execute():
             for field, raw in zip(wanted, values):
@@ -187,7 +196,7 @@ class WriteAheadLog:
     def delete(self) -> None:
         """Remove the whole log and its msg keys (tests, ``state reset``)."""
         self.r.delete(self.key)
-        for key in self.r.scan_iter(match=self._writer.key("wal-seen:*")):
+        for key in self.r.scan_iter(match=K.wal_seen_key(self.namespace, self.component, self.task_index, "*")):
             self.r.delete(key)
 
 

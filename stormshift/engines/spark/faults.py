@@ -17,7 +17,7 @@ O_EXCL marker file), so a restarted run goes past it. Points:
 - ``driver.after_commit`` (txid): Redis says committed, Spark's commit log not yet;
 - ``stage.start`` (txid, component = stage head, task, attempt);
 - ``task.midway`` (txid, component, task, attempt): half the task's input processed;
-- ``task.before_close`` (txid, component, task, attempt): maps flushed, snapshot not saved;
+- ``task.before_close`` (txid, component, task, attempt): the member ran, its commit not sent;
 - ``source.after_wal_append`` (spout, task, head): a chunk logged, offset not yet planned.
 
 Actions: ``kill_run`` (SIGKILL the run's whole process group: driver, JVM,

@@ -43,7 +43,7 @@ from stormshift.engines.spark.profiling import profiled
 from stormshift.engines.spark.task.counters import COUNTERS, read_stats
 from stormshift.engines.spark.task.sink import SinkSpec
 from stormshift.engines.spark.task.stage import StageJob, run_partition
-from stormshift.state.keys import stats_key
+from stormshift.state import batchstats
 
 __all__ = ["COUNTERS", "BatchResult", "BatchRunner", "BatchStatus"]
 
@@ -221,7 +221,7 @@ class BatchRunner:
                 counters = result.counters.setdefault(owner, dict.fromkeys(COUNTERS, 0))
                 counters["tuples_out"] += top + 1
                 result.spout_tuples += top + 1
-        self.r.delete(stats_key(self.cfg.namespace, result.txid))
+        batchstats.drop(self.r, self.cfg.namespace, result.txid)
 
 
 SPOUTS = "__spouts__"  # the frame of the spouts' rows

@@ -63,7 +63,7 @@ from stormshift.engines.spark.source.spout_report import clear_spout_reports, re
 from stormshift.engines.spark.task.sink import parse_sink, read_jsonl_outputs
 from stormshift.engines.summary import ComponentState, RunSummary
 from stormshift.errors import RunFailedError, StormshiftError
-from stormshift.state.keys import stop_key
+from stormshift.state.runrecords import clear_stop, request_stop
 
 __all__ = ["SparkEngine"]
 
@@ -140,7 +140,6 @@ class SparkEngine:
             max_batches: int | None = None) -> RunSummary:
         from stormshift.state.commit import CommitLog
         from stormshift.state.connection import connect, url_of
-        from stormshift.state.keys import ticks_key
         from stormshift.state.snapshots import SnapshotStore
 
         started = time.perf_counter()
@@ -165,7 +164,7 @@ class SparkEngine:
         tick_ms = min(intervals.values()) if intervals else 0
         summary = RunSummary.for_graph(self.graph, "spark")
         cfg = BatchConfig(self.layout, self.namespace, url, state_key, self.sink, base, self.max_attempts)
-        ticks = TickRecorder(r, ticks_key(self.namespace), intervals)
+        ticks = TickRecorder(r, self.namespace, intervals)
 
         from stormshift.state.deadletter import DeadLetters
 
@@ -217,7 +216,7 @@ class SparkEngine:
         )
         finite = self.until_done or max_tuples is not None
         enough = (lambda: len(batches) >= max_batches) if max_batches else (lambda: False)
-        r.delete(stop_key(self.namespace))
+        clear_stop(r, self.namespace)
         summary.stop_reason = "failed"
         try:
             summary.stop_reason = self._wait(query, finite, duration_secs, runner, enough)
@@ -276,17 +275,15 @@ class SparkEngine:
 
     def _stop(self, query: Any, runner: BatchRunner, r: Any, clean: bool = True,
               timeout_secs: float = 120.0) -> None:
-        """Stop the query between batches: sources plan no new batch (``stop_key``), the
+        """Stop the query between batches: sources plan no new batch (the stop flag, ``state/runrecords.py``), the
         batch in flight commits, then ``query.stop()`` finds the stream thread idle (a stop
         in the middle of planning made the JVM print a stack overflow)."""
-        from stormshift.state.keys import stop_key
-
         if not query.isActive:
             return
         if not clean:
             query.stop()
             return
-        r.set(stop_key(self.namespace), "1", ex=3600)
+        request_stop(r, self.namespace)
         try:
             deadline = time.perf_counter() + timeout_secs
             while query.isActive and time.perf_counter() < deadline:
@@ -295,7 +292,7 @@ class SparkEngine:
                 time.sleep(POLL_SECS / 2)
             query.stop()
         finally:
-            r.delete(stop_key(self.namespace))
+            clear_stop(r, self.namespace)
 
 
 def _status(query: Any) -> dict:

@@ -14,6 +14,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from stormshift.state.runrecords import record_ticks, recorded_ticks
+
 __all__ = ["TickRecorder", "drain_ticks", "plan_ticks", "tick_intervals_ms"]
 
 TICK_KEY = "topology.tick.tuple.freq.secs"
@@ -92,20 +94,21 @@ def plan_ticks(intervals_ms: Mapping[str, int], last_ms: Mapping[str, int],
 class TickRecorder:
     """Ticks of each txid, kept in Redis so a replayed batch sees the same ones."""
 
-    def __init__(self, r: Any, key: str, intervals_ms: Mapping[str, int]):
+    def __init__(self, r: Any, namespace: str, intervals_ms: Mapping[str, int]):
         self.r = r
-        self.key = key
+        self.namespace = namespace
         self.intervals_ms = dict(intervals_ms)
         self.last_ms: dict[str, int] = {}
 
     def ticks_for(self, txid: int, now_ms: int) -> frozenset[str]:
         if not self.intervals_ms:
             return frozenset()
-        recorded = self.r.hget(self.key, str(txid))
+        recorded = recorded_ticks(self.r, self.namespace, txid)
         if recorded is not None:
             data = json.loads(recorded)
             self.last_ms = data["last"]
             return frozenset(data["ticks"])
         due, self.last_ms = plan_ticks(self.intervals_ms, self.last_ms, now_ms)
-        self.r.hset(self.key, str(txid), json.dumps({"ticks": sorted(due), "last": self.last_ms}))
+        record_ticks(self.r, self.namespace, txid,
+                     json.dumps({"ticks": sorted(due), "last": self.last_ms}))
         return due

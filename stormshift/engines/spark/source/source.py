@@ -79,10 +79,10 @@ class SpoutReader(DataSourceStreamReader):
 
     def _stopping(self) -> bool:
         from stormshift.engines.spark.runtime.worker import redis_for
-        from stormshift.state.keys import stop_key
+        from stormshift.state.runrecords import stop_requested
 
         opts = Opts.parse(self.options)
-        return bool(redis_for(opts.redis_url).exists(stop_key(opts.namespace)))
+        return stop_requested(redis_for(opts.redis_url), opts.namespace)
 
     def partitions(self, start: dict, end: dict) -> list[InputPartition]:
         return self._plan().partitions(start, end)

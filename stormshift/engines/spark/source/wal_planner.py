@@ -72,7 +72,7 @@ class WalPlanner:
 
     def initial_offset(self) -> dict:
         """A new query starts at the oldest tuple still logged (nothing logged is lost)."""
-        starts = [_first_logged(w, h) for w, h in zip(self.wals, self.heads)]
+        starts = [w.first_seq(h) for w, h in zip(self.wals, self.heads)]
         return {"t": starts, "n": [0] * len(starts), "done": False, "fin": False, "k": 0,
                 "capped": False}
 
@@ -280,11 +280,3 @@ class WalPlanner:
                 host.deactivate()
             except Exception:  # noqa: BLE001, S110 - shutting down; the query already ended
                 pass
-
-
-def _first_logged(wal: Any, head: int) -> int:
-    first = wal.r.xrange(wal.key, "-", "+", count=1)
-    if not first:
-        return head
-    start, _ = msgpack.unpackb(first[0][1][b"c"], raw=False)
-    return int(start)

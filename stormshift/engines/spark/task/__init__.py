@@ -7,18 +7,19 @@ input of N) and every write is fenced or idempotent.
 
 - ``stage.py``: ``run_partition``: restore each hosted bolt task (``taskstate.py``),
   execute its chunks of input (a head's: ``headinput.py``), emit rows for the
-  next stage (``output.py``);
+  next stage (``output.py``), commit what it wrote in one task transaction
+  (``state/task_txn.py``);
 - ``poison.py``: retry / dead-letter of a tuple that fails;
 - ``sink.py``: leaf emits to JSON lines files or a Redis stream (the driver
   parses the ``--sink`` option and reads the files back with it too);
-- ``counters.py``: each task's counters and attempt counts (written here, read
-  by the driver after the batch's last stage).
+- ``counters.py``: each task's counters record (committed with its task
+  transaction, read by the driver after the batch's last stage).
 
 Crosses the boundary: IN a pickled ``StageJob`` per stage (the ``layout.Layout``,
 txid, namespace, sink, Redis URL) and Arrow rows (``rows.py``: chunks from the
 source's ``read``, an upstream stage or the driver's redrive, or ``READ`` rows
 naming spout ranges that ``headinput.py`` reads here through
 ``../spoutrange.py``); OUT Arrow rows for the next stage and
-Redis writes under keys declared in ``state/keys.py`` (epochs and fences, maps,
-snapshots, dead letters, the sink marker, stats and attempt counters).
+Redis writes through ``state/`` (a ``TaskTxn`` per member: epochs and fences,
+maps, snapshots, dead letters, the sink marker, stats; attempt counters).
 """

@@ -1,9 +1,10 @@
 """What tasks report to the driver: per-member counters of a batch, and attempt counts.
 
-Each stage task writes one packed record per hosted member into the batch's
-stats hash (``state/keys.py`` ``stats_key``); the driver reads them all after the batch's last
-stage (``read_stats``) for the progress line and the run summary. Both sides
-of the record's layout live here, so they cannot drift apart.
+Each hosted member of a stage task commits one packed record (``pack``) with its
+task transaction (``state/task_txn.py`` step 7); the driver reads them all after
+the batch's last stage (``read_stats``) for the progress line and the run
+summary. Both sides of the record's layout live here, so they cannot drift
+apart; where the records live in Redis is ``state/batchstats.py``'s business.
 """
 
 from __future__ import annotations
@@ -14,13 +15,11 @@ from typing import Any
 
 import msgpack
 
-from stormshift.state import keys as K
+from stormshift.state.batchstats import read_records
 
-__all__ = ["COUNTERS", "MemberStats", "count_attempt", "read_stats", "write_stats"]
+__all__ = ["COUNTERS", "MemberStats", "read_stats"]
 
 COUNTERS = ("tuples_in", "tuples_out", "acks", "fails", "errors", "dead_lettered", "leaf", "reused")
-STATS_TTL_SECS = 86400
-ATTEMPTS_TTL_SECS = 7 * 86400
 
 
 @dataclass
@@ -80,19 +79,10 @@ class MemberStats:
                              use_bin_type=True)
 
 
-def write_stats(r: Any, namespace: str, txid: int, task: int, stats: dict[str, MemberStats]) -> None:
-    """One task's records (member name -> its counters), in one round trip."""
-    key = K.stats_key(namespace, txid)
-    pipe = r.pipeline(transaction=False)
-    pipe.hset(key, mapping={f"{name}:{task}": s.pack() for name, s in stats.items()})
-    pipe.expire(key, STATS_TTL_SECS)
-    pipe.execute()
-
-
 def read_stats(r: Any, namespace: str, txid: int) -> Iterator[tuple[str, MemberStats]]:
     """Every task's record of batch ``txid`` as ``(member name, counters)``, in key order."""
-    for field_name, packed in sorted(r.hgetall(K.stats_key(namespace, txid)).items()):
-        name = (field_name.decode() if isinstance(field_name, bytes) else field_name).rsplit(":", 1)[0]
+    for field_name, packed in read_records(r, namespace, txid):
+        name, task = field_name.rsplit(":", 1)
         values = msgpack.unpackb(packed, raw=False)
         stats = MemberStats(*values[: len(COUNTERS)])
         stats.maxseq = dict(values[len(COUNTERS)])
@@ -102,19 +92,5 @@ def read_stats(r: Any, namespace: str, txid: int) -> Iterator[tuple[str, MemberS
             stats.problems = {tuple(p[:3]): list(p[3:]) for p in values[len(COUNTERS) + 2]}
         if len(values) > len(COUNTERS) + 3:
             stats.logs = [(level, text) for level, text in values[len(COUNTERS) + 3]]
-        stats.task = int(field_name.rsplit(b":" if isinstance(field_name, bytes) else ":", 1)[1])
+        stats.task = int(task)
         yield name, stats
-
-
-def count_attempt(r: Any, namespace: str, txid: int, head: str, task: int) -> int:
-    """How many times this task of this batch has started (this time included).
-
-    Spark's attempt number restarts at 0 when a stage is re-attempted after an
-    executor loss, and a driver restart re-runs the batch as new tasks, so only a
-    count kept beside the state says this is a retry. For reporting only.
-    """
-    key = K.batch_attempts_key(namespace, txid)
-    pipe = r.pipeline(transaction=False)
-    pipe.hincrby(key, f"{head}:{task}", 1)
-    pipe.expire(key, ATTEMPTS_TTL_SECS)
-    return int(pipe.execute()[0])

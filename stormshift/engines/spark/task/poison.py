@@ -14,7 +14,7 @@ import msgpack
 from stormshift.errors import ComponentFailure, TupleError
 
 __all__ = ["drop_held", "encode_error", "format_trace", "held_tuples", "plain", "retries",
-           "write_dead_letter"]
+           "stage_dead_letter"]
 
 
 def held_tuples(instance: Any) -> dict[str, Any]:
@@ -62,14 +62,9 @@ def format_trace(error: BaseException) -> str:
     return "".join(tb.format_exception(error))
 
 
-def write_dead_letter(r: Any, namespace: str, txid: int, component: str, task: int, stream: str,
-                      values: Any, error: BaseException, trace: str, reason: str, source: str,
-                      tuple_id: str) -> None:
-    """One entry, keyed by the tuple id (``txid:task:n``): a re-run of the batch adds nothing."""
-    from stormshift.state.deadletter import DeadLetters
-
-    DeadLetters(r, namespace).add(
-        component, stream, plain(values), f"{type(error).__name__}: {error}",
-        trace or format_trace(error), txid,
-        source=source, tuple_key=tuple_id, task=task, reason=reason,
-    )
+def stage_dead_letter(txn: Any, stream: str, values: Any, error: BaseException, trace: str,
+                      reason: str, source: str, tuple_id: str) -> None:
+    """One entry into the task's transaction, keyed by the tuple id (``txid:task:n``): a
+    re-run of the batch adds nothing (``state/task_txn.py``)."""
+    txn.dead_letter(stream, plain(values), f"{type(error).__name__}: {error}",
+                    trace or format_trace(error), source=source, tuple_key=tuple_id, reason=reason)

@@ -6,9 +6,9 @@ that makes a re-run of the same batch overwrite instead of append:
 
 - ``jsonl:DIR`` -> ``DIR/<component>/<stream>/<txid:012d>-<task:04d>.jsonl``,
   written to a temporary name and renamed (atomic on POSIX);
-- ``redis:STREAM`` -> ``XADD STREAM`` entries ``{component, stream, txid, task,
-  values(JSON)}``, guarded by a per-(txid, component, task) marker set in the
-  same MULTI (a re-run finds the marker and writes nothing);
+- ``redis:STREAM`` -> stream entries written in the task's commit
+  (``state/task_txn.py`` step 6; layout and marker: ``state/sinkstream.py``):
+  a re-run finds the marker and writes nothing;
 - ``drop`` -> counted in the summary, not kept.
 """
 
@@ -23,7 +23,7 @@ from typing import Any
 
 from stormshift.errors import StormshiftError
 
-__all__ = ["SinkSpec", "parse_sink", "read_jsonl_outputs", "write_leaf"]
+__all__ = ["SinkSpec", "parse_sink", "read_jsonl_outputs", "write_files"]
 
 Leaf = tuple[str, list[Any]]  # (stream, values)
 
@@ -48,45 +48,21 @@ def parse_sink(text: str | None, default_dir: str) -> SinkSpec:
     )
 
 
-def write_leaf(
-    spec: SinkSpec, r: Any, marker_key: str, component: str, task: int, txid: int,
-    leaves: Sequence[Leaf],
-) -> None:
-    """Write one task's leaf emits of one batch (idempotent per txid, component, task)."""
-    if spec.kind == "drop" or not leaves:
+def write_files(spec: SinkSpec, component: str, task: int, txid: int, leaves: Sequence[Leaf]) -> None:
+    """A ``jsonl:`` sink's files of one task and batch (after its commit: a fenced attempt
+    writes none); a re-run replaces them by name."""
+    if spec.kind != "jsonl" or not leaves:
         return
-    if spec.kind == "jsonl":
-        by_stream: dict[str, list[str]] = {}
-        for stream, values in leaves:
-            by_stream.setdefault(stream, []).append(json.dumps(values, default=str))
-        for stream, lines in by_stream.items():
-            folder = Path(spec.target) / component / stream
-            folder.mkdir(parents=True, exist_ok=True)
-            final = folder / f"{txid:012d}-{task:04d}.jsonl"
-            tmp = folder / f".{final.name}.{os.getpid()}.tmp"
-            tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
-            os.replace(tmp, final)
-        return
-    _write_redis(spec.target, r, marker_key, component, task, txid, leaves)
-
-
-def _write_redis(stream_key: str, r: Any, marker_key: str, component: str, task: int,
-                 txid: int, leaves: Sequence[Leaf]) -> None:
-    import redis
-
-    with r.pipeline(transaction=True) as pipe:
-        try:
-            pipe.watch(marker_key)
-            if pipe.exists(marker_key):
-                return
-            pipe.multi()
-            for stream, values in leaves:
-                pipe.xadd(stream_key, {"component": component, "stream": stream, "txid": txid,
-                                       "task": task, "values": json.dumps(values, default=str)})
-            pipe.set(marker_key, 1)
-            pipe.execute()
-        except redis.WatchError:  # another attempt wrote it first: same content
-            return
+    by_stream: dict[str, list[str]] = {}
+    for stream, values in leaves:
+        by_stream.setdefault(stream, []).append(json.dumps(values, default=str))
+    for stream, lines in by_stream.items():
+        folder = Path(spec.target) / component / stream
+        folder.mkdir(parents=True, exist_ok=True)
+        final = folder / f"{txid:012d}-{task:04d}.jsonl"
+        tmp = folder / f".{final.name}.{os.getpid()}.tmp"
+        tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
+        os.replace(tmp, final)
 
 
 def read_jsonl_outputs(folder: str) -> dict[tuple[str, str], list[list[Any]]]:

@@ -6,13 +6,15 @@ row names the task), and member *m* runs as task *i* of *m* too. Per batch:
 
 1. sort the partition's rows by ``(src, seq)`` (shuffle order is not
    deterministic; Storm's per-source order is kept, interleaving fixed);
-2. for each member in order: take an epoch, get the instance holding the
-   state of txid-1 (``taskstate``), run its tuples inside a ``TaskScope``
-   (maps flush fenced at the end), deliver the batch's tick if it was
-   planned, snapshot its state at txid;
+2. for each member in order: open its task transaction (``state/task_txn.py``:
+   take an epoch), get the instance holding the state of txid-1
+   (``taskstate``), run its tuples inside the transaction's ``TaskScope``,
+   deliver the batch's tick if it was planned;
 3. emits go to fused members in process (task *i* -> task *i*), to other
    stages as rows, and leaf emits to the sink (``output.py``);
-4. write the task's counters for the driver's progress line and summary.
+4. close each member: its map writes, snapshot at txid, dead letters, ``redis:``
+   sink emits and counters go in ONE fenced commit (the transaction's one
+   idempotence rule), then a ``jsonl:`` sink's files.
 
 Retry policy (the one place it is written down): a tuple whose ``process()``
 raises is retried in the task up to ``max_attempts`` times in all (emits of a
@@ -51,11 +53,7 @@ from stormshift.engines.spark import faults
 from stormshift.engines.spark import rows as R
 from stormshift.engines.spark.layout import Layout, Stage
 from stormshift.engines.spark.runtime.worker import ensure_paths, redis_for
-from stormshift.engines.spark.task.counters import (
-    MemberStats,
-    count_attempt,
-    write_stats,
-)
+from stormshift.engines.spark.task.counters import MemberStats
 from stormshift.engines.spark.task.headinput import HeadInput
 from stormshift.engines.spark.task.output import MemberOutput, QueueItem
 from stormshift.engines.spark.task.poison import (
@@ -63,14 +61,14 @@ from stormshift.engines.spark.task.poison import (
     format_trace,
     held_tuples,
     plain,
-    write_dead_letter,
+    stage_dead_letter,
 )
 from stormshift.engines.spark.task.poison import encode_error as _encode_error
 from stormshift.engines.spark.task.poison import retries as _retries
-from stormshift.engines.spark.task.sink import SinkSpec, write_leaf
+from stormshift.engines.spark.task.sink import SinkSpec, write_files
 from stormshift.engines.spark.task.taskstate import TaskCache, config_of, dump_state, open_task
 from stormshift.errors import ComponentFailure, TupleError
-from stormshift.state.keys import attempts_key, sink_marker_key
+from stormshift.state import batchstats
 
 __all__ = ["StageJob", "run_partition"]
 
@@ -120,18 +118,20 @@ class _Member:
 
     # -- lifecycle -------------------------------------------------------
     def open(self) -> None:
+        """Steps 1-2 of the task transaction: an epoch, then the state of txid-1."""
         from stormshift.adapters.host import host_component
-        from stormshift.state.fencing import acquire_epoch
         from stormshift.state.snapshots import SnapshotStore
+        from stormshift.state.task_txn import TaskTxn
 
         job = self.job
-        self.epoch = acquire_epoch(self.r, job.namespace, self.name, self.task)
-        self.store = SnapshotStore(self.r, job.namespace, job.state_key)
+        self.txn = TaskTxn(self.r, job.namespace, self.name, self.task, job.txid,
+                           SnapshotStore(self.r, job.namespace, job.state_key))
+        self.epoch = self.txn.begin()
         comp = job.layout.graph.component(self.name)
         key = self.cache_key = (job.namespace, self.name, self.task, config_of(job.layout.graph, comp))
         self.host, reused = open_task(key, job.txid, self.epoch, _CACHE,
                                       lambda: host_component(job.layout.graph, self.name, self.task),
-                                      lambda: self.store.load(self.name, self.task, job.txid))
+                                      self.txn.restore_point)
         self.stats.reused = int(reused)
         self.host.router.reset_seq()
         if self.poison and self.host.batching:  # held tuples of earlier batches dead-lettered
@@ -141,15 +141,19 @@ class _Member:
         self.tracks_current = not self.host.deliver_to(self.output.deliver) or self.host.batching
 
     def close(self) -> None:
-        job = self.job
-        # Step 4 of taskstate: snapshot at txid (fenced), then keep the live instance.
-        self.store.save(self.name, self.task, job.txid, self.epoch, dump_state(self.host.instance))
-        for letter in self.letters:  # after the fenced save: a fenced zombie writes none
-            write_dead_letter(self.r, job.namespace, job.txid, self.name, self.task, *letter)
+        """Steps 4-8 of the task transaction (taskstate's step 4: the snapshot at txid), then
+        keep the live instance and write a ``jsonl:`` sink's files."""
+        job, txn = self.job, self.txn
+        txn.snapshot(dump_state(self.host.instance))
+        for letter in self.letters:  # in the commit after the snapshot: a fenced zombie writes none
+            stage_dead_letter(txn, *letter)
+        if job.sink.kind == "redis" and self.output.leaves:
+            txn.sink(job.sink.target, self.output.leaves)
+        txn.counters(self.stats.pack())
+        txn.commit()
         self.host.deliver_to(None)  # the cached instance must not hold this batch's rows
         _CACHE.put(self.cache_key, self.host, job.txid, self.epoch)
-        marker = sink_marker_key(job.namespace, job.txid, self.name, self.task)
-        write_leaf(job.sink, self.r, marker, self.name, self.task, job.txid, self.output.leaves)
+        write_files(job.sink, self.name, self.task, job.txid, self.output.leaves)
 
     # -- processing ------------------------------------------------------
     def run_chunks(self, chunks: Iterator[QueueItem]) -> None:
@@ -383,27 +387,23 @@ def run_partition(jobs: Mapping[str, StageJob], batches: Iterator[pa.RecordBatch
         seen["head"] = job.stage.head
     r = redis_for(job.redis_url)
     attempt = faults.attempt_number()
-    if count_attempt(r, job.namespace, job.txid, job.stage.head, task) > 1 or attempt:
-        r.hincrby(attempts_key(job.namespace), "retried", 1)
+    if batchstats.count_attempt(r, job.namespace, job.txid, job.stage.head, task) > 1 or attempt:
+        batchstats.note(r, job.namespace, "retried")
     faults.hit("stage.start", txid=job.txid, component=job.stage.head, task=task, attempt=attempt)
     try:
-        done = _run_members(job, task, table, r)
+        out = _run_members(job, task, table, r)
     except FencedError:
         # A newer attempt of this task owns it (this one is a zombie): none of our writes landed.
-        r.hincrby(attempts_key(job.namespace), "fenced", 1)
+        batchstats.note(r, job.namespace, "fenced")
         raise
-    write_stats(r, job.namespace, job.txid, task, {m.name: m.stats for m in done[0]})  # Step 4.
-    yield from done[1].batches()
+    yield from out.batches()
 
 
-def _run_members(job: StageJob, task: int, table: pa.Table, r: Any) -> tuple[list[_Member], R.RowBuilder]:
-    """Step 2 for every member of the stage, in order (fused members read in process)."""
-    from stormshift.state.scope import TaskScope
-
+def _run_members(job: StageJob, task: int, table: pa.Table, r: Any) -> R.RowBuilder:
+    """Steps 2 and 4 for every member of the stage, in order (fused members read in process)."""
     out = R.RowBuilder()
     members = job.stage.members
     queues: dict[str, list[QueueItem]] = {m: [] for m in members[1:]}
-    done: list[_Member] = []
     for position, name in enumerate(members):
         feeds = {m: queues[m] for m in members[position + 1:] if m in job.layout.fed_by(job.stage, name)}
         ctx = {"txid": job.txid, "component": name, "task": task}
@@ -414,11 +414,12 @@ def _run_members(job: StageJob, task: int, table: pa.Table, r: Any) -> tuple[lis
             member = _Member(job, name, task, r, out, feeds, dict(poison), redo, flush_attempt)
             member.open()
             try:
-                with TaskScope(r, job.namespace, name, task, job.txid, member.epoch):
+                with member.txn.scope():
                     _run_member(job, member, position, table, queues, ctx)
                     if member.tainted:
                         raise _Redo  # the scope drops this run's map writes
             except _Redo:
+                member.txn.abort()
                 out.rewind(mark)
                 for m, n in fed.items():
                     del feeds[m][n:]
@@ -434,8 +435,7 @@ def _run_members(job: StageJob, task: int, table: pa.Table, r: Any) -> tuple[lis
         member.drain_counts()
         faults.hit("task.before_close", resume=member.close, **ctx)
         member.close()
-        done.append(member)
-    return done, out
+    return out
 
 
 def _run_member(job: StageJob, member: _Member, position: int, table: pa.Table,

@@ -1,0 +1,62 @@
+"""The Redis side of what Spark tasks report to the driver: batch counters and attempt counts.
+
+Task side, a member's counters record goes in with its task transaction
+(``stats_call``, ``state/task_txn.py``); the driver reads every record of a
+batch after its last stage (``read_records``) and drops them (``drop``). The
+record's own layout (msgpack of the counters) is the engine's:
+``engines/spark/task/counters.py``. Attempt counts are for reporting only:
+``count_attempt`` says whether a task of a batch started before (Spark's
+attempt number restarts at 0 after a stage re-attempt or a driver restart),
+``note`` counts ``retried`` / ``fenced`` attempts of the run.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from stormshift.state import keys as K
+from stormshift.state.connection import Call, retrying
+
+__all__ = ["ATTEMPTS_TTL_SECS", "STATS_TTL_SECS", "count_attempt", "drop", "note",
+           "read_records", "stats_call"]
+
+STATS_TTL_SECS = 86400
+ATTEMPTS_TTL_SECS = 7 * 86400
+
+
+def stats_call(namespace: str, epoch: int, txid: int, who: str, field: str, record: bytes) -> Call:
+    """The fenced script call writing one task's counters record of ``txid`` (pure)."""
+    keys = [K.epochs_key(namespace), K.commit_key(namespace), K.stats_key(namespace, txid)]
+    return ("stats_put", keys, [epoch, txid, who, STATS_TTL_SECS, field, record])
+
+
+@retrying
+def read_records(r: Any, namespace: str, txid: int) -> list[tuple[str, bytes]]:
+    """Every ``(member:task, record)`` of batch ``txid``, in field order."""
+    raw = r.hgetall(K.stats_key(namespace, txid))
+    return sorted(((k.decode() if isinstance(k, bytes) else k), v) for k, v in raw.items())
+
+
+@retrying
+def drop(r: Any, namespace: str, txid: int) -> None:
+    """The driver has read batch ``txid``'s records."""
+    r.delete(K.stats_key(namespace, txid))
+
+
+@retrying
+def count_attempt(r: Any, namespace: str, txid: int, head: str, task: int) -> int:
+    """How many times task ``task`` of ``head`` in batch ``txid`` has started (this time
+    included)."""
+    key = K.batch_attempts_key(namespace, txid)
+    pipe = r.pipeline(transaction=False)
+    pipe.hincrby(key, f"{head}:{task}", 1)
+    pipe.expire(key, ATTEMPTS_TTL_SECS)
+    return int(pipe.execute()[0])
+
+
+@retrying
+def note(r: Any, namespace: str, what: str) -> None:
+    """Count one ``retried`` or ``fenced`` task attempt of the namespace."""
+    if what not in ("retried", "fenced"):
+        raise ValueError(f"batchstats.note: {what!r} is not 'retried' or 'fenced'")
+    r.hincrby(K.attempts_key(namespace), what, 1)

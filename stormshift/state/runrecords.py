@@ -1,0 +1,106 @@
+"""What a run's processes leave for each other in Redis beside the state (not state itself).
+
+- the *stop flag*: set by the Spark driver while it stops its query; the
+  sources' planners plan no new batch while it is set;
+- the *ticks record*: which bolts get a tick in batch ``txid``, decided once by
+  the driver (``engines/spark/driver/ticks.py``) so a re-run gets the same;
+- a spout planner's *report*: its errors by kind (with a first traceback),
+  warnings and log lines, taken by the driver after each batch
+  (``engines/spark/source/spout_report.py`` says what they mean).
+
+Key names: ``keys.py``. Nothing here is fenced: none of it is part of a
+batch's exactly-once result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from stormshift.state import keys as K
+from stormshift.state.connection import retrying
+
+__all__ = ["SpoutReportRecord", "clear_spout_reports", "clear_stop", "record_ticks",
+           "recorded_ticks", "request_stop", "stop_requested"]
+
+STOP_TTL_SECS = 3600
+_PARTS = ("errors", "logs", "warnings")
+
+
+# -- the stop flag ----------------------------------------------------------------
+@retrying
+def request_stop(r: Any, namespace: str) -> None:
+    r.set(K.stop_key(namespace), "1", ex=STOP_TTL_SECS)
+
+
+@retrying
+def clear_stop(r: Any, namespace: str) -> None:
+    r.delete(K.stop_key(namespace))
+
+
+@retrying
+def stop_requested(r: Any, namespace: str) -> bool:
+    return bool(r.exists(K.stop_key(namespace)))
+
+
+# -- the ticks record ---------------------------------------------------------------
+@retrying
+def recorded_ticks(r: Any, namespace: str, txid: int) -> bytes | None:
+    """The record of batch ``txid`` (as ``record_ticks`` got it), or None."""
+    return r.hget(K.ticks_key(namespace), str(txid))
+
+
+@retrying
+def record_ticks(r: Any, namespace: str, txid: int, record: str) -> None:
+    r.hset(K.ticks_key(namespace), str(txid), record)
+
+
+# -- a spout planner's report ---------------------------------------------------------
+class SpoutReportRecord:
+    """The report of one spout: ``errors`` (kind -> count, ``trace:kind`` -> traceback),
+    ``warnings`` (a set) and ``logs`` (a list, the newest ``keep_lines`` kept)."""
+
+    def __init__(self, r: Any, namespace: str, spout: str):
+        self.r = r
+        self.errors_key = K.spout_report_key(namespace, spout, "errors")
+        self.logs_key = K.spout_report_key(namespace, spout, "logs")
+        self.warnings_key = K.spout_report_key(namespace, spout, "warnings")
+
+    def add_error(self, kind: str, trace: str) -> None:
+        pipe = self.r.pipeline(transaction=False)
+        pipe.hincrby(self.errors_key, kind, 1)
+        pipe.hsetnx(self.errors_key, "trace:" + kind, trace)
+        pipe.execute()
+
+    def add_warning(self, text: str) -> None:
+        self.r.sadd(self.warnings_key, text)
+
+    def add_lines(self, lines: Sequence[str], keep_lines: int) -> None:
+        pipe = self.r.pipeline(transaction=False)
+        pipe.rpush(self.logs_key, *lines)
+        pipe.ltrim(self.logs_key, -keep_lines, -1)
+        pipe.execute()
+
+    def take_lines(self) -> list[bytes]:
+        """The log lines so far, removed (one atomic round)."""
+        pipe = self.r.pipeline(transaction=True)
+        pipe.lrange(self.logs_key, 0, -1)
+        pipe.delete(self.logs_key)
+        lines, _ = pipe.execute()
+        return list(lines)
+
+    def warnings(self) -> list[str]:
+        return sorted(_text(w) for w in self.r.smembers(self.warnings_key))
+
+    def errors(self) -> dict[str, bytes]:
+        """Field -> value of the errors hash (counts and ``trace:`` fields)."""
+        return {_text(k): v for k, v in self.r.hgetall(self.errors_key).items()}
+
+
+def clear_spout_reports(r: Any, namespace: str, spouts: Sequence[str]) -> None:
+    if spouts:
+        r.delete(*(K.spout_report_key(namespace, s, p) for s in spouts for p in _PARTS))
+
+
+def _text(raw: Any) -> str:
+    return raw.decode() if isinstance(raw, bytes) else str(raw)
