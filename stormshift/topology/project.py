@@ -18,6 +18,7 @@ import importlib
 import importlib.util
 import json
 import os
+import sys
 import traceback
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -193,8 +194,10 @@ def import_failure(exc: BaseException, what: str, roots: Sequence[Path]) -> Topo
 
 
 def import_topology_module(layout: Layout) -> ModuleType:
-    """Import the topology file as module ``NAME`` (as sparse does)."""
+    """Import the topology file as module ``NAME`` (as sparse does), afresh: a cached one
+    would hold classes of component modules evicted since another project was loaded."""
     use_sources(layout.source_dirs)
+    sys.modules.pop(layout.topology_name, None)
     spec = importlib.util.find_spec(layout.topology_name)
     origin = Path(spec.origin).resolve() if spec and spec.origin else None
     if origin != layout.topology_file:
