@@ -119,3 +119,11 @@ def test_only_modules_of_another_projects_source_dir_are_evicted(tmp_path: Path)
             sys.modules.pop(name, None)
         if str(mine) in sys.path:
             sys.path.remove(str(mine))
+
+
+def test_check_names_each_module_the_standard_library_shadows() -> None:
+    from stormshift.check import run_check
+
+    report = run_check(STDNAMES, dynamic=False)
+    shadowed = {(f.file, f.line) for f in report.findings if f.rule == "shadowed-module"}
+    assert shadowed == {("src/json.py", 1), ("src/queue.py", 1)}

@@ -107,21 +107,31 @@ def _evict_other_projects(ours: Sequence[str]) -> None:
             del sys.modules[name]
 
 
+def _library_paths() -> list[str]:
+    """sys.path entries of the standard library and the installed packages."""
+    import site
+    import sysconfig
+
+    roots = {sysconfig.get_paths()[k] for k in ("stdlib", "platstdlib", "purelib", "platlib")}
+    roots.update(site.getsitepackages())
+    roots = {os.path.realpath(r) for r in roots}
+    return [p for p in sys.path
+            if any(os.path.realpath(p or ".").startswith(r) for r in roots)]
+
+
 def shadowed_modules(source_dir: str | os.PathLike[str]) -> dict[str, str]:
-    """Module name -> where it is found instead, for each top-level module of
-    ``source_dir`` that an entry before the source dirs on ``sys.path`` (the standard
-    library, an installed package) provides: importing that name never gets the
-    project's file."""
+    """Module name -> where it comes from instead, for each top-level module of
+    ``source_dir`` that the standard library or an installed package also provides:
+    importing that name never gets the project's file."""
     from importlib.machinery import PathFinder
 
-    directory = os.fspath(source_dir)
-    before = [p for p in sys.path if p not in _placed and p != directory]
+    libraries = _library_paths()
     out: dict[str, str] = {}
-    for name in sorted(provided_names(directory)):
+    for name in sorted(provided_names(source_dir)):
         if name in sys.builtin_module_names:
             out[name] = "built into Python"
             continue
-        spec = PathFinder.find_spec(name, before)
+        spec = PathFinder.find_spec(name, libraries)
         if spec is not None:
-            out[name] = str(spec.origin or list(spec.submodule_search_locations or []))
+            out[name] = str(spec.origin or next(iter(spec.submodule_search_locations or []), ""))
     return out
