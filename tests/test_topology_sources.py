@@ -89,20 +89,21 @@ def test_projects_sharing_a_module_path_get_their_own_classes_one_after_another(
 
 
 def test_only_modules_of_another_projects_source_dir_are_evicted(tmp_path: Path) -> None:
-    """A module of a directory stormshift did not put on sys.path (here the test's own),
-    or of a name the new project does not provide, stays cached."""
+    """A module of a directory that is no source dir (here the test's own), or of a name
+    the new project does not provide, stays cached; a source dir goes after the others."""
     one, two, mine = tmp_path / "one", tmp_path / "two", tmp_path / "mine"
     for directory, tag in ((one, "one"), (two, "two"), (mine, "mine")):
         directory.mkdir()
         (directory / "sharedmod_src.py").write_text(f"TAG = {tag!r}\n")
     (one / "onlyone_src.py").write_text("TAG = 'one'\n")
-    sys.path.insert(0, str(mine))
+    sys.path[:0] = [str(mine), str(one)]
     try:
         use_sources([str(one)])
+        assert sys.path.index(str(one)) > sys.path.index(str(mine)), "a source dir moves last"
         import onlyone_src
         import sharedmod_src
 
-        assert sharedmod_src.TAG == "mine", "a directory put first by someone else stays first"
+        assert sharedmod_src.TAG == "mine", "a directory before the source dirs wins"
         sys.modules.pop("sharedmod_src")
         sys.path.remove(str(mine))
         import sharedmod_src

@@ -16,11 +16,11 @@ policy everywhere:
   packages. When the source dirs in use change, a cached module whose top-level
   name the new project provides is evicted from ``sys.modules`` if it was loaded
   from another project's source dir, so the next import finds this project's.
-  Modules of the standard library, of installed packages and of directories
-  stormshift did not put on ``sys.path`` are never evicted.
+  Modules of the standard library, of installed packages and of any other
+  directory are never evicted.
 
-A directory already on ``sys.path`` when first used (``PYTHONPATH``, the
-current directory) was put there by someone else: it is left where it is.
+A source dir already on ``sys.path`` (``PYTHONPATH``, the current directory of
+``python -m``) moves to the end too: the policy holds wherever the process started.
 """
 
 from __future__ import annotations
@@ -32,19 +32,18 @@ from collections.abc import Iterable, Sequence
 
 __all__ = ["provided_names", "shadowed_modules", "use_sources"]
 
-_placed: list[str] = []  # source dirs this process put on sys.path, in their order there
+_placed: list[str] = []  # every source dir used in this process, in their order on sys.path
 _active: tuple[str, ...] = ()  # the dirs of the last use_sources call
 
 
 def use_sources(source_dirs: Iterable[str | os.PathLike[str]]) -> None:
     """Make ``source_dirs`` (one project's, in import order) the ones imports resolve to."""
     global _active
-    dirs = tuple(dict.fromkeys(os.fspath(d) for d in source_dirs))
-    ours = [d for d in dirs if d in _placed or d not in sys.path]
-    if dirs != _active:
+    ours = tuple(dict.fromkeys(os.fspath(d) for d in source_dirs))
+    if ours != _active:
         _evict_other_projects(ours)
     _place(ours)
-    _active = dirs
+    _active = ours
     for directory in ours:
         # Only these dirs' finders may hold stale listings (files written since). The global
         # importlib.invalidate_caches() re-reads every zip on sys.path (pyspark.zip, py4j,
@@ -57,9 +56,9 @@ def use_sources(source_dirs: Iterable[str | os.PathLike[str]]) -> None:
 def _place(ours: Sequence[str]) -> None:
     """The placed dirs at the end of sys.path, ``ours`` first among them."""
     order = list(ours) + [d for d in _placed if d not in ours]
-    if _placed == order and sys.path[len(sys.path) - len(order):] == order:
+    placed, cut = set(order), len(sys.path) - len(order)
+    if _placed == order and sys.path[cut:] == order and placed.isdisjoint(sys.path[:cut]):
         return
-    placed = set(order)
     sys.path[:] = [p for p in sys.path if p not in placed] + order
     _placed[:] = order
 
