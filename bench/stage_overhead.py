@@ -54,16 +54,16 @@ def _input_table(layout: Any, spout: str, lines: list[str]) -> Any:
 
 
 def _read_row_table(layout: Any, graph: Any, args: argparse.Namespace, part: str, n: int) -> Any:
-    """What the source sends the head when it reads the spout itself (the real path since
-    ``spoutread``): a beacon and one read row for lines ``(0, n]`` of ``part``."""
+    """What the source sends the head when it reads the spout itself (the real path,
+    ``spoutrange``): a beacon and one ``READ`` row for lines ``(0, n]`` of ``part``."""
     import pyarrow as pa
 
     from stormshift.engines.spark.source.options import Opts, ReplayPartition
-    from stormshift.engines.spark.source.source import _read_replay
+    from stormshift.engines.spark.source.source import read_partition
 
     opts = Opts(graph, "ad_log_spout", args.redis, f"bench-stage-src-{uuid.uuid4().hex[:8]}",
                 n, 1000, -1, 0)
-    return pa.Table.from_batches(list(_read_replay(opts, ReplayPartition(0, [(part, 0, n)]))))
+    return pa.Table.from_batches(list(read_partition(opts, ReplayPartition(0, [(part, 0, n)]))))
 
 
 def _rows_for(layout: Any, outputs: Any, stage: Any, task: int) -> Any:
@@ -178,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--redis", default="redis://127.0.0.1:6379")
     p.add_argument("--parse-input", choices=("read", "rows"), default="read",
                    help="read: parse_bolt reads the spout's file range itself (a read row, as "
-                        "on Spark); rows: it gets the lines as rows (before spoutread)")
+                        "on Spark); rows: it gets the lines as rows (before spoutrange)")
     p.add_argument("--json", action="store_true", help="one JSON line: stage -> tuples, bare_ns, "
                    "stage_ns (per tuple), for bench/compiled_modules.py")
     args = p.parse_args(argv)

@@ -314,3 +314,18 @@ class KeyedTopology(Topology):
     to_global = Sink.spec(inputs={pairs: Grouping.GLOBAL}, par=3)
     to_all = Sink.spec(inputs={pairs: Grouping.ALL}, par=2)
     just_one = Sink.spec(inputs={pairs: Grouping.fields("key")}, par=1)
+
+
+class ColocatedTopology(Topology):
+    """A head an engine runs beside its spout's task (shuffle, same par) and another consumer."""
+
+    pairs = PairSpout.spec(name="spout", par=2)
+    head = Sink.spec(name="head", inputs={pairs: Grouping.SHUFFLE}, par=2)
+    other = Sink.spec(name="other", inputs={pairs: Grouping.fields("key")}, par=2)
+
+
+class LoneColocatedTopology(Topology):
+    """The spout's only consumer runs beside it."""
+
+    pairs = PairSpout.spec(name="spout", par=2)
+    head = Sink.spec(name="head", inputs={pairs: Grouping.SHUFFLE}, par=2)

@@ -316,10 +316,10 @@ def test_redrive_moves_each_entry_once_and_a_txid_claims_the_same_entries(redis_
 def test_redrive_plan_routes_like_the_grouping_and_refuses_what_cannot_go_back():
     from stormshift.adapters.routing import Router
     from stormshift.cli.deadletter import namespace_of, redrive_refusal
+    from stormshift.engines.spark import rows as R
     from stormshift.engines.spark.driver.engine import _safe
     from stormshift.engines.spark.driver.redrive import plan_redrive
     from stormshift.engines.spark.layout import Layout
-    from stormshift.engines.spark.rows import REDRIVE_SEQ_BASE
     from stormshift.state.deadletter import DeadLetter
 
     def letter(component: str, values: Any, source: str = "numbers", stream: str = "default",
@@ -332,12 +332,16 @@ def test_redrive_plan_routes_like_the_grouping_and_refuses_what_cannot_go_back()
     good = [letter("fields_seen", [n, f"k{n % 7}"]) for n in range(10)]
     plan = plan_redrive(layout, good)
     assert not plan.rejected and plan.counts == {"fields_seen": 10}
-    for (dest, src, seq, sid, v), e in zip(plan.rows["fields_seen"], good):
+    for (dest, kind, src, seq, sid, v), e in zip(plan.rows["fields_seen"], good):
         want = [graph.component(c).task_id(i) for c, i in router.route("default", e.values) if c == "fields_seen"]
         assert dest == want[0] and src == graph.component("numbers").first_task_id
-        assert seq >= REDRIVE_SEQ_BASE and sid == layout.stream_code[("numbers", "default")]
+        assert kind == R.Kind.REDRIVEN and sid == layout.stream_code[("numbers", "default")]
         assert msgpack.unpackb(v) == [e.values]  # a chunk of one tuple
-    assert plan.rows["fields_seen"][0][2] == REDRIVE_SEQ_BASE  # sorts after every real emit
+    first = plan.rows["fields_seen"][0]
+    assert first[3] == 0  # the first redriven row of the batch
+    emit = (first[0], R.Kind.TUPLE, first[2], 1 << 40, first[4], first[5])
+    ordered = R.sorted_table([R.to_batch(*map(list, zip(first, emit)))])
+    assert ordered.column("kind").to_pylist() == [R.Kind.TUPLE, R.Kind.REDRIVEN]  # sorts after every real emit
     (all_row,) = plan_redrive(layout, [letter("all_seen", [1, "k1"], task=1)]).rows["all_seen"]
     assert all_row[0] == graph.component("all_seen").task_id(1)  # only the task that failed it
 
@@ -361,7 +365,8 @@ def test_spout_emit_counts_ignore_redriven_rows():
 
     from stormshift.engines.spark import rows as R
 
-    table = R.to_batch([1, 1, 1, 2], [5, 5, 5, 6], [0, 3, R.REDRIVE_SEQ_BASE, R.REDRIVE_SEQ_BASE + 1],
+    redriven, emit = R.Kind.REDRIVEN, R.Kind.TUPLE
+    table = R.to_batch([1, 1, 1, 2], [emit, emit, redriven, redriven], [5, 5, 5, 6], [0, 3, 0, 1],
                        [0, 0, 0, 0], [b"", b"", b"", b""])
     assert R.max_seq_by_src(pa.Table.from_batches([table])) == {5: 3}
 

@@ -196,6 +196,29 @@ def test_start_latest_timestamp_and_committed_group_offsets(broker: TansuBroker)
     assert resumed.replay_initial_offsets() == {p0: 2, p1: 6}  # p1: no offset -> fallback
 
 
+@pytest.mark.redis
+def test_a_latest_start_is_planned_once_per_checkpoint(broker: TansuBroker, redis_url: str,
+                                                       namespace: str) -> None:
+    """A driver restarted before batch 0 committed plans batch 0 again: its planner must
+    start where the first one did, not at the end the topic has grown to since."""
+    from stormshift.engines.spark.source.options import Opts, source_options
+    from stormshift.engines.spark.source.planner import ReplayPlanner
+
+    topic = topic_name("latest")
+    fill(broker, topic, [4, 3])
+    graph = kafka_graph(broker, topic, **{"kafka.start": "latest"})
+
+    def planner(checkpoint_id: str) -> ReplayPlanner:
+        return ReplayPlanner(Opts.parse(source_options(
+            graph, "numbers", redis_url=redis_url, namespace=namespace, batch_max=10, budget_ms=100,
+            max_total=None, tick_ms=0, checkpoint_id=checkpoint_id)))
+
+    first = planner("ck-a").initial_offset()["p"]
+    broker.produce(topic, [(0, None, value(50)), (1, None, value(51))])  # the topic moves on
+    assert planner("ck-a").initial_offset()["p"] == first == {f"{topic}/00000": 3, f"{topic}/00001": 2}
+    assert planner("ck-b").initial_offset()["p"] == {f"{topic}/00000": 4, f"{topic}/00001": 3}
+
+
 def test_a_topic_matching_the_pattern_is_picked_up_and_read_from_its_start(broker: TansuBroker) -> None:
     prefix = topic_name("pat")
     fill(broker, f"{prefix}-a", [3])

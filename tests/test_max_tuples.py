@@ -261,10 +261,9 @@ def test_spark_redis_streams_cut_at_n_and_restart_continues(spark, redis_url, na
 @pytest.mark.redis
 def test_spark_heads_reading_ranges_themselves_get_the_cut(spark, redis_url, namespace, tmp_path):
     from stormshift.engines.spark.layout import Layout
-    from stormshift.engines.spark.source.spoutread import deferred
 
     graph, per_task = jsonlines_graph(tmp_path / "in", maxtopo.ReadLocally)
-    assert deferred(Layout(graph), "numbers")
+    assert Layout(graph).deferred("numbers")
     summary = run_spark(spark, graph, tmp_path / "ck", redis_url, namespace, 23, batch=3)
     assert summary.spout_tuples == 23 and seen(summary) == first_n(per_task, 23)
 

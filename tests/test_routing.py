@@ -10,7 +10,13 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from adapters_fixtures import GroupingsTopology, KeyedTopology, WordCountTopology
+from adapters_fixtures import (
+    ColocatedTopology,
+    GroupingsTopology,
+    KeyedTopology,
+    LoneColocatedTopology,
+    WordCountTopology,
+)
 
 from stormshift.adapters.routing import Router, choose_tasks, hash_one, stable_hash
 from stormshift.errors import TupleError
@@ -252,3 +258,18 @@ def test_unhashable_grouping_value_is_a_tuple_error(groupings_graph):
     router = Router(groupings_graph, "pairs", 0)
     with pytest.raises(TupleError, match="cannot route to 'by_field'"):
         router.route("default", [{1, 2}, 1])
+
+
+def test_a_colocated_consumer_gets_the_emitters_own_task_and_is_decided_when_routed():
+    graph = load_topology(ColocatedTopology)
+    for task in range(2):
+        router = Router(graph, "spout", task, frozenset({"head"}))
+        picks = [dict(router.route("default", [f"k{n}", n])) for n in range(8)]
+        assert {p["head"] for p in picks} == {task}  # never round robin: the emitter's index
+        assert len({p["other"] for p in picks}) == 2  # the others route as Storm does
+    lone = load_topology(LoneColocatedTopology)
+    assert Router(lone, "spout", 1, frozenset({"head"})).constant == {"default": (("head", 1),)}
+    assert "default" not in Router(lone, "spout", 1).constant  # round robin without colocation
+    assert graph.component("head").inputs[0].grouping.kind is GroupingKind.SHUFFLE
+    with pytest.raises(ValueError, match="'other' cannot be colocated"):
+        Router(graph, "spout", 0, frozenset({"other"}))

@@ -131,7 +131,6 @@ def test_restart_from_checkpoint_loses_and_duplicates_nothing(spark, redis_url, 
 
 def test_heads_read_their_spout_tasks_ranges_themselves(spark, redis_url, namespace, tmp_path):
     from stormshift.engines.spark.layout import Layout
-    from stormshift.engines.spark.source.spoutread import deferred
     from stormshift.state.connection import connect
     from stormshift.state.deadletter import DeadLetters
 
@@ -143,7 +142,7 @@ def test_heads_read_their_spout_tasks_ranges_themselves(spark, redis_url, namesp
         lines.insert(3, "{not json")
         (data / name).write_text("\n".join(lines) + "\n")
     graph = load_topology(sparktopo.ReadLocally, overrides={"jsonlines.path": str(data)})
-    assert deferred(Layout(graph), "numbers")
+    assert Layout(graph).deferred("numbers")
     s = run(spark, graph, tmp_path, redis_url, namespace, batch=10)
     expected = Counter()
     for n in range(N):

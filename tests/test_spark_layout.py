@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from stormshift.adapters.routing import Router
 from stormshift.engines.spark.driver.batch import SPOUTS, stage_groups
 from stormshift.engines.spark.layout import Layout
 from stormshift.topology.loader import load_topology
@@ -53,8 +54,12 @@ def test_a_head_runs_on_the_source_partitions_unless_turned_off():
     layout = Layout(local)
     assert layout.direct_heads == {"seen"}
     seen, spout = local.component("seen"), local.component("numbers")
-    assert layout.local_dests(1) == {seen.first_task_id: seen.first_task_id + 1,
-                                     seen.first_task_id + 1: seen.first_task_id + 1}
+    # spout task 1 routes every tuple for seen to seen's task 1, when it routes it
+    assert layout.colocated("numbers") == {"seen"}
+    router = Router(local, "numbers", 1, layout.colocated("numbers"))
+    fields = local.stream_fields("numbers", "default")
+    picks = [i for n in range(6) for c, i in router.route("default", [n] * len(fields)) if c == "seen"]
+    assert picks == [1] * 6
     assert spout.par == seen.par == 2
     groups, reads = stage_groups(layout)
     assert heads(groups) == [["seen"], ["sums"]] and reads == [[SPOUTS], [SPOUTS]]

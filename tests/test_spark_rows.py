@@ -110,3 +110,66 @@ def test_rewind_forgets_what_came_after_the_mark():
 def test_array_header_matches_msgpack():
     for n in (0, 1, 15, 16, 1023, 65535, 65536):
         assert R._array_header(n) == msgpack.packb([None] * n)[: len(R._array_header(n))]
+
+
+# -- the protocol: one schema, a kind per row ------------------------------------------------
+def test_the_spark_ddl_names_the_arrow_schema_column_for_column():
+    ddl = [tuple(c.split()) for c in R.SCHEMA_DDL.split(", ")]
+    assert [name for name, _ in ddl] == R.SCHEMA.names == ["dest", "kind", "src", "seq", "sid", "v"]
+    spark_of = {pa.int8(): "tinyint", pa.int32(): "int", pa.int64(): "long", pa.binary(): "binary"}
+    assert [t for _, t in ddl] == [spark_of[f.type] for f in R.SCHEMA]
+    assert R.SCHEMA.field("kind").type == pa.int8()
+    assert [int(k) for k in R.Kind] == [0, 1, 2, 3]
+
+
+def _table(rows: list[tuple]) -> pa.Table:
+    return pa.Table.from_batches([R.to_batch(*map(list, zip(*rows)))])
+
+
+def test_a_partition_reads_beacons_first_then_each_source_emits_then_its_redriven_rows():
+    pack = msgpack.packb
+    emit, redriven = R.Kind.TUPLE, R.Kind.REDRIVEN
+    rows = [
+        (7, redriven, 3, 0, 0, R.chunk_of([["r0"]])),
+        (7, emit, 4, 0, 0, pack([["b0"]])),
+        (7, emit, 3, 1 << 41, 0, pack([["a-late"]])),  # a seq as large as you like: still an emit
+        R.beacon_row(7),
+        (7, redriven, 3, 1, 0, R.chunk_of([["r1"]])),
+        (7, emit, 3, 0, 0, pack([["a0"]])),
+    ]
+    rng = random.Random(5)
+    for _ in range(10):
+        rng.shuffle(rows)
+        task, data = R.split_beacons(R.sorted_table(_table(rows).to_batches(max_chunksize=2)))
+        assert task == 7
+        got = [v[0] for _src, _sid, v in R.iter_rows(data)]
+        assert got == ["a0", "a-late", "r0", "r1", "b0"]
+        assert data.column("kind").to_pylist() == [emit, emit, redriven, redriven, emit]
+    assert R.max_seq_by_src(data) == {3: 1 << 41, 4: 0}  # redriven rows are no emits
+
+
+def test_a_partition_without_beacon_names_no_task_and_the_builder_writes_every_kind():
+    out = R.RowBuilder()
+    out.beacon(9)
+    out.read(9, 2, R.chunk_of([{"range": 1}]))
+    out.add(9, 2, 0, 1, msgpack.packb(["x"]))
+    table = pa.Table.from_batches(list(out.batches()))
+    assert table.column("kind").to_pylist() == [R.Kind.BEACON, R.Kind.READ, R.Kind.TUPLE]
+    assert R.beacon_row(9) == tuple(c[0] for c in table.slice(0, 1).to_pydict().values())
+    assert R.max_seq_by_src(table) == {2: 0}  # neither the beacon nor the read row counts
+    assert R.split_beacons(R.sorted_table([table.slice(1).to_batches()[0]]))[0] is None
+    assert R.split_beacons(R.SCHEMA.empty_table()) == (None, R.SCHEMA.empty_table())
+
+
+def test_a_spout_range_travels_in_a_read_row_and_comes_back_whole():
+    from stormshift.engines.spark.spoutrange import Run, SpoutRange
+
+    wal = SpoutRange("numbers", 1, wal=(10, 42))
+    replay = SpoutRange("lines", 0, replay=(("part-0.jsonl", 0, 7), ("part-2.jsonl", "3", "9")))
+    for rng in (wal, replay):
+        (cell,) = next(R.iter_values(pa.chunked_array([[rng.cell("head")]], pa.binary())))
+        assert SpoutRange.from_item(cell) == (rng, "head")
+    packed = Run(0, 1, (5,), [msgpack.packb([1, "a"]), msgpack.packb([2, "b"])], True)
+    plain = Run(0, 1, (5,), [[1, "a"], [2, "b"]], False)
+    assert packed.values() == plain.values() == [[1, "a"], [2, "b"]]
+    assert plain.packed_values(msgpack.Packer(use_bin_type=True).pack) == packed.items

@@ -1,4 +1,4 @@
-"""A head that reads its spout's ranges itself (``engines/spark/source/spoutread.py``): the stage's
+"""A head that reads its spout's ranges itself (``engines/spark/spoutrange.py``): the stage's
 output from a read row equals its output from the rows the source used to send, for a
 write-ahead-logged spout and a replayable one. Real Redis, no Spark."""
 
@@ -18,9 +18,9 @@ from stormshift.engines.spark import rows as R
 from stormshift.engines.spark.layout import Layout
 from stormshift.engines.spark.runtime.worker import redis_for
 from stormshift.engines.spark.source.options import Opts, ReplayPartition, WalPartition
-from stormshift.engines.spark.source.source import _read_replay, _read_wal
-from stormshift.engines.spark.source.spoutread import READ_SID, HeadInput, deferred
+from stormshift.engines.spark.source.source import read_partition
 from stormshift.engines.spark.task.counters import read_stats
+from stormshift.engines.spark.task.headinput import HeadInput
 from stormshift.engines.spark.task.sink import SinkSpec
 from stormshift.engines.spark.task.stage import StageJob, run_partition
 from stormshift.state.deadletter import DeadLetters
@@ -61,14 +61,14 @@ def _stage(layout: Layout, redis_url: str, namespace: str, table: pa.Table) -> t
             for s in layout.stages}
     out = list(run_partition(jobs, iter(table.to_batches())))
     rows = sorted(zip(*(pa.Table.from_batches(out).column(c).to_pylist()
-                        for c in ("dest", "src", "seq", "sid", "v"))))
+                        for c in ("dest", "kind", "src", "seq", "sid", "v"))))
     return rows, dict(read_stats(redis_for(redis_url), namespace, 1))
 
 
 def test_only_a_spout_whose_every_consumer_reads_locally_is_deferred() -> None:
-    assert deferred(Layout(load_topology(outtopo.EncodeTopo)), "numbers")
-    assert deferred(Layout(load_topology(outtopo.LinesTopo)), "numbers")
-    assert not deferred(Layout(load_topology(outtopo.MixedTopo)), "numbers")
+    assert Layout(load_topology(outtopo.EncodeTopo)).deferred("numbers")
+    assert Layout(load_topology(outtopo.LinesTopo)).deferred("numbers")
+    assert not Layout(load_topology(outtopo.MixedTopo)).deferred("numbers")
 
 
 def test_a_read_row_of_the_log_gives_the_stage_the_same_tuples(r: Any, redis_url: str) -> None:
@@ -82,10 +82,10 @@ def test_a_read_row_of_the_log_gives_the_stage_the_same_tuples(r: Any, redis_url
     target = layout.first_task("encoder")
     entries = [(code, [target], msgpack.packb([n, f"k{n % 2}"])) for n in NUMBERS]
     end = wal.append(wal.append(head, entries[:30]), entries[30:])
-    sent = list(_read_wal(_opts(layout.graph, redis_url, ns_wal), WalPartition(0, head, end)))
+    sent = list(read_partition(_opts(layout.graph, redis_url, ns_wal), WalPartition(0, head, end)))
     table = pa.Table.from_batches(sent)
     assert table.num_rows == 2  # the beacon and one read row: no tuple crossed
-    assert table.column("sid").to_pylist()[1] == READ_SID
+    assert table.column("kind").to_pylist()[1] == R.Kind.READ
 
     got_rows, got_stats = _stage(layout, redis_url, ns_wal, table)
     assert got_rows == want_rows
@@ -103,7 +103,7 @@ def test_a_read_row_of_a_replay_range_reads_the_files_and_dead_letters_bad_lines
     graph = load_topology(outtopo.LinesTopo, overrides={"jsonlines.path": str(tmp_path)})
     layout = Layout(graph)
     ns = _ns(r)
-    table = pa.Table.from_batches(list(_read_replay(
+    table = pa.Table.from_batches(list(read_partition(
         _opts(graph, redis_url, ns), ReplayPartition(0, [("part-0.jsonl", 0, len(lines))]))))
     assert table.num_rows == 2
 
@@ -133,14 +133,14 @@ def test_a_spout_feeding_other_stages_still_sends_rows(r: Any, redis_url: str) -
     entries = [(code, [layout.first_task("encoder"), layout.first_task("totals") + n % 2],
                 msgpack.packb([n, f"k{n % 2}"])) for n in NUMBERS]
     end = wal.append(head, entries)
-    table = pa.Table.from_batches(list(_read_wal(_opts(layout.graph, redis_url, ns),
+    table = pa.Table.from_batches(list(read_partition(_opts(layout.graph, redis_url, ns),
                                                  WalPartition(0, head, end))))
-    assert READ_SID not in table.column("sid").to_pylist()
-    assert R.tuple_count(table.filter(pa.compute.not_equal(table.column("src"), -1))) == 2 * len(NUMBERS)
+    assert R.Kind.READ not in table.column("kind").to_pylist()
+    assert R.tuple_count(table.filter(pa.compute.not_equal(table.column("kind"), R.Kind.BEACON))) == 2 * len(NUMBERS)
 
 
 def test_rechunk_keeps_every_item_in_order_in_full_chunks() -> None:
-    from stormshift.engines.spark.source.spoutread import rechunk
+    from stormshift.engines.spark.spoutrange import rechunk
 
     sizes = [0, 1, 31, 32, 33, 0, 64, 5, 100, 3]
     items = iter(range(10_000))

@@ -98,6 +98,7 @@ class HostBase:
         check_wire: bool = True,
         component_class: type | None = None,
         fast: bool = True,
+        colocated: frozenset[str] = frozenset(),
     ):
         comp = graph.component(component)
         self.graph = graph
@@ -106,7 +107,7 @@ class HostBase:
         self.task_index = task_index
         self.task_id = comp.task_id(task_index)
         self.outbox = Outbox()
-        self.router = Router(graph, comp.name, task_index)
+        self.router = Router(graph, comp.name, task_index, colocated)
         self.conf = storm_conf(graph, comp, conf_overrides)
         self.context = storm_context(graph, comp.name, task_index)
         self.tuple_ids: IdGenerator = tuple_ids or counter_ids(prefix=f"{comp.name}:{task_index}:")

@@ -15,6 +15,12 @@ run sends a tuple to the same task:
   emits on that stream (``Router.reset_seq`` restarts it, e.g. per batch).
 - ``all``: every task. ``global``: the lowest task (index 0).
 - ``direct``: the task the emitter names (``emit(..., direct_task=id)``).
+- a *colocated* consumer (``Router(..., colocated=...)``): the task with the
+  emitter's own index. Storm's ``local_or_shuffle`` prefers a task in the
+  emitter's worker; an engine that runs a consumer's task *i* in the same place
+  as the emitter's task *i* (the Spark engine's heads on their spout's
+  partitions, ``engines/spark/layout.py``) names it so, and that choice is made
+  here, once, not remapped later.
 
 ``Router`` compiles one closure per output stream at construction (field
 positions, consumer list, constant targets when every consumer has
@@ -87,13 +93,18 @@ class Router:
     ``route(stream, values, direct_task_id)`` checks the stream is declared
     and the arity matches, then returns a target for every subscribed
     consumer (in the graph's topological order). ``seq`` counts emits per
-    stream for the round-robin groupings.
+    stream for the round-robin groupings. ``constant`` holds the targets of
+    each stream whose targets never change (every consumer has ``par == 1``,
+    a ``global`` or ``all`` grouping, or is colocated).
     """
 
-    def __init__(self, graph: TopologyGraph, component: str, task_index: int):
+    def __init__(self, graph: TopologyGraph, component: str, task_index: int,
+                 colocated: frozenset[str] = frozenset()):
         self.graph = graph
         self.component = graph.component(component)
         self.task_index = task_index
+        self.colocated = colocated
+        self.constant: dict[str, Targets] = {}
         self._seq: dict[str, list[int]] = {}
         self._first_task: dict[str, int] = {
             c.name: c.first_task_id for c in graph.components.values()
@@ -157,8 +168,10 @@ class Router:
         for s in subs:
             if s.grouping.kind is GroupingKind.FIELDS:
                 _field_positions(comp, stream, s)  # validate even when par == 1
-        if all(s.par == 1 or s.grouping.kind in _CONSTANT for s in subs):
+        if all(s.par == 1 or s.grouping.kind in _CONSTANT or s.consumer in self.colocated
+               for s in subs):
             constant: Targets = tuple(t for s in subs for t in self._picker(stream, s)((), 0))
+            self.constant[stream.name] = constant
 
             def route_constant(values: Sequence[Any], direct_task_id: int | None = None) -> Targets:
                 if len(values) != arity:
@@ -298,6 +311,14 @@ class Router:
     ) -> Callable[[Sequence[Any], int], Targets]:
         """One consumer's choice as a closure over precomputed constants."""
         name, par, kind = sub.consumer, sub.par, sub.grouping.kind
+        if name in self.colocated:
+            if kind not in _ROUND_ROBIN or par != self.component.par:
+                raise ValueError(
+                    f"{name!r} cannot be colocated with {self.component.name!r}: it needs a "
+                    f"shuffle, none or local_or_shuffle grouping and par {self.component.par} "
+                    f"(has {sub.grouping}, par {par})")
+            own = ((name, self.task_index),)
+            return lambda values, s: own
         if par == 1 or kind is GroupingKind.GLOBAL:
             fixed = ((name, 0),)
             return lambda values, s: fixed

@@ -200,3 +200,9 @@ __all__ = [
     "ticks_key",
     "who",
 ]
+
+
+def query_start_key(ns: str, checkpoint_id: str, spout: str) -> str:
+    """Where a replayable spout's query started for one checkpoint (JSON offsets, written
+    once: ``state/starts.py``)."""
+    return ns_key(ns, f"spark:start:{check_name('checkpoint id', checkpoint_id)}:{spout}")

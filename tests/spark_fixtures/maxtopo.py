@@ -86,7 +86,7 @@ class JsonLines(Topology):
 
 class ReadLocally(Topology):
     """``seen`` is the spout's only consumer and runs on its partitions: it reads the
-    planned file ranges itself (``spoutread``), so the cut must hold there too."""
+    planned file ranges itself (``spoutrange``), so the cut must hold there too."""
 
     config = {"jsonlines.fields": ["n", "key"], "jsonlines.bounded": True}
     numbers = Lines.spec(par=2)

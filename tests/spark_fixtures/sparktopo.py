@@ -164,7 +164,7 @@ class LocalReplay(Topology):
 
 class ReadLocally(Topology):
     """The spout's only consumer runs on its partitions (same par, shuffle): each doubler
-    task reads its spout task's file range itself (``spoutread``); sums are fields-grouped."""
+    task reads its spout task's file range itself (``spoutrange``); sums are fields-grouped."""
 
     config = {"jsonlines.fields": ["n", "key"], "jsonlines.bounded": True}
     numbers = NumberLines.spec(par=2)

@@ -9,10 +9,13 @@ its boundary:
 - ``task/``: what one Spark task runs (executors);
 - ``runtime/``: the session and how Spark's Python processes start.
 
-Shared by every process, at this level: ``layout.py`` (the plan of stages, built
-on the driver, pickled into each ``StageJob`` and read by the planner),
-``rows.py`` (the chunked rows every side writes or reads: source ``read``,
-stages, the driver's redriven rows), ``faults.py`` (fault points in the driver,
+Shared by every process, at this level: ``layout.py`` (the plan of stages and
+which heads are colocated with their spout, built on the driver, pickled into
+each ``StageJob`` and rebuilt by the planner and the source), ``rows.py`` (the
+row protocol: the one owner of the row schema and its ``kind`` column, for
+every row any side writes or reads: source ``read``, stages, the driver's
+beacons and redriven rows), ``spoutrange.py`` (the one reader of a spout task's
+range: the source's ``read`` and a head reading its spout itself), ``faults.py`` (fault points in the driver,
 the planner and the tasks) and ``profiling.py`` (wraps the source's ``read``
 and every stage task). ``daemon.py`` is a shim for the worker daemon's old
 module path (``runtime/daemon.py``).

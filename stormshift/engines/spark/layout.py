@@ -1,15 +1,9 @@
-"""Pure facts about a graph that every Spark stage needs: row schema, stream codes, stages.
+"""Pure facts about a graph that every Spark stage needs: stream codes, stages, placement.
 
-Rows crossing Spark stages have five columns (``ROW_SCHEMA``):
-
-- ``dest``: global task id of the consumer task that gets the tuple,
-- ``src``: global task id of the emitting task,
-- ``seq``: the index among its task's emits in this batch of the row's last
-  tuple (sorting by ``(src, seq)`` makes every task's input order
-  deterministic after a shuffle),
-- ``sid``: stream code (index of ``(component, stream)`` in ``Layout.streams``),
-- ``v``: a chunk of consecutive tuples of ``src`` on ``sid`` for ``dest``: the
-  msgpack array of their value lists (``rows.py``; decoded in bulk).
+This is the plan of a run: built once from the graph on the driver, pickled into
+every ``StageJob`` and rebuilt from the same graph by each source. Rows between
+stages follow ``rows.py`` (the row schema and its kinds); ``sid`` there is an
+index into ``Layout.streams``.
 
 A *stage* is a chain of bolts run in one ``mapInArrow``: its *head* gets rows
 through ``repartitionById(par, task)``; a *fused* member gets its tuples in
@@ -20,15 +14,18 @@ needs no shuffle (``shuffle``, ``none``, ``local_or_shuffle``): Storm's
 as the upstream's).
 
 The same choice links the only spout of a topology to a stage head that
-reads nothing else, with such a grouping and the spout's ``par``: spout
-task *i*'s tuples go to head task *i* (``Layout.local_dests``), the
-source's partition *i* already holds head task *i*'s rows and a beacon, and
-the head's stage runs on the source's partitions without a shuffle
-(``Layout.direct_heads``). When the spout feeds only such heads, the source
-sends each head task a read row instead of the tuples, and the head's stage
-reads the spout's range itself (``source/spoutread``). Topology config ``stormshift.spark.source_local:
-false`` turns this off (the rows are then shuffled over the head's tasks:
-even load when the spout's tasks are skewed).
+reads nothing else, with such a grouping and the spout's ``par``
+(``Layout.direct_heads``): the head is *colocated* with the spout
+(``Layout.colocated``), so the spout's router sends task *i*'s tuples to head
+task *i* (``adapters/routing.py``: decided when the tuple is routed, never
+remapped later), the source's partition *i* holds head task *i*'s rows and
+beacon, and the head's stage runs on the source's partitions without a
+shuffle. When the spout feeds only such heads (``Layout.deferred``), the
+source sends each head task a ``READ`` row instead of the tuples, and the
+head's stage reads the spout's range itself (``spoutrange.py``). Topology
+config ``stormshift.spark.source_local: false`` turns this off (the rows are
+then shuffled over the head's tasks: even load when the spout's tasks are
+skewed).
 """
 
 from __future__ import annotations
@@ -37,9 +34,8 @@ from dataclasses import dataclass
 
 from stormshift.topology.graph import GroupingKind, TopologyGraph
 
-__all__ = ["FUSABLE", "ROW_SCHEMA_DDL", "Layout", "Stage", "plan_stages"]
+__all__ = ["FUSABLE", "Layout", "Stage", "plan_stages"]
 
-ROW_SCHEMA_DDL = "dest int, src int, seq long, sid int, v binary"
 SOURCE_LOCAL_KEY = "stormshift.spark.source_local"
 FUSABLE = frozenset({GroupingKind.SHUFFLE, GroupingKind.NONE, GroupingKind.LOCAL_OR_SHUFFLE})
 
@@ -79,15 +75,18 @@ class Layout:
             s.head for s in self.stages if local and _reads_spout_locally(graph, s)
         )
 
-    def local_dests(self, spout_task: int) -> dict[int, int]:
-        """Spout task ``spout_task``'s rows: ``{dest chosen by the grouping: dest to use}``,
-        every task of a direct head mapped to its task ``spout_task`` (module doc)."""
-        out: dict[int, int] = {}
-        for head in sorted(self.direct_heads):
-            first = self.first_task(head)
-            for index in range(self.graph.component(head).par):
-                out[first + index] = first + spout_task
-        return out
+    def colocated(self, spout: str) -> frozenset[str]:
+        """Heads whose task *i* gets every tuple ``spout``'s task *i* sends them (module doc):
+        what the spout's router is built with."""
+        return frozenset(h for h in self.direct_heads if spout in self.stage_of[h].sources)
+
+    def deferred(self, spout: str) -> bool:
+        """Whether every consumer of every stream of ``spout`` is colocated with it, so those
+        heads read the spout's ranges themselves (module doc)."""
+        subs = [s for stream in self.graph.component(spout).outputs
+                for s in self.graph.subscriptions(spout, stream)]
+        colocated = self.colocated(spout)
+        return bool(subs) and all(s.consumer in colocated for s in subs)
 
     def first_task(self, component: str) -> int:
         return self.graph.component(component).first_task_id

@@ -1,12 +1,25 @@
-"""Arrow in, Arrow out: the row format between stages (see ``layout.ROW_SCHEMA_DDL``).
+"""The row protocol between Spark stages: the one owner of the row schema and of row kinds.
 
-A row is a *chunk*: consecutive tuples of one source task on one stream for
-one destination task. ``v`` is a msgpack array of the tuples' value lists,
-``seq`` the seq of the chunk's LAST tuple. Chunks cut a task's tuples for one
-destination into contiguous runs, so sorting rows by ``(src, seq)`` restores
-exactly the per-tuple order a row per tuple had, while Spark moves one row
-per ``CHUNK_TUPLES`` tuples instead of one per tuple (its per-row cost: Arrow
-to row conversion, shuffle write and read).
+Every row that crosses Spark -- the source's ``read``, a stage's output, the
+driver's beacons and redriven rows -- has the columns of ``SCHEMA``
+(``SCHEMA_DDL`` for Spark), and says what it is in ``kind`` (``Kind``):
+
+- ``dest``: global task id of the consumer task the row is for;
+- ``kind``: ``BEACON``, ``TUPLE``, ``READ`` or ``REDRIVEN`` (below);
+- ``src``: global task id of the emitting task (0 in a beacon);
+- ``seq``: a ``TUPLE`` chunk's last tuple's index among its task's emits in this
+  batch; a ``REDRIVEN`` row's index among the batch's redriven rows (0 else);
+- ``sid``: stream code (index of ``(component, stream)`` in ``Layout.streams``;
+  0 in a beacon or read row);
+- ``v``: a *chunk*, the msgpack array of value lists of consecutive tuples of
+  ``src`` on ``sid`` for ``dest`` (a ``READ`` row: an array of one range; a
+  beacon: empty).
+
+A task's partition is read in ``sorted_table`` order: beacons first, then by
+``(src, kind, seq)``: each source task's emits in emit order (chunks cut a
+task's tuples for one destination into contiguous runs, so this restores the
+per-tuple order exactly, whatever the shuffle did), its redriven rows after
+them. Spark moves one row per ``CHUNK_TUPLES`` tuples instead of one per tuple.
 
 Values are decoded in bulk: a partition's ``v`` column is one contiguous
 buffer of msgpack arrays, fed to ONE ``Unpacker``. Output chunks are
@@ -15,6 +28,7 @@ gathered in plain lists and turned into record batches at the end of the task.
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -23,46 +37,89 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-__all__ = ["SCHEMA", "RowBuilder", "chunk_of", "iter_chunks", "iter_rows", "iter_values", "max_seq_by_src",
-           "sorted_table", "tuple_count"]
+__all__ = ["SCHEMA", "SCHEMA_DDL", "SPARK_TYPES", "Kind", "RowBuilder", "beacon_row", "chunk_of", "iter_chunks",
+           "iter_rows", "iter_values", "max_seq_by_src", "redriven_row", "sorted_table",
+           "split_beacons", "to_batch", "tuple_count"]
 
-SCHEMA = pa.schema(
-    [("dest", pa.int32()), ("src", pa.int32()), ("seq", pa.int64()), ("sid", pa.int32()),
-     ("v", pa.binary())]
-)
+
+class Kind(enum.IntEnum):
+    """What a row is (the ``kind`` column)."""
+
+    BEACON = 0
+    """Names task ``dest``: every task of a stage gets one each batch, so it runs (ticks,
+    snapshots) without input and learns its task id (Spark renumbers partitions in unions)."""
+    TUPLE = 1
+    """A chunk of tuples ``src`` emitted in this batch."""
+    READ = 2
+    """A spout range the head task ``dest`` reads itself (``spoutrange``): no tuple crossed."""
+    REDRIVEN = 3
+    """A dead letter sent back (``driver/redrive.py``): a chunk of one tuple, no emit of ``src``
+    (not in the spout counts), after every emit of ``src``."""
+
+
+_COLUMNS = (("dest", pa.int32(), "int"), ("kind", pa.int8(), "tinyint"),
+            ("src", pa.int32(), "int"), ("seq", pa.int64(), "long"),
+            ("sid", pa.int32(), "int"), ("v", pa.binary(), "binary"))
+SCHEMA = pa.schema([(name, arrow) for name, arrow, _ in _COLUMNS])
+SPARK_TYPES = tuple((name, ddl) for name, _, ddl in _COLUMNS)
+SCHEMA_DDL = ", ".join(f"{name} {ddl}" for name, ddl in SPARK_TYPES)
 OUT_ROWS_PER_BATCH = 1 << 17
 # A chunk closes at this many tuples or bytes. 32 tuples already cut Spark's rows 32-fold;
 # longer chunks were slower in bench/stage_overhead.py (1024: +15-40% per tuple), as a
 # decoded chunk's value lists all live at once and survive the young GC generation.
 CHUNK_TUPLES = 32
 CHUNK_BYTES = 1 << 20
-# Redriven dead letters (``driver/redrive.py``) carry seqs from here up: they sort after
-# every real emit of their source task, and are no spout emits.
-REDRIVE_SEQ_BASE = 1 << 40
+_BEACON, _TUPLE, _READ, _REDRIVEN = (int(k) for k in Kind)
+
+
+def beacon_row(dest: int) -> tuple[int, int, int, int, int, bytes]:
+    """The beacon of task ``dest``, in ``SCHEMA`` column order."""
+    return (dest, _BEACON, 0, 0, 0, b"")
+
+
+def redriven_row(dest: int, src: int, seq: int, sid: int,
+                 values: list[Any]) -> tuple[int, int, int, int, int, bytes]:
+    """A redriven tuple for task ``dest``, as if ``src`` emitted it on ``sid`` again."""
+    return (dest, _REDRIVEN, src, seq, sid, chunk_of([values]))
 
 
 def sorted_table(batches: Iterable[pa.RecordBatch]) -> pa.Table:
-    """All rows of a partition, ordered by (src, seq) -- deterministic whatever the shuffle did."""
+    """All rows of a partition in protocol order (module doc): beacons, then by
+    ``(src, kind, seq)`` -- deterministic whatever the shuffle did."""
     batches = [b for b in batches if b.num_rows]
     if not batches:
         return SCHEMA.empty_table()
     table = pa.Table.from_batches(batches)
-    if table.num_rows > 1 and not _in_order(table):
-        table = table.take(pc.sort_indices(table, [("src", "ascending"), ("seq", "ascending")]))
+    if table.num_rows > 1:
+        keys = _order_keys(table)
+        if not _in_order(keys):
+            table = table.take(pa.array(np.lexsort(keys[::-1])))
     return table
 
 
-def _in_order(table: pa.Table) -> bool:
-    """Rows already by (src, seq) -- a stage run on a source's partition: skip the copy."""
-    src = table.column("src").to_numpy()
-    seq = table.column("seq").to_numpy()
-    up, same = src[1:] > src[:-1], src[1:] == src[:-1]
-    return bool(np.all(up | (same & (seq[1:] >= seq[:-1]))))
+def _order_keys(table: pa.Table) -> list[np.ndarray]:
+    """The sort keys, most significant first: not a beacon, src, kind, seq."""
+    kind = table.column("kind").to_numpy()
+    return [kind != _BEACON, table.column("src").to_numpy(), kind, table.column("seq").to_numpy()]
+
+
+def _in_order(keys: list[np.ndarray]) -> bool:
+    """Rows already in order (a stage run on a source's partition): skip the copy."""
+    equal = np.ones(len(keys[0]) - 1, dtype=bool)
+    ahead = np.zeros(len(keys[0]) - 1, dtype=bool)
+    for key in keys:
+        a, b = key[:-1], key[1:]
+        ahead |= equal & (b > a)
+        equal &= b == a
+    return bool(np.all(ahead | equal))
 
 
 def split_beacons(table: pa.Table) -> tuple[int | None, pa.Table]:
-    """``(global task id, data rows)``: beacons (``src = -1``) sort first and name the task."""
-    n = pc.sum(pc.equal(table.column("src"), -1)).as_py() or 0 if table.num_rows else 0
+    """``(global task id, data rows)`` of a ``sorted_table``: its beacons come first and name
+    the task."""
+    if table.num_rows == 0:
+        return None, table
+    n = pc.sum(pc.equal(table.column("kind"), _BEACON)).as_py() or 0
     if n == 0:
         return None, table
     return table.column("dest")[0].as_py(), table.slice(n)
@@ -123,13 +180,13 @@ def _array_header(n: int) -> bytes:
 
 
 def max_seq_by_src(table: pa.Table) -> dict[int, int]:
-    """Highest emit seq per source task (spout emit counts for the summary); redriven rows
-    (seq >= ``REDRIVE_SEQ_BASE``) are not emits of this batch and do not count."""
+    """Highest emit seq per source task (spout emit counts for the summary): ``TUPLE`` rows
+    only (a redriven row is no emit of this batch)."""
     if table.num_rows == 0:
         return {}
-    seq = table.column("seq")
-    if pc.max(seq).as_py() >= REDRIVE_SEQ_BASE:
-        table = table.filter(pc.less(seq, REDRIVE_SEQ_BASE))
+    kind = table.column("kind")
+    if pc.any(pc.not_equal(kind, _TUPLE)).as_py():
+        table = table.filter(pc.equal(kind, _TUPLE))
         if table.num_rows == 0:
             return {}
     grouped = table.group_by("src").aggregate([("seq", "max")])
@@ -146,6 +203,7 @@ class RowBuilder:
 
     def __init__(self) -> None:
         self.dest: list[int] = []
+        self.kind: list[int] = []
         self.src: list[int] = []
         self.seq: list[int] = []
         self.sid: list[int] = []
@@ -159,8 +217,12 @@ class RowBuilder:
         return s
 
     def beacon(self, dest: int) -> None:
-        """The row naming task ``dest`` (``src = -1``, no tuples)."""
-        self._row(dest, -1, -1, -1, b"")
+        """The ``BEACON`` naming task ``dest``."""
+        self._row(dest, _BEACON, 0, 0, 0, b"")
+
+    def read(self, dest: int, src: int, cell: bytes) -> None:
+        """A ``READ`` row: task ``dest`` reads spout task ``src``'s range ``cell`` itself."""
+        self._row(dest, _READ, src, 0, 0, cell)
 
     def add(self, dest: int, src: int, seq: int, sid: int, v: bytes) -> None:
         """One tuple (``v``: its packed values) for task ``dest``; seqs of a src only grow."""
@@ -191,10 +253,11 @@ class RowBuilder:
 
     def _close(self, dest: int, c: list[Any]) -> None:
         parts = c[3]
-        self._row(dest, c[0], c[2], c[1], _array_header(len(parts)) + b"".join(parts))
+        self._row(dest, _TUPLE, c[0], c[2], c[1], _array_header(len(parts)) + b"".join(parts))
 
-    def _row(self, dest: int, src: int, seq: int, sid: int, v: bytes) -> None:
+    def _row(self, dest: int, kind: int, src: int, seq: int, sid: int, v: bytes) -> None:
         self.dest.append(dest)
+        self.kind.append(kind)
         self.src.append(src)
         self.seq.append(seq)
         self.sid.append(sid)
@@ -214,7 +277,7 @@ class RowBuilder:
         """Forget every tuple added after ``mark`` (a member's run being redone)."""
         n, seqs = mark
         self._open.clear()  # every open chunk was opened after the mark
-        for column in (self.dest, self.src, self.seq, self.sid, self.v):
+        for column in (self.dest, self.kind, self.src, self.seq, self.sid, self.v):
             del column[n:]
         self._seq = dict(seqs)
 
@@ -223,14 +286,14 @@ class RowBuilder:
         n = len(self.dest)
         for lo in range(0, n, OUT_ROWS_PER_BATCH):
             hi = min(lo + OUT_ROWS_PER_BATCH, n)
-            yield to_batch(self.dest[lo:hi], self.src[lo:hi], self.seq[lo:hi], self.sid[lo:hi],
+            yield to_batch(self.dest[lo:hi], self.kind[lo:hi], self.src[lo:hi], self.seq[lo:hi], self.sid[lo:hi],
                            self.v[lo:hi])
 
 
-def to_batch(dest: list[int], src: list[int], seq: list[int], sid: list[int],
+def to_batch(dest: list[int], kind: list[int], src: list[int], seq: list[int], sid: list[int],
              v: list[bytes]) -> pa.RecordBatch:
+    """One record batch of ``SCHEMA`` from its columns."""
     return pa.RecordBatch.from_arrays(
-        [pa.array(dest, pa.int32()), pa.array(src, pa.int32()), pa.array(seq, pa.int64()),
-         pa.array(sid, pa.int32()), pa.array(v, pa.binary())],
+        [pa.array(column, arrow) for column, (_, arrow, _) in zip((dest, kind, src, seq, sid, v), _COLUMNS)],
         schema=SCHEMA,
     )

@@ -35,9 +35,10 @@ from typing import Any
 
 from stormshift.engines.problems import ErrorDigest
 from stormshift.engines.spark import faults
+from stormshift.engines.spark import rows as R
 from stormshift.engines.spark.driver.redrive import RedrivePlan, plan_redrive
 from stormshift.engines.spark.driver.ticks import TickRecorder
-from stormshift.engines.spark.layout import ROW_SCHEMA_DDL, Layout, Stage
+from stormshift.engines.spark.layout import Layout, Stage
 from stormshift.engines.spark.profiling import profiled
 from stormshift.engines.spark.task.counters import COUNTERS, read_stats
 from stormshift.engines.spark.task.sink import SinkSpec
@@ -176,7 +177,7 @@ class BatchRunner:
                 rows = reduce(lambda a, b: a.unionAll(b), parts).where(wanted)
                 rows = rows.repartitionById(tasks, position)
             jobs = {stage.head: self._job(stage, txid, ticks) for stage in group}
-            out = rows.mapInArrow(_stage_fn(txid, jobs), ROW_SCHEMA_DDL)
+            out = rows.mapInArrow(_stage_fn(txid, jobs), R.SCHEMA_DDL)
             key = group_key(group)
             if uses.get(key, 0) > 1:
                 out = out.persist()
@@ -287,17 +288,14 @@ def _task_positions(layout: Layout, group: list[Stage]) -> tuple[Any, Any, int]:
 
 
 def _beacons(spark: Any, first: int, par: int) -> Any:
-    """One empty row per task (``src = -1``): every task runs (ticks, snapshots) and
+    """One ``BEACON`` per task (``rows.Kind``): every task runs (ticks, snapshots) and
     learns its task index from its rows -- Spark partition ids are renumbered by unions."""
     from pyspark.sql import functions as F
 
-    return spark.range(par).select(
-        (F.col("id") + F.lit(first)).cast("int").alias("dest"),
-        F.lit(-1).cast("int").alias("src"),
-        F.lit(-1).cast("long").alias("seq"),
-        F.lit(-1).cast("int").alias("sid"),
-        F.lit(b"").cast("binary").alias("v"),
-    )
+    dest = (F.col("id") + F.lit(first)).cast(R.SPARK_TYPES[0][1]).alias("dest")
+    rest = [F.lit(value).cast(ddl).alias(name)
+            for (name, ddl), value in zip(R.SPARK_TYPES[1:], R.beacon_row(first)[1:])]
+    return spark.range(par).select(dest, *rest)
 
 
 def _stage_fn(txid: int, jobs: dict[str, StageJob]) -> Callable[[Any], Any]:

@@ -199,7 +199,8 @@ class SparkEngine:
                                   batch_max=self.batch_max, budget_ms=self.budget_ms,
                                   max_total=budgets[spout.name], tick_ms=tick_ms,
                                   drain_ticks=drain_ticks(self.graph, intervals),
-                                  idle_ms=idle_ms if self.until_done else 0)
+                                  idle_ms=idle_ms if self.until_done else 0,
+                                  checkpoint_id=self._checkpoint_id())
             df = spark.readStream.format(SOURCE_NAME).options(**opts).load()
             stream = df if stream is None else stream.unionAll(df)
         if stream is None:

@@ -8,10 +8,12 @@ dead-lettered it, as if its original source had emitted it again:
   round robin counts the batch's redriven tuples of that bolt); ``all`` and
   ``direct`` groupings go back to the task that dead-lettered it (the others
   already processed it);
-- ``src``: the source component's first task; ``seq``: ``REDRIVE_SEQ_BASE + i``
-  so the row sorts after every real emit of that task (deterministic order);
+- ``kind``: ``REDRIVEN`` (``rows.Kind``): the row sorts after every real emit of
+  its source task, and is no emit of it (not in the spout counts);
+- ``src``: the source component's first task; ``seq``: the entry's index among
+  the batch's redriven rows (deterministic order);
 - ``sid``: the code of ``(source, stream)``; ``v``: a chunk of one tuple
-  (``rows.chunk_of``).
+  (``rows.redriven_row``).
 
 The rows are a small DataFrame unioned into the input of the bolt's stage.
 Only a stage head gets rows from other stages; an entry of a bolt that runs
@@ -26,14 +28,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from stormshift.adapters.routing import choose_tasks
-from stormshift.engines.spark.layout import ROW_SCHEMA_DDL, Layout
-from stormshift.engines.spark.rows import REDRIVE_SEQ_BASE, chunk_of
+from stormshift.engines.spark import rows as R
+from stormshift.engines.spark.layout import Layout
 from stormshift.state.deadletter import DeadLetter
 from stormshift.topology.graph import GroupingKind
 
 __all__ = ["RedrivePlan", "plan_redrive"]
 
-Row = tuple[int, int, int, int, bytes]
+Row = tuple[int, int, int, int, int, bytes]  # rows.SCHEMA's columns
 
 
 @dataclass
@@ -46,7 +48,7 @@ class RedrivePlan:
 
     def frame(self, spark: Any, head: str) -> Any | None:
         rows = self.rows.get(head)
-        return spark.createDataFrame(rows, ROW_SCHEMA_DDL) if rows else None
+        return spark.createDataFrame(rows, R.SCHEMA_DDL) if rows else None
 
     def dead_letter_rejected(self, r: Any, namespace: str, txid: int) -> None:
         from stormshift.state.deadletter import DeadLetters
@@ -68,8 +70,7 @@ def plan_redrive(layout: Layout, entries: list[DeadLetter]) -> RedrivePlan:
         except _Refused as why:
             plan.rejected.append((entry, str(why)))
             continue
-        packed = chunk_of([list(entry.values)])  # a chunk of one tuple
-        plan.rows.setdefault(entry.component, []).append((dest, src, REDRIVE_SEQ_BASE + i, sid, packed))
+        plan.rows.setdefault(entry.component, []).append(R.redriven_row(dest, src, i, sid, list(entry.values)))
         plan.counts[entry.component] = plan.counts.get(entry.component, 0) + 1
     return plan
 

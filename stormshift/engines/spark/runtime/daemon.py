@@ -96,7 +96,8 @@ AFTER_FORK = (
     "pyspark.sql.pandas.serializers",
     "stormshift.engines.spark.task.stage",
     "stormshift.engines.spark.source.source",
-    "stormshift.engines.spark.source.spoutread",
+    "stormshift.engines.spark.spoutrange",
+    "stormshift.engines.spark.task.headinput",
 )
 """Imported before the fork where ``THREAD_FREE_ENV`` holds, else by each fork before its
 first task (pyspark's worker would import them during it); frozen either way."""

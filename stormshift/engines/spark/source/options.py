@@ -22,14 +22,14 @@ __all__ = ["Opts", "ReplayPartition", "WalPartition", "now_ms", "source_options"
 
 def source_options(graph: Any, spout: str, *, redis_url: str, namespace: str, batch_max: int,
                    budget_ms: int, max_total: int | None, tick_ms: int,
-                   drain_ticks: int = 4, idle_ms: int = 0) -> dict[str, str]:
+                   drain_ticks: int = 4, idle_ms: int = 0, checkpoint_id: str = "") -> dict[str, str]:
     """The string options one spout's source is created with."""
     return {
         "graph": base64.b64encode(cloudpickle.dumps(graph)).decode("ascii"),
         "spout": spout, "redis_url": redis_url, "namespace": namespace,
         "batch_max": str(batch_max), "budget_ms": str(budget_ms),
         "max_total": str(-1 if max_total is None else max_total), "tick_ms": str(tick_ms),
-        "drain_ticks": str(drain_ticks), "idle_ms": str(idle_ms),
+        "drain_ticks": str(drain_ticks), "idle_ms": str(idle_ms), "checkpoint_id": checkpoint_id,
     }
 
 
@@ -45,13 +45,14 @@ class Opts:
     tick_ms: int
     drain_ticks: int = 4  # tick intervals after end of input (ticks.drain_ticks)
     idle_ms: int = 0  # --until-done: a spout task idle this long is taken as ended (0: never)
+    checkpoint_id: str = ""  # the query's checkpoint: its start is kept per checkpoint
 
     @classmethod
     def parse(cls, o: Any) -> Opts:
         graph = cloudpickle.loads(base64.b64decode(o["graph"]))
         return cls(graph, o["spout"], o["redis_url"], o["namespace"], int(o["batch_max"]),
                    int(o["budget_ms"]), int(o["max_total"]), int(o["tick_ms"]),
-                   int(o.get("drain_ticks", 4)), int(o.get("idle_ms", 0)))
+                   int(o.get("drain_ticks", 4)), int(o.get("idle_ms", 0)), o.get("checkpoint_id", ""))
 
 
 class WalPartition(InputPartition):

@@ -24,9 +24,11 @@ tuples per task, cut at the task's ``--max-tuples`` target (or until ``budget_ms
 write-ahead log (``stormshift.state.wal``) and only then returns the offset.
 ``commit(end)`` acks the tuples of committed batches, then trims the log.
 Replayable spouts (``stormshift.spouts.base``) are read through their replay
-interface and need no log. When every consumer of the spout runs on the
-source's partitions, ``read`` sends only beacons and one read row per head:
-the heads' stages read the ranges themselves (``spoutread``).
+interface and need no log. ``read`` reads its partition's range through the
+one spout-range reader (``spoutrange.py``) and sends its tuples as rows where
+they were routed; when every consumer of the spout runs on the source's
+partitions (``Layout.deferred``), it sends only beacons and one ``READ`` row
+per head: the heads' stages read the range themselves.
 """
 
 from __future__ import annotations
@@ -36,10 +38,9 @@ from typing import Any
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 
 from stormshift.engines.spark import rows as R
-from stormshift.engines.spark.layout import ROW_SCHEMA_DDL
 from stormshift.engines.spark.source.options import Opts, ReplayPartition, WalPartition
 
-__all__ = ["SOURCE_NAME", "SpoutSource"]
+__all__ = ["SOURCE_NAME", "SpoutSource", "read_partition"]
 
 SOURCE_NAME = "stormshift_spout"
 
@@ -50,7 +51,7 @@ class SpoutSource(DataSource):
         return SOURCE_NAME
 
     def schema(self) -> str:
-        return ROW_SCHEMA_DDL
+        return R.SCHEMA_DDL
 
     def streamReader(self, schema: Any) -> DataSourceStreamReader:
         return SpoutReader(dict(self.options))
@@ -100,81 +101,46 @@ class SpoutReader(DataSourceStreamReader):
         ensure_paths(opts.graph)
         from stormshift.engines.spark.profiling import profiled
 
-        if isinstance(partition, WalPartition):
-            rows = _read_wal(opts, partition)
-        elif isinstance(partition, ReplayPartition):
-            rows = _read_replay(opts, partition)
-        else:  # pragma: no cover - partitions() makes only these two
-            raise TypeError(f"{opts.spout}: unknown input partition {type(partition).__name__}")
-        yield from profiled(f"source-{opts.spout}", rows)
+        yield from profiled(f"source-{opts.spout}", read_partition(opts, partition))
 
 
-def _local_rows(layout: Any, task: int) -> tuple[R.RowBuilder, dict[int, int]]:
-    """A row builder holding the beacons of the heads that run on this partition, and
-    the dest remapping that sends this spout task's tuples to them (``layout`` doc)."""
-    out = R.RowBuilder()
-    for head in sorted(layout.direct_heads):
-        out.beacon(layout.first_task(head) + task)
-    return out, layout.local_dests(task)
+def spout_range(spout: str, partition: InputPartition) -> Any:
+    """The ``spoutrange.SpoutRange`` of one of the planner's input partitions."""
+    from stormshift.engines.spark.spoutrange import SpoutRange
+
+    if isinstance(partition, WalPartition):
+        return SpoutRange(spout, partition.task, wal=(partition.start, partition.end))
+    if isinstance(partition, ReplayPartition):
+        return SpoutRange(spout, partition.task, replay=tuple(tuple(r) for r in partition.ranges))
+    raise TypeError(f"{spout}: unknown input partition {type(partition).__name__}")
 
 
-def _read_rows(layout: Any, opts: Opts, task: int, kind: str, **where: Any) -> Any:
-    """Beacons and one read row per head: those heads read the range themselves
-    (``spoutread`` doc). Seq 0: redriven rows of this source task sort after it."""
-    from stormshift.engines.spark.source.spoutread import READ_SID, read_row
-
-    out, _ = _local_rows(layout, task)
-    src = opts.graph.component(opts.spout).task_id(task)
-    for head in sorted(layout.direct_heads):
-        out.add(layout.first_task(head) + task, src, 0, READ_SID,
-                read_row(kind, opts.spout, task, head, **where))
-    return out.batches()
-
-
-def _read_wal(opts: Opts, part: WalPartition) -> Any:
-    from stormshift.engines.spark.layout import Layout
-    from stormshift.engines.spark.source.spoutread import deferred, wal_entries
-
-    layout = Layout(opts.graph)
-    if deferred(layout, opts.spout):
-        yield from _read_rows(layout, opts, part.task, "wal", start=part.start, end=part.end)
-        return
-    src = opts.graph.component(opts.spout).task_id(part.task)
-    out, local = _local_rows(layout, part.task)
-    entries = wal_entries(opts.redis_url, opts.namespace, opts.spout, part.task, part.start, part.end)
-    for seq, (code, targets, packed) in enumerate(entries):
-        for dest in targets:
-            out.add(local.get(dest, dest), src, seq, code, packed)
-    yield from out.batches()
-
-
-def _read_replay(opts: Opts, part: ReplayPartition) -> Any:
+def read_partition(opts: Opts, partition: InputPartition) -> Any:
+    """The rows of one input partition: the beacons of the heads colocated with the spout,
+    then one ``READ`` row per head (a deferred spout) or the range's tuples as ``TUPLE``
+    rows for the tasks they were routed to (``spoutrange`` doc)."""
     import msgpack
 
     from stormshift.engines.spark.layout import Layout
-    from stormshift.engines.spark.source.spoutread import deferred, replay_chunks, replay_host
+    from stormshift.engines.spark.spoutrange import read_range
 
+    rng = spout_range(opts.spout, partition)
     layout = Layout(opts.graph)
-    if deferred(layout, opts.spout):
-        ranges = [list(r) for r in part.ranges]
-        yield from _read_rows(layout, opts, part.task, "replay", ranges=ranges)
-        return
-    comp = opts.graph.component(opts.spout)
-    route = replay_host(opts.graph, opts.namespace, opts.spout, part.task).router.route
-    src = comp.task_id(part.task)
-    code = layout.stream_code[(opts.spout, "default")]
-    first = {c.name: c.first_task_id for c in opts.graph}
-    packer = msgpack.Packer(use_bin_type=True)
-    out, local = _local_rows(layout, part.task)
-    chunks = replay_chunks(opts.graph, opts.redis_url, opts.namespace, opts.spout, part.task,
-                           part.ranges)
-    seq = 0
-    for chunk in chunks:
-        for values in chunk:
-            packed = packer.pack(values)
-            for consumer, index in route("default", values):
-                dest = first[consumer] + index
-                out.add(local.get(dest, dest), src, seq, code, packed)
+    src = opts.graph.component(opts.spout).task_id(rng.task)
+    heads = sorted(layout.colocated(opts.spout))
+    out = R.RowBuilder()
+    for head in heads:
+        out.beacon(layout.first_task(head) + rng.task)
+    if layout.deferred(opts.spout):
+        for head in heads:
+            out.read(layout.first_task(head) + rng.task, src, rng.cell(head))
+        return out.batches()
+    pack = msgpack.Packer(use_bin_type=True).pack
+    add = out.add
+    for run in read_range(rng, layout, opts.redis_url, opts.namespace):
+        seq, code, dests = run.first, run.code, run.dests
+        for packed in run.packed_values(pack):
+            for dest in dests:
+                add(dest, src, seq, code, packed)
             seq += 1
-    yield from out.batches()
-
+    return out.batches()

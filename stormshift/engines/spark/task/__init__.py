@@ -6,7 +6,8 @@ restart), so everything here is a pure function of (state committed at N-1,
 input of N) and every write is fenced or idempotent.
 
 - ``stage.py``: ``run_partition``: restore each hosted bolt task (``taskstate.py``),
-  execute its chunks of input, emit rows for the next stage (``output.py``);
+  execute its chunks of input (a head's: ``headinput.py``), emit rows for the
+  next stage (``output.py``);
 - ``poison.py``: retry / dead-letter of a tuple that fails;
 - ``sink.py``: leaf emits to JSON lines files or a Redis stream (the driver
   parses the ``--sink`` option and reads the files back with it too);
@@ -14,9 +15,10 @@ input of N) and every write is fenced or idempotent.
   by the driver after the batch's last stage).
 
 Crosses the boundary: IN a pickled ``StageJob`` per stage (the ``layout.Layout``,
-txid, namespace, sink, Redis URL) and Arrow rows (``rows.py`` chunks: from the
-source's ``read`` or an upstream stage, or a head's read rows naming spout ranges
-that ``source/spoutread.py`` reads here); OUT Arrow rows for the next stage and
+txid, namespace, sink, Redis URL) and Arrow rows (``rows.py``: chunks from the
+source's ``read``, an upstream stage or the driver's redrive, or ``READ`` rows
+naming spout ranges that ``headinput.py`` reads here through
+``../spoutrange.py``); OUT Arrow rows for the next stage and
 Redis writes under keys declared in ``state/keys.py`` (epochs and fences, maps,
 snapshots, dead letters, the sink marker, stats and attempt counters).
 """

@@ -51,12 +51,12 @@ from stormshift.engines.spark import faults
 from stormshift.engines.spark import rows as R
 from stormshift.engines.spark.layout import Layout, Stage
 from stormshift.engines.spark.runtime.worker import ensure_paths, redis_for
-from stormshift.engines.spark.source.spoutread import HeadInput
 from stormshift.engines.spark.task.counters import (
     MemberStats,
     count_attempt,
     write_stats,
 )
+from stormshift.engines.spark.task.headinput import HeadInput
 from stormshift.engines.spark.task.output import MemberOutput, QueueItem
 from stormshift.engines.spark.task.poison import (
     drop_held,

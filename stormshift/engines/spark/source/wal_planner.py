@@ -1,0 +1,290 @@
+"""A generic spout's planning side: its tasks run here, their emits are logged before an offset leaves.
+
+``WalPlanner`` runs in Spark's long-lived planner process of the source
+(``source.py`` doc): it hosts the spout's tasks, runs ``next_tuple()`` while
+planning a batch, appends the emits -- routed by each task's router, with the
+plan's colocated heads (``Layout.colocated``) -- to the write-ahead log
+(``stormshift.state.wal``), and acks a batch's tuples once it committed.
+"""
+
+from __future__ import annotations
+
+import collections
+import time
+from typing import Any
+
+import msgpack
+
+from stormshift.engines.spark import faults
+from stormshift.engines.spark.layout import Layout
+from stormshift.engines.spark.source.offsets import (
+    after_done,
+    counts_of,
+    limits,
+    next_offset,
+    over_budget,
+    resume,
+)
+from stormshift.engines.spark.source.options import Opts, WalPartition
+from stormshift.engines.spark.source.spout_report import SpoutReport
+from stormshift.state.wal import content_digest
+
+__all__ = ["WalPlanner"]
+
+_EMPTY_SLEEP_SECS = 0.001
+
+
+class WalPlanner:
+    """Generic spout tasks + their write-ahead logs (module ``source`` doc)."""
+
+    def __init__(self, opts: Opts):
+        from stormshift.adapters.host import SpoutHost
+        from stormshift.engines.spark.runtime.worker import redis_for
+        from stormshift.state.wal import DEFAULT_SEEN_WINDOW, WriteAheadLog
+
+        self.opts = opts
+        self.comp = opts.graph.component(opts.spout)
+        layout = Layout(opts.graph)
+        self.colocated = layout.colocated(opts.spout)  # routed to their task i, never remapped
+        self.codes = {s: layout.stream_code[(opts.spout, s)] for s in self.comp.outputs}
+        self.first = {c.name: c.first_task_id for c in opts.graph}
+        r = redis_for(opts.redis_url)
+        window = int(opts.graph.config.get("stormshift.spout.seen_window", DEFAULT_SEEN_WINDOW))
+        self.wals = [WriteAheadLog(r, opts.namespace, opts.spout, i, window) for i in range(self.comp.par)]
+        self.heads = [w.open_for_append() for w in self.wals]
+        self.hosts = []
+        for i in range(self.comp.par):
+            host = SpoutHost(opts.graph, opts.spout, i, colocated=self.colocated)
+            host.open()
+            self.hosts.append(host)
+        # msg ids of logged, not yet acked tuples: per task, (end seq of chunk, [msg ids])
+        self.unacked: list[collections.deque[tuple[int, list[Any]]]] = [
+            collections.deque() for _ in self.hosts
+        ]
+        # replays the log already holds: per task, (seq of the logged original, msg id)
+        self.replayed: list[list[tuple[int, Any]]] = [[] for _ in self.hosts]
+        self.logged = 0
+        self.dropped_replays = 0
+        self.rejected = 0  # emits dead-lettered before they reached the log
+        self.packer = msgpack.Packer(use_bin_type=True)
+        self.report = SpoutReport(r, opts.namespace, opts.spout)  # errors, logs -> the driver
+        self.last_new = [time.monotonic()] * len(self.hosts)  # last time a task logged tuples
+
+    def initial_offset(self) -> dict:
+        """A new query starts at the oldest tuple still logged (nothing logged is lost)."""
+        starts = [_first_logged(w, h) for w, h in zip(self.wals, self.heads)]
+        return {"t": starts, "n": [0] * len(starts), "done": False, "fin": False, "k": 0,
+                "capped": False}
+
+    def latest_offset(self, start: dict) -> dict:
+        """Each task's next logged tuples, up to ``batch_max`` and its ``--max-tuples`` target
+        (a ``next_tuple`` that emits past it logs the rest for a later run)."""
+        start = resume(self.opts, start)
+        if start.get("done"):
+            return after_done(self.opts, start)
+        t = list(start["t"])
+        counts = counts_of(start, len(self.hosts))
+        ended = [self._ended(i, t[i]) for i in range(len(self.hosts))]
+        for i, limit in enumerate(limits(self.opts, counts, ended)):
+            if self.heads[i] - t[i] < limit:
+                before = self.heads[i]
+                self._pull(i, limit - (self.heads[i] - t[i]))
+                self._check_idle(i, self.heads[i] > before)
+            take = min(self.heads[i] - t[i], limit)
+            t[i] += take
+            counts[i] += take
+        capped = over_budget(self.opts, counts)
+        done = capped or all(self._ended(i, t[i]) for i in range(len(self.hosts)))
+        return next_offset(self.opts, start, "t", t, done, t == list(start["t"]), counts, capped)
+
+    def _check_idle(self, i: int, pulled: bool) -> None:
+        """``--until-done`` with a spout task that logged nothing new for ``idle_ms``: it
+        never said its input was done (a spout that swallows its own StopIteration), so
+        it is taken as ended, with a warning to the driver, instead of a run that never
+        ends. The decision is made while planning: the offsets Spark logs keep it."""
+        now = time.monotonic()
+        if pulled or self.opts.idle_ms <= 0 or self.hosts[i].exhausted:
+            self.last_new[i] = now
+            return
+        if (now - self.last_new[i]) * 1000 >= self.opts.idle_ms:
+            self.hosts[i].exhausted = True
+            self.report.warning(
+                f"spout {self.opts.spout} task {i} emitted nothing new for "
+                f"{self.opts.idle_ms / 1000:g}s and never signalled end of input: taken as done. "
+                "Fix: raise StopIteration from next_tuple when the input is used up (a spout "
+                "that catches StopIteration itself never ends); or set -o "
+                "stormshift.idle_timeout_secs=N for a slower source.")
+
+    def _ended(self, i: int, seq: int) -> bool:
+        """Task i's spout ended and everything it logged is at or below ``seq``."""
+        return bool(self.hosts[i].exhausted) and seq >= self.heads[i]
+
+    def _pull(self, i: int, want: int) -> None:
+        """Run task i's next_tuple() until ``want`` new tuples, the time budget or end of input;
+        log them. Replays of tuples already logged (same msg id and content) are dropped."""
+        deadline = time.monotonic() + self.opts.budget_ms / 1000
+        host = self.hosts[i]
+        while want > 0 and not host.exhausted:
+            entries, msg_ids = self._emits(host, want, deadline)
+            if not entries:
+                return
+            entries, msg_ids = self._drop_replays(i, entries, msg_ids)
+            if entries:
+                keys = [self._msg_key(m, e) for m, e in zip(msg_ids, entries)]
+                self.heads[i] = self.wals[i].append(self.heads[i], entries, keys)
+                self.unacked[i].append((self.heads[i], msg_ids))
+                self.logged += len(entries)
+                want -= len(entries)
+                faults.hit("source.after_wal_append", resume=lambda: self._restart(i),
+                           spout=self.opts.spout, task=i, head=self.heads[i])
+                return
+            if time.monotonic() >= deadline:
+                return
+
+    def _restart(self, i: int) -> None:
+        """A fresh instance of spout task i (what a restarted spout process is)."""
+        from stormshift.adapters.host import SpoutHost
+
+        host = SpoutHost(self.opts.graph, self.opts.spout, i, colocated=self.colocated)
+        host.open()
+        self.hosts[i] = host
+
+    def _emits(self, host: Any, want: int, deadline: float) -> tuple[list[Any], list[Any]]:
+        """Up to ``want`` emits of one spout task as WAL entries, with their msg ids."""
+        from stormshift.errors import ComponentFailure, TupleError
+
+        entries: list[tuple[int, list[int], bytes]] = []
+        msg_ids: list[Any] = []
+        calls = 0
+        while len(entries) < want and not host.exhausted:
+            try:
+                host.next_tuple()
+            except ComponentFailure as exc:
+                # A bad emit (wrong arity, undeclared stream) is a tuple: dead-lettered.
+                # Anything else is reported to the driver; Storm keeps calling next_tuple.
+                if isinstance(exc.cause, TupleError):
+                    self._reject(host, exc.cause, exc.traceback_text, "emit")
+                else:
+                    self.report.error(exc)
+                host.outbox.errors.clear()
+            if host.outbox.logs:
+                self.report.logs(host.task_index, host.outbox.logs)
+                host.outbox.logs.clear()
+            emits = host.outbox.emits
+            calls += 1
+            if emits:
+                for e in emits:
+                    try:
+                        packed = self.packer.pack(e.values)
+                    except (TypeError, ValueError, OverflowError) as err:
+                        bad = TupleError(
+                            f"an emitted value cannot be encoded ({err}); fix: emit JSON-like "
+                            "values (str, int, float, bool, None, bytes, lists, dicts)",
+                            component=self.opts.spout, stream=e.stream, values=e.values)
+                        bad.msg_id = e.msg_id
+                        self._reject(host, bad, "", "encode")
+                        continue
+                    ids = [self.first[c] + x for c, x in e.targets]
+                    entries.append((self.codes[e.stream], ids, packed))
+                    msg_ids.append(e.msg_id)
+                emits.clear()
+            elif entries:
+                break
+            else:
+                if time.monotonic() >= deadline:
+                    break
+                time.sleep(_EMPTY_SLEEP_SECS)
+            if calls & 255 == 0 and time.monotonic() >= deadline:
+                break
+        return entries, msg_ids
+
+    def _reject(self, host: Any, err: Any, trace: str, reason: str) -> None:
+        """Dead-letter a spout emit that is no tuple, then ``fail`` its msg id (it can never be
+        delivered; a replaying spout may send it again, and it is dead-lettered again)."""
+        from stormshift.engines.spark.runtime.worker import redis_for
+        from stormshift.engines.spark.task.poison import plain
+        from stormshift.state.deadletter import DeadLetters
+
+        self.rejected += 1
+        task = host.task_index
+        ident = repr(err.msg_id) if err.msg_id is not None else f"at-{self.heads[task]}-{self.rejected}"
+        DeadLetters(redis_for(self.opts.redis_url), self.opts.namespace).add(
+            self.opts.spout, err.stream, plain(err.values), f"{type(err).__name__}: {err}", trace, -1,
+            source=self.opts.spout, tuple_key=f"{self.opts.spout}:{task}:{ident}", task=task,
+            reason=reason)
+        if err.msg_id is not None:
+            from stormshift.errors import ComponentFailure
+
+            try:
+                host.fail(err.msg_id)
+            except ComponentFailure:
+                pass  # counted by the host
+
+    def _msg_key(self, msg_id: Any, entry: tuple[int, list[int], bytes]) -> tuple[bytes, bytes] | None:
+        if msg_id is None:
+            return None
+        try:
+            field = self.packer.pack(msg_id)
+        except (TypeError, ValueError, OverflowError):
+            return None  # an id msgpack cannot encode cannot be recognised on replay
+        return field, content_digest(entry[0], entry[2])
+
+    def _drop_replays(self, i: int, entries: list[Any], msg_ids: list[Any]) -> tuple[list[Any], list[Any]]:
+        """Remove emits the log already holds; their acks wait for the original's batch."""
+        keys = [self._msg_key(m, e) for m, e in zip(msg_ids, entries)]
+        if not any(keys):
+            return entries, msg_ids
+        logged = self.wals[i].replays(keys)
+        here: dict[tuple[bytes, bytes], int] = {}  # replays inside this very pull
+        kept_e: list[Any] = []
+        kept_m: list[Any] = []
+        for entry, msg_id, key, seq in zip(entries, msg_ids, keys, logged):
+            if seq is None and key is not None:
+                seq = here.get(key)
+            if seq is not None:
+                self.replayed[i].append((seq, msg_id))
+                self.dropped_replays += 1
+                continue
+            if key is not None:
+                here[key] = self.heads[i] + len(kept_e)
+            kept_e.append(entry)
+            kept_m.append(msg_id)
+        return kept_e, kept_m
+
+    def partitions(self, start: dict, end: dict) -> list[WalPartition]:
+        # Every task, even one with nothing new: a stage run on the source's partitions
+        # (``layout`` doc) must see each of its tasks every batch (ticks, snapshots).
+        return [WalPartition(i, s, e) for i, (s, e) in enumerate(zip(start["t"], end["t"]))]
+
+    def commit(self, end: dict) -> None:
+        """Tuples below ``end`` are in committed batches: ack them, then trim the log."""
+        for i, seq in enumerate(end["t"]):
+            host, pending = self.hosts[i], self.unacked[i]
+            while pending and pending[0][0] <= seq:
+                for msg_id in pending.popleft()[1]:
+                    if msg_id is not None:
+                        host.ack(msg_id)
+            if self.replayed[i]:
+                waiting = []
+                for orig, msg_id in self.replayed[i]:
+                    if orig < seq:
+                        host.ack(msg_id)  # the original is in a committed batch
+                    else:
+                        waiting.append((orig, msg_id))
+                self.replayed[i] = waiting
+            self.wals[i].trim(seq)
+
+    def close(self) -> None:
+        for host in self.hosts:
+            try:
+                host.deactivate()
+            except Exception:  # noqa: BLE001, S110 - shutting down; the query already ended
+                pass
+
+
+def _first_logged(wal: Any, head: int) -> int:
+    first = wal.r.xrange(wal.key, "-", "+", count=1)
+    if not first:
+        return head
+    start, _ = msgpack.unpackb(first[0][1][b"c"], raw=False)
+    return int(start)
