@@ -38,6 +38,7 @@ from stormshift.shadow import (
 from stormshift.shadow.classify import PORT_DIFFERENCE, REPLAY_DOUBLE_COUNT
 from stormshift.shadow.faultspec import parse_faults
 from stormshift.shadow.inputs import InputSpec, parse_input
+from stormshift.shadow.report_sections import KEY_CHARTS
 from stormshift.shadow.report_text import print_report
 from stormshift.topology.loader import load_topology
 
@@ -325,22 +326,34 @@ def test_html_report_renders_figures_in_headless_chromium(tmp_path: Path) -> Non
             super().__init__()
             self.tables: list[str] = []
             self.charts: list[dict[str, str | None]] = []
+            self.key_charts: list[dict[str, str | None]] = []
+            self.sections: dict[str, list[dict[str, str | None]]] = {}
             self.bars = 0
             self.rows = 0
-            self.in_divergences = False
+            self.state_rows = 0
+            self.lines: list[str] = []
+            self.in_table = ""
             self.verdict: dict[str, str | None] = {}
 
         def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
             a = dict(attrs)
             if tag == "table":
                 self.tables.append(a.get("class") or "")
-                self.in_divergences = a.get("class") == "divergences"
-            elif tag == "svg":
+                self.in_table = a.get("class") or ""
+            elif tag == "svg" and a.get("class") == "divergence-chart":
                 self.charts.append(a)
+            elif tag == "svg" and a.get("class") == "key-chart":
+                self.key_charts.append(a)
+            elif tag == "section":
+                self.sections.setdefault(a.get("class") or "", []).append(a)
             elif tag == "rect" and a.get("class") == "bar":
                 self.bars += 1
-            elif tag == "tr" and self.in_divergences:
+            elif tag == "polyline" and a.get("class") in ("legacy", "port"):
+                self.lines.append(a.get("class") or "")
+            elif tag == "tr" and self.in_table == "divergences":
                 self.rows += 1
+            elif tag == "tr" and self.in_table == "state-divergences":
+                self.state_rows += 1
             elif a.get("id") == "verdict":
                 self.verdict = a
 
@@ -356,6 +369,22 @@ def test_html_report_renders_figures_in_headless_chromium(tmp_path: Path) -> Non
     assert REPLAY_DOUBLE_COUNT in dom and PORT_DIFFERENCE in dom
     for adv in sorted(rounded_advertisers())[:3]:
         assert f">{adv}<" in dom
+    # the drill-down: one section per component holding its leaf streams and state entries
+    components = {c.get("data-component") for c in figures.sections["component"]}
+    assert components == {"ads_ctr_bolt", "client_spent_bolt"}
+    assert [s.get("data-stream") for s in figures.sections["stream"]] == [
+        s.label for s in result.streams]
+    # final state: its counts table, one section per entry, the divergent keys' rows
+    assert {"state-counts", "state-divergences"} <= set(figures.tables)
+    assert [s.get("data-state") for s in figures.sections["state"]] == [
+        s.label for s in result.states]
+    state_divergent = sum(len(s.divergences) for s in result.states)
+    assert state_divergent > 0
+    assert figures.state_rows == state_divergent + sum(1 for s in result.states if s.divergences)
+    # per key over time: the largest divergent keys of each stream, both sides drawn
+    want = [(s.label, d.key) for s in result.streams for d in s.top(KEY_CHARTS)]
+    assert [(c.get("data-stream"), c.get("data-key")) for c in figures.key_charts] == want
+    assert figures.lines.count("legacy") == figures.lines.count("port") == len(want)
 
 
 # -- Spark: the real port ---------------------------------------------------------------
@@ -383,6 +412,11 @@ def test_adclicks_port_on_spark_agrees_with_storm(adclicks_shadow: Any) -> None:
     agreed = compare_runs(graph, result.baseline, result.port)
     assert agreed.equal and agreed.exit_code == 0
     assert [s.keys > 0 for s in agreed.streams] == [True, True]
+    # the final state too: the local engine's instances vs the Spark tasks' last snapshots
+    assert [(s.label, s.legacy_source, s.port_source, s.keys > 0) for s in agreed.states] == [
+        (f"{c}.{e}", "attribute", "attribute", True)
+        for c, e in [("ads_ctr_bolt", "clicks"), ("ads_ctr_bolt", "impressions"),
+                     ("ads_ctr_bolt", "spend"), ("client_spent_bolt", "spend")]]
     want = oracle().compute(oracle().generated_lines(7, EVENTS))
     assert {a: v[1] for a, v in result.port.latest("client_spent_bolt").items()} == (
         want.spend_by_advertiser)

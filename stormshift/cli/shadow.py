@@ -1,8 +1,8 @@
 """``stormshift shadow PATH``: the offline shadow as a click command (``shadow_command``).
 
 Mounted by the ``stormshift`` group; a thin shell over ``run_shadow`` and the
-two reports. Exit code: 0 when every leaf stream is equal within tolerance,
-1 when they diverge, 2 for load, input or config errors (nothing compared).
+two reports. Exit code: 0 when every leaf stream and the bolts' final state
+are equal within tolerance, 1 when they diverge, 2 for load, input or config errors (nothing compared).
 """
 
 from __future__ import annotations
@@ -30,12 +30,14 @@ EXIT_EQUAL, EXIT_DIVERGE, EXIT_USAGE = 0, 1, 2
 
 EPILOG = (
     "\b\nExit codes:\n"
-    "  0  every leaf stream equal within tolerance\n"
+    "  0  leaf streams and final state equal within tolerance\n"
     "  1  the port diverges from the legacy\n"
     "  2  load, input or config error (nothing compared)\n"
     "\b\nResults per leaf stream, and the float tolerance:\n"
     "  -o 'shadow.results={\"bolt:default\": {\"mode\": \"sum\", \"key\": [\"k\"]}}'\n"
-    "  -o 'shadow.tolerance={\"abs\": 0.01}'"
+    "  -o 'shadow.tolerance={\"abs\": 0.01}'\n"
+    "\b\nFinal state left out (a bolt, or BOLT.ATTRIBUTE / BOLT.MAP):\n"
+    "  -o 'shadow.state={\"ignore\": [\"bolt.started_at\"]}'"
 )
 
 

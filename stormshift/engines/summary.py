@@ -42,6 +42,9 @@ end of input, a batch whose tuples all failed); ``log_file`` where components'
 
 ``outputs`` keeps what leaf streams (streams nobody subscribes to) emitted,
 in emit order, so the CLI can show final results and tests can compare.
+``final_state`` (per bolt, when the engine was asked for it: shadow runs)
+holds what the bolt's tasks kept at the end: each task's user attributes
+(``adapters/attributes.py``) and the bolt's keyed state maps by name.
 """
 
 from __future__ import annotations
@@ -52,7 +55,7 @@ from typing import Any
 
 from stormshift.engines.problems import ErrorDigest
 
-__all__ = ["ComponentStats", "RunSummary"]
+__all__ = ["ComponentState", "ComponentStats", "RunSummary"]
 
 _COLUMNS = (
     "tuples_in",
@@ -113,6 +116,16 @@ class ComponentStats:
 
 
 @dataclass
+class ComponentState:
+    """The final state of one bolt: ``tasks[i]`` is task *i*'s user attributes by name
+    (the local engine's live instances, the Spark engine's last committed snapshot);
+    ``maps`` its keyed state maps, name -> key -> value (Spark engine only)."""
+
+    tasks: list[dict[str, Any]] = field(default_factory=list)
+    maps: dict[str, dict[Any, Any]] = field(default_factory=dict)
+
+
+@dataclass
 class RunSummary:
     """The result of one run (or the live state of a running one)."""
 
@@ -131,6 +144,7 @@ class RunSummary:
     problems: ErrorDigest = field(default_factory=ErrorDigest)
     warnings: list[str] = field(default_factory=list)
     log_file: str | None = None
+    final_state: dict[str, ComponentState] = field(default_factory=dict)
 
     def warn(self, message: str) -> None:
         """Record a warning once (the CLI prints warnings as they come and in the summary)."""

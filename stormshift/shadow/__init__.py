@@ -2,7 +2,7 @@
 
 Runs in the driver process (the CLI or a script): it drives the local engine
 and the Spark engine through their public ``run()`` and reads only their
-``RunSummary`` (leaf outputs, per-component counters).
+``RunSummary`` (leaf outputs, per-component counters, final state).
 
 Vocabulary:
 
@@ -14,8 +14,12 @@ Vocabulary:
 - *leaf stream*: a stream no component subscribes to; its *result mode*
   (``latest`` / ``sum`` / ``set`` / ``list`` per key) says which emits form
   its result (``results.py``, with the inference rule);
-- *divergence*: a key whose result differs beyond the tolerance -- missing
-  key, extra key, value differs, count differs (``compare.py``) -- with its
+- *final state*: what each bolt holds at the end -- its tasks' user
+  attributes and its keyed state maps -- compared per component, per
+  attribute (or map), per key (``final_state.py``);
+- *divergence*: a key whose result (or final state) differs beyond the
+  tolerance -- missing key, extra key, value differs, count differs
+  (``compare.py``) -- with its
   *cause* (``classify.py``): Storm's replay double count, Storm's crash losing
   in-memory state, or a real difference in the port.
 
@@ -26,8 +30,10 @@ mapping, and ``extractors.py``); its command is ``stormshift compare --live``
 (``cli/compare.py``).
 
 Modules: ``run.py`` (``run_shadow``), ``inputs.py`` (``--input``),
-``results.py``, ``compare.py``, ``classify.py``, ``report_text.py``,
-``report_html.py`` + ``chart.py`` (the self-contained HTML report),
+``results.py``, ``compare.py``, ``final_state.py``, ``classify.py``,
+``report_text.py``, ``report_html.py`` + ``report_sections.py`` (the
+per-component drill-down) + ``chart.py`` + ``key_chart.py`` (the
+self-contained HTML report),
 the ``stormshift shadow`` click command lives in ``stormshift/cli/shadow.py``.
 """
 
@@ -38,6 +44,7 @@ from stormshift.shadow.compare import (
     Tolerance,
     compare_stream,
 )
+from stormshift.shadow.final_state import StateComparison, compare_state
 from stormshift.shadow.live import LiveResult, compare_live
 from stormshift.shadow.report_html import render_html, write_html
 from stormshift.shadow.report_text import print_report
@@ -58,10 +65,12 @@ __all__ = [
     "ResultSpec",
     "ShadowOptions",
     "ShadowResult",
+    "StateComparison",
     "StreamComparison",
     "Tolerance",
     "compare_live",
     "compare_runs",
+    "compare_state",
     "compare_stream",
     "infer_spec",
     "leaf_streams",

@@ -11,7 +11,8 @@ Storm would have had without the failures). A divergence is then
   replayed tuples adds;
 - ``storm crash lost in-memory state``: the baseline agrees with the port, the
   legacy's value is below the port's, and a task restarted (its in-memory
-  dicts were lost) or lost queued tuples;
+  dicts were lost) or lost queued tuples (in the final state, ``final_state.py``,
+  this is the crashed task's attributes starting again from ``initialize()``);
 - ``storm failure (other effect)``: the baseline agrees with the port, the
   faulted legacy does not, and neither rule above explains how;
 - ``real difference in the port``: the baseline disagrees with the port on that
@@ -23,10 +24,13 @@ Storm would have had without the failures). A divergence is then
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from stormshift.shadow.compare import Divergence, DivergenceKind, StreamComparison
+
+if TYPE_CHECKING:
+    from stormshift.shadow.final_state import StateComparison
 from stormshift.topology.graph import TopologyGraph
 
 __all__ = [
@@ -79,12 +83,13 @@ def replay_evidence(graph: TopologyGraph, legacy: Any, component: str) -> dict[s
 
 def classify(
     graph: TopologyGraph,
-    streams: list[StreamComparison],
+    streams: Sequence[StreamComparison | StateComparison],
     legacy: Any,
-    baseline: Mapping[str, StreamComparison] | None,
+    baseline: Mapping[str, StreamComparison | StateComparison] | None,
 ) -> None:
-    """Set ``cause`` on every divergence of ``streams`` (``baseline``: the same
-    comparison with the fault-free legacy run, by stream label; None: no faults)."""
+    """Set ``cause`` on every divergence of ``streams`` (leaf streams or final-state
+    entries; ``baseline``: the same comparisons with the fault-free legacy run, by
+    label; None: no faults)."""
     for comparison in streams:
         if baseline is None:
             for d in comparison.divergences:
@@ -92,7 +97,7 @@ def classify(
             continue
         base = baseline.get(comparison.label)
         port_keys = {d.key for d in base.divergences} if base is not None else set()
-        evidence = replay_evidence(graph, legacy, comparison.spec.component)
+        evidence = replay_evidence(graph, legacy, comparison.component)
         for d in comparison.divergences:
             d.cause = PORT_DIFFERENCE if d.key in port_keys else _storm_cause(d, evidence)
 
@@ -123,6 +128,8 @@ def _direction(d: Divergence) -> int:
 
 
 def _numbers(value: Any) -> list[float]:
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        return [value]  # a final-state value
     if not isinstance(value, list):
         return []
     return [v if isinstance(v, (int, float)) and not isinstance(v, bool) else 0 for v in value]

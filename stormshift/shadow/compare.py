@@ -31,6 +31,7 @@ from stormshift.shadow.results import Group, ResultMode, ResultSpec, materialize
 
 __all__ = [
     "Divergence",
+    "DivergenceCounts",
     "DivergenceKind",
     "FieldStats",
     "StreamComparison",
@@ -64,6 +65,8 @@ class Tolerance:
             return abs(a - b) <= max(self.abs, self.rel * max(abs(a), abs(b)))
         if isinstance(a, list) and isinstance(b, list):
             return len(a) == len(b) and all(self.equal(x, y) for x, y in zip(a, b, strict=True))
+        if isinstance(a, dict) and isinstance(b, dict):
+            return a.keys() == b.keys() and all(self.equal(a[k], b[k]) for k in a)
         return bool(a == b)
 
 
@@ -138,20 +141,12 @@ class FieldStats:
         }
 
 
-@dataclass
-class StreamComparison:
-    """BigDiffy's global counts for one leaf stream, its field stats and divergences."""
+class DivergenceCounts:
+    """BigDiffy's global counts over ``self.divergences`` and ``self.same`` (shared by a
+    leaf stream's comparison and a final-state entry's, ``final_state.py``)."""
 
-    spec: ResultSpec
-    legacy_emits: int
-    port_emits: int
-    same: int = 0
-    divergences: list[Divergence] = field(default_factory=list)
-    fields: list[FieldStats] = field(default_factory=list)
-
-    @property
-    def label(self) -> str:
-        return self.spec.label
+    same: int
+    divergences: list[Divergence]
 
     def count(self, kind: DivergenceKind) -> int:
         return sum(1 for d in self.divergences if d.kind is kind)
@@ -181,6 +176,26 @@ class StreamComparison:
     def top(self, n: int = 10) -> list[Divergence]:
         """The ``n`` largest divergences (relative size, then key)."""
         return sorted(self.divergences, key=lambda d: (-d.magnitude, d.key))[:n]
+
+
+@dataclass
+class StreamComparison(DivergenceCounts):
+    """BigDiffy's global counts for one leaf stream, its field stats and divergences."""
+
+    spec: ResultSpec
+    legacy_emits: int
+    port_emits: int
+    same: int = 0
+    divergences: list[Divergence] = field(default_factory=list)
+    fields: list[FieldStats] = field(default_factory=list)
+
+    @property
+    def label(self) -> str:
+        return self.spec.label
+
+    @property
+    def component(self) -> str:
+        return self.spec.component
 
     def to_dict(self, examples: int = 50) -> dict[str, Any]:
         return {

@@ -166,6 +166,7 @@ class LiveResult:
     injected: list[str] = field(default_factory=list)
     legacy: Any = None  # no runs: the reports leave out the per-component counters
     port: Any = None
+    states: list[Any] = field(default_factory=list)  # no runs, no final state to compare
 
     sides = "legacy = the production topology's own outputs, port = the shadow run's sink"
 

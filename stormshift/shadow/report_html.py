@@ -1,30 +1,36 @@
 """The HTML report of a shadow run: one self-contained file.
 
 Inline CSS, a few lines of inline JS (filtering the divergence tables) and
-inline SVG charts (``chart.py``); no external asset, so it can be attached to a
-CI job or mailed. Sections: verdict and global counts per leaf stream,
-divergences by cause, per component counters of both sides, then per stream
-its result rule, per-field delta statistics, the chart of divergence over
-event time (or output position) and the per-key divergences.
+inline SVG charts (``chart.py``, ``key_chart.py``); no external asset, so it can
+be attached to a CI job or mailed. Sections: verdict and global counts per
+leaf stream and per final-state entry, divergences by cause, per component
+counters of both sides, then the drill-down per component
+(``report_sections.py``): per leaf stream its result rule, per-field delta
+statistics, the chart of divergence over event time (or output position), the
+per-key divergences and the largest divergent keys' own charts; per
+final-state entry its divergent keys.
 
 Elements carry ``id``/``class``/``data-*`` hooks (``#verdict``,
-``table.counts``, ``section.stream[data-stream]``, ``table.divergences``,
-``svg.divergence-chart``) so a browser test can find the figures.
+``table.counts``, ``table.state-counts``, ``section.component[data-component]``,
+``section.stream[data-stream]``, ``section.state[data-state]``,
+``table.divergences``, ``table.state-divergences``, ``svg.divergence-chart``,
+``svg.key-chart[data-key]``) so a browser test can find the figures.
 """
 
 from __future__ import annotations
 
-import json
 from html import escape
 from pathlib import Path
 from typing import Any
 
-from stormshift.shadow.chart import CAUSE_COLORS, axis_of, divergence_svg
+from stormshift.shadow.chart import CAUSE_COLORS
 from stormshift.shadow.compare import StreamComparison
+from stormshift.shadow.final_state import StateComparison
+from stormshift.shadow.report_sections import component_sections
+from stormshift.shadow.report_sections import table as _table
+from stormshift.shadow.report_text import verdict_text
 
 __all__ = ["render_html", "write_html"]
-
-MAX_ROWS = 1000
 
 _CSS = """
 body{font-family:system-ui,sans-serif;margin:24px;color:#222;max-width:1100px}
@@ -57,34 +63,22 @@ def write_html(result: Any, path: str | Path) -> Path:
 
 
 def render_html(result: Any) -> str:
-    verdict = ("<span class='ok'>AGREE: every leaf stream is equal within tolerance</span>"
-               if result.equal else
-               f"<span class='bad'>DIVERGE: {sum(len(s.divergences) for s in result.streams)} "
-               f"keys differ in {sum(1 for s in result.streams if not s.equal)} of "
-               f"{len(result.streams)} leaf streams</span>")
+    verdict = f"<span class='{'ok' if result.equal else 'bad'}'>{escape(verdict_text(result))}</span>"
     body = [
         f"<h1>Shadow run of <code>{escape(result.topology)}</code></h1>",
         f"<p id='verdict' class='verdict' data-equal='{str(result.equal).lower()}'>{verdict}</p>",
         (f"<p>{escape(result.sides)}. {escape(result.context)}. Tolerance: abs "
         f"{result.tolerance.abs:g}, rel {result.tolerance.rel:g}.</p>"),
         _counts(result.streams),
+        _state_counts(result.states),
         _causes(result.causes()),
         _warnings(result.warnings, result.injected),
         _components(result),
-        *(_stream(s, i) for i, s in enumerate(result.streams)),
+        component_sections(result),
     ]
     return ("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
             f"<title>stormshift shadow: {escape(result.topology)}</title><style>{_CSS}</style>"
             f"</head><body>{''.join(body)}<script>{_JS}</script></body></html>")
-
-
-def _table(cls: str, headers: list[str], rows: list[list[str]], table_id: str = "") -> str:
-    ident = f" id='{table_id}'" if table_id else ""
-    head = "".join(f"<th class='{'l' if i == 0 else ''}'>{escape(h)}</th>"
-                   for i, h in enumerate(headers))
-    body = "".join("<tr>" + "".join(f"<td class='{'l' if i == 0 else ''}'>{c}</td>"
-                                    for i, c in enumerate(row)) + "</tr>" for row in rows)
-    return f"<table class='{cls}'{ident}><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>"
 
 
 def _counts(streams: list[StreamComparison]) -> str:
@@ -94,6 +88,18 @@ def _counts(streams: list[StreamComparison]) -> str:
     return "<h2>Leaf streams</h2>" + _table(
         "counts", ["stream", "mode", "keys", "same", "different", "missing-left (port only)",
                    "missing-right (legacy only)", "legacy emits", "port emits"], rows)
+
+
+def _state_counts(states: list[StateComparison]) -> str:
+    if not states:
+        return ""
+    rows = [[f"<a href='#state-{i}'>{escape(s.label)}</a>",
+             escape(f"{s.legacy_source} / {s.port_source}"), str(s.keys), str(s.same),
+             str(s.different), str(s.missing_left), str(s.missing_right)]
+            for i, s in enumerate(states)]
+    return "<h2>Final state</h2>" + _table(
+        "state-counts", ["component.entry", "legacy / port", "keys", "same", "different",
+                         "missing-left (port only)", "missing-right (legacy only)"], rows)
 
 
 def _causes(causes: dict[str, int]) -> str:
@@ -130,45 +136,3 @@ def _components(result: Any) -> str:
             + _table("components", ["component", "kind", *columns], rows))
 
 
-def _stream(s: StreamComparison, index: int) -> str:
-    status = "<span class='ok'>equal</span>" if s.equal else "<span class='bad'>diverges</span>"
-    parts = [
-        (f"<section class='stream' id='stream-{index}' data-stream='{escape(s.label)}' "
-        f"data-divergences='{len(s.divergences)}'>"),
-        f"<h2>{escape(s.label)}: {status}</h2>",
-        (f"<p>Result: {escape(s.spec.describe())}. {s.keys} keys: {s.same} same, {s.different} "
-        f"different, {s.missing_right} missing in the port, {s.missing_left} extra in the port.</p>"),
-    ]
-    stats = [[escape(f.name), str(f.compared), str(f.different), _num(f.min_delta),
-              _num(f.mean_delta), _num(f.max_delta), _num(f.mean_abs_delta), f"{f.max_rel:.2%}"]
-             for f in s.fields if f.compared]
-    if stats:
-        parts.append("<h3>Per field (port − legacy)</h3>" + _table(
-            "fields", ["field", "compared", "different", "min Δ", "mean Δ", "max Δ",
-                       "mean |Δ|", "max rel"], stats))
-    parts.append(f"<h3>Divergence over {axis_of(s)}</h3>{divergence_svg(s)}")
-    if s.divergences:
-        table_id = f"divergences-{index}"
-        shown = s.top(MAX_ROWS)
-        rows = [[escape(d.key), escape(d.kind.value), escape(", ".join(d.fields)), _cell(d.legacy),
-                 _cell(d.port), f"{d.legacy_count} / {d.port_count}", str(d.position),
-                 escape(d.cause)] for d in shown]
-        more = (f"<p class='muted'>{len(shown)} largest of {len(s.divergences)} shown.</p>"
-                if len(shown) < len(s.divergences) else "")
-        parts.append(
-            f"<h3>Divergent keys</h3><input class='filter' data-table='{table_id}' "
-            "placeholder='filter keys, kinds, causes'>"
-            + _table("divergences", ["key", "kind", "fields", "legacy", "port",
-                                     "emits (legacy / port)", "first divergence at", "cause"],
-                     rows, table_id) + more)
-    parts.append("</section>")
-    return "".join(parts)
-
-
-def _cell(value: Any) -> str:
-    return "<span class='muted'>absent</span>" if value is None else escape(
-        json.dumps(value, default=str))
-
-
-def _num(value: float) -> str:
-    return f"{int(value):,}" if float(value).is_integer() else f"{value:,.4g}"

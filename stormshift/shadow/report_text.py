@@ -3,7 +3,8 @@
 BigDiffy-style: per leaf stream the global counts (same / different /
 missing-left = only in the port / missing-right = only in the legacy), then
 for streams that diverge the per-field delta statistics (``port - legacy``)
-and the top divergent keys with their kind and cause.
+and the top divergent keys with their kind and cause; the same counts and
+top keys per entry of the bolts' final state (``final_state.py``).
 """
 
 from __future__ import annotations
@@ -16,10 +17,12 @@ from rich.table import Table
 
 from stormshift.shadow.classify import SHORT_CAUSES
 from stormshift.shadow.compare import StreamComparison
+from stormshift.shadow.final_state import StateComparison
 
-__all__ = ["print_report", "short"]
+__all__ = ["print_report", "short", "verdict_text"]
 
 _TOP = 10
+_SOURCES = {"attribute": "attr", "map": "map", "absent": "-"}
 
 
 def short(value: Any, width: int = 18) -> str:
@@ -39,6 +42,11 @@ def print_report(result: Any, console: Console, top: int = _TOP) -> None:
     for stream in result.streams:
         if not stream.equal:
             _print_stream(stream, console, top)
+    if result.states:
+        console.print(_state_table(result.states))
+        for state in result.states:
+            if not state.equal:
+                console.print(_keys_table(state, top))
     causes = result.causes()
     if causes:
         table = Table(title="divergences by cause")
@@ -50,13 +58,38 @@ def print_report(result: Any, console: Console, top: int = _TOP) -> None:
         console.print(table)
     for warning in result.warnings:
         console.print(f"warning: {warning}", style="yellow", highlight=False, markup=False)
+    verdict, _, rest = verdict_text(result).partition(":")
+    style = "bold green" if result.equal else "bold red"
+    console.print(f"[{style}]{verdict}[/]:{rest}", highlight=False)
+
+
+def verdict_text(result: Any) -> str:
+    """``AGREE: ...`` or ``DIVERGE: ...`` (the last line of both reports)."""
+    states = result.states
     if result.equal:
-        console.print("[bold green]AGREE[/]: every leaf stream is equal within tolerance")
-    else:
-        keys = sum(len(s.divergences) for s in result.streams)
-        streams = sum(1 for s in result.streams if not s.equal)
-        console.print(f"[bold red]DIVERGE[/]: {keys} keys differ in {streams} of "
-                      f"{len(result.streams)} leaf streams")
+        tail = " and the final state are" if states else " is"
+        return f"AGREE: every leaf stream{tail} equal within tolerance"
+    text = (f"DIVERGE: {sum(len(s.divergences) for s in result.streams)} keys differ in "
+            f"{sum(1 for s in result.streams if not s.equal)} of {len(result.streams)} leaf "
+            "streams")
+    if states:
+        text += (f"; {sum(len(s.divergences) for s in states)} keys of the final state in "
+                 f"{sum(1 for s in states if not s.equal)} of {len(states)} entries")
+    return text
+
+
+def _state_table(states: list[StateComparison]) -> Table:
+    table = Table(title="final state: legacy (left) vs port (right)")
+    table.add_column("component.entry", overflow="fold", max_width=30)
+    table.add_column("from")
+    for column in ("keys", "same", "diff", "miss-L", "miss-R"):
+        table.add_column(column, justify="right")
+    for s in states:
+        kinds = "/".join(_SOURCES.get(x, x) for x in (s.legacy_source, s.port_source))
+        table.add_row(s.label, kinds, str(s.keys), str(s.same), str(s.different),
+                      str(s.missing_left), str(s.missing_right),
+                      style="green" if s.equal else "red")
+    return table
 
 
 def _counts_table(streams: list[StreamComparison]) -> Table:
@@ -86,7 +119,12 @@ def _print_stream(stream: StreamComparison, console: Console, top: int) -> None:
                           _num(f.mean_delta), _num(f.max_delta), f"{f.max_rel:.1%}")
     if stats.row_count:
         console.print(stats)
-    table = Table(title=f"top {min(top, len(stream.divergences))} of "
+    console.print(_keys_table(stream, top))
+
+
+def _keys_table(stream: StreamComparison | StateComparison, top: int) -> Table:
+    title = "" if isinstance(stream, StreamComparison) else f"{stream.label}: "
+    table = Table(title=f"{title}top {min(top, len(stream.divergences))} of "
                         f"{len(stream.divergences)} divergent keys")
     table.add_column("key", no_wrap=True)
     table.add_column("kind", no_wrap=True)
@@ -96,7 +134,7 @@ def _print_stream(stream: StreamComparison, console: Console, top: int) -> None:
     for d in stream.top(top):
         table.add_row(short(d.key, 14), d.kind.value.split()[0], short(d.legacy, 16),
                       short(d.port, 16), SHORT_CAUSES.get(d.cause, d.cause))
-    console.print(table)
+    return table
 
 
 def _num(value: float) -> str:

@@ -12,7 +12,8 @@ Call order (each step a public engine run, nothing of the engines' insides):
    with ``port_engine="local"`` a fault-free local run (a dry run of the
    comparison; with faults it shows what Storm's failures alone change).
 5. Compare each leaf stream (``results.result_specs``, ``compare.compare_stream``)
-   and classify the divergences (``classify.classify``).
+   and the bolts' final state (``final_state.compare_state``), and classify the
+   divergences (``classify.classify``).
 """
 
 from __future__ import annotations
@@ -31,6 +32,7 @@ from stormshift.errors import StormshiftError
 from stormshift.shadow.classify import classify
 from stormshift.shadow.compare import StreamComparison, Tolerance, compare_stream, count_causes
 from stormshift.shadow.faultspec import parse_faults
+from stormshift.shadow.final_state import StateComparison, compare_state, ignored
 from stormshift.shadow.inputs import InputSpec, apply_input, parse_input
 from stormshift.shadow.results import RESULTS_KEY, ResultSpec, leaf_streams, result_specs
 from stormshift.topology.graph import TopologyGraph
@@ -80,14 +82,15 @@ class ShadowResult:
     tolerance: Tolerance = field(default_factory=Tolerance)
     port_engine: str = "spark"
     warnings: list[str] = field(default_factory=list)
+    states: list[StateComparison] = field(default_factory=list)
 
     @property
     def equal(self) -> bool:
-        return all(s.equal for s in self.streams)
+        return all(s.equal for s in self.streams) and all(s.equal for s in self.states)
 
     @property
     def exit_code(self) -> int:
-        """0 when every leaf stream agrees within tolerance, else 1."""
+        """0 when every leaf stream and the final state agree within tolerance, else 1."""
         return 0 if self.equal else 1
 
     @property
@@ -102,7 +105,7 @@ class ShadowResult:
 
     def causes(self) -> dict[str, int]:
         """Divergences per cause, over all streams (sorted by cause)."""
-        return count_causes(self.streams)
+        return count_causes([*self.streams, *self.states])
 
     def to_dict(self, examples: int = 50) -> dict[str, Any]:
         return {
@@ -112,6 +115,7 @@ class ShadowResult:
             "faults": list(self.faults), "injected": list(self.injected),
             "causes": self.causes(), "warnings": list(self.warnings),
             "streams": [s.to_dict(examples) for s in self.streams],
+            "state": [s.to_dict(examples) for s in self.states],
             "components": {
                 name: {"legacy": _stats(self.legacy, name), "port": _stats(self.port, name)}
                 for name in self.legacy.components
@@ -154,7 +158,8 @@ class ShadowPlan:
 def plan_shadow(graph: TopologyGraph, options: ShadowOptions | None = None, *,
                 port_graph: TopologyGraph | None = None, **settings: Any) -> ShadowPlan:
     """Check everything a shadow run needs before running anything (config errors raise
-    ``StormshiftError`` here: input, faults, ``shadow.results``, ``shadow.tolerance``).
+    ``StormshiftError`` here: input, faults, ``shadow.results``, ``shadow.tolerance``,
+    ``shadow.state``).
 
     ``port_graph``: the port's topology when its code differs from the legacy's (a
     ported copy of the project); it must have the same leaf streams and fields.
@@ -169,6 +174,7 @@ def plan_shadow(graph: TopologyGraph, options: ShadowOptions | None = None, *,
     FaultPlan.of(faults).check(dict(graph.components))
     config = _config(graph, opts.results)
     specs = tuple(result_specs(graph, config))
+    _check_ignored(graph, ignored(config))
     tol = opts.tolerance if opts.tolerance is not None else tolerance_of(config)
     namespace = opts.namespace or f"shadow-{graph.name}"
     port = port_graph if port_graph is not None else graph
@@ -177,6 +183,16 @@ def plan_shadow(graph: TopologyGraph, options: ShadowOptions | None = None, *,
     port = graph if port_graph is None else apply_input(port, spec, namespace=namespace,
                                                          source_url=opts.redis_url)
     return ShadowPlan(graph, port, opts, spec, namespace, faults, specs, tol)
+
+
+def _check_ignored(graph: TopologyGraph, names: frozenset[str]) -> None:
+    bolts = {b.name for b in graph.bolts}
+    unknown = sorted(n for n in names if n.partition(".")[0] not in bolts)
+    if unknown:
+        raise StormshiftError(
+            f"shadow.state ignores {unknown}: no such bolt; fix: name a bolt of "
+            f"{sorted(bolts)}, or BOLT.ENTRY (an attribute or state map of it)"
+        )
 
 
 def _check_same_leaves(legacy: TopologyGraph, port: TopologyGraph) -> None:
@@ -209,7 +225,7 @@ def execute(plan: ShadowPlan, on_progress: Callable[[str], None] | None = None) 
     say = on_progress or (lambda line: None)
     say(f"legacy: local engine (Storm semantics){', faults: ' + _names(faults) if faults else ''}")
     legacy_engine = LocalEngine(graph, clock=SimClock(ms_per_round=opts.ms_per_round),
-                                seed=opts.seed, faults=faults)
+                                seed=opts.seed, faults=faults, read_state=True)
     legacy = legacy_engine.run(max_tuples=opts.max_tuples)
     baseline = None
     if faults:
@@ -233,7 +249,8 @@ def execute(plan: ShadowPlan, on_progress: Callable[[str], None] | None = None) 
 
 def _run_local(graph: TopologyGraph, opts: ShadowOptions) -> RunSummary:
     clock = SimClock(ms_per_round=opts.ms_per_round)
-    return LocalEngine(graph, clock=clock, seed=opts.seed).run(max_tuples=opts.max_tuples)
+    return LocalEngine(graph, clock=clock, seed=opts.seed, read_state=True).run(
+        max_tuples=opts.max_tuples)
 
 
 def _config(graph: TopologyGraph, results: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -243,20 +260,36 @@ def _config(graph: TopologyGraph, results: Mapping[str, Any] | None) -> dict[str
 def compare_runs(graph: TopologyGraph, legacy: RunSummary, port: RunSummary,
                  baseline: RunSummary | None = None, *, tolerance: Tolerance | None = None,
                  results: Mapping[str, Any] | None = None) -> ShadowResult:
-    """Compare two finished runs' leaf outputs (``baseline``: the fault-free legacy run)."""
+    """Compare two finished runs' leaf outputs and final state (``baseline``: the
+    fault-free legacy run)."""
     config = _config(graph, results)
     tol = tolerance if tolerance is not None else tolerance_of(config)
     specs = result_specs(graph, config)
     streams = [compare_stream(s, legacy.output(s.component, s.stream),
                               port.output(s.component, s.stream), tol) for s in specs]
-    base = None
+    skip = ignored(config)
+    states = _states(legacy, port, tol, skip)
+    base = base_states = None
     if baseline is not None:
         base = {s.label: compare_stream(s, baseline.output(s.component, s.stream),
                                         port.output(s.component, s.stream), tol) for s in specs}
+        base_states = {s.label: s for s in _states(baseline, port, tol, skip)}
     classify(graph, streams, legacy, base)
-    result = ShadowResult(graph.name, "", streams, legacy, port, baseline, tolerance=tol)
+    classify(graph, states, legacy, base_states)
+    result = ShadowResult(graph.name, "", streams, legacy, port, baseline, tolerance=tol,
+                          states=states)
     result.warnings = _warnings(legacy, port)
+    if bool(legacy.final_state) != bool(port.final_state):
+        side = "port" if legacy.final_state else "legacy"
+        result.warnings.append(f"final state not compared: the {side} run did not report it")
     return result
+
+
+def _states(legacy: RunSummary, port: RunSummary, tol: Tolerance,
+            skip: frozenset[str]) -> list[StateComparison]:
+    if not (legacy.final_state and port.final_state):
+        return []
+    return compare_state(legacy.final_state, port.final_state, tol, skip)
 
 
 def _warnings(legacy: RunSummary, port: RunSummary) -> list[str]:
@@ -281,7 +314,7 @@ def _run_spark(graph: TopologyGraph, opts: ShadowOptions, namespace: str,
             graph, master=opts.master, checkpoint_dir=str(workdir / "checkpoint"),
             redis_url=opts.redis_url, until_done=True, batch_max_tuples=opts.batch_max_tuples,
             sink=f"jsonl:{workdir / 'sink'}", state_mode="reset", spark=opts.spark,
-            namespace=namespace, spark_conf=dict(opts.spark_conf),
+            namespace=namespace, spark_conf=dict(opts.spark_conf), read_state=True,
         )
         return engine.run(max_tuples=opts.max_tuples, on_progress=say)
     finally:

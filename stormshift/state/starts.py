@@ -40,4 +40,6 @@ def query_start(r: Any, namespace: str, checkpoint_id: str, spout: str,
     if found is None:
         keep(resolve())
         found = stored()
+    if found is None:  # deleted in between (a `state reset` racing a start): resolve again
+        return query_start(r, namespace, checkpoint_id, spout, resolve)
     return dict(json.loads(found))

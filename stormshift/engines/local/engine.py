@@ -54,13 +54,14 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, cast
 
+from stormshift.adapters.attributes import user_attributes
 from stormshift.adapters.host import working_dir
 from stormshift.engines.budget import spout_budgets, task_targets
 from stormshift.engines.local.acker import Acker
 from stormshift.engines.local.faults import ActiveFaults, Fault, FaultPlan
 from stormshift.engines.local.scheduler import Clock, Periodic, WallClock
 from stormshift.engines.local.tasks import TaskSet
-from stormshift.engines.summary import RunSummary
+from stormshift.engines.summary import ComponentState, RunSummary
 from stormshift.topology.graph import TopologyGraph
 
 __all__ = ["LocalEngine"]
@@ -76,7 +77,8 @@ Progress = Callable[[str], None]  # gets RunSummary.progress_line(), like the Sp
 
 
 class LocalEngine:
-    """Storm semantics in one process. ``run()`` once per engine."""
+    """Storm semantics in one process. ``run()`` once per engine; with ``read_state=True``
+    its summary's ``final_state`` holds each bolt task's user attributes at the end."""
 
     def __init__(
         self,
@@ -93,6 +95,7 @@ class LocalEngine:
         track_duplicates: bool = True,
         drop_queue_on_crash: bool = True,
         progress_interval_secs: float = 0.5,
+        read_state: bool = False,
     ) -> None:
         self.graph = graph
         self.clock: Clock = clock if clock is not None else WallClock()
@@ -109,6 +112,7 @@ class LocalEngine:
             1, int(self.conf.get("topology.sleep.spout.wait.strategy.time.ms", 1))
         )
         self.progress_ms = max(1, int(progress_interval_secs * 1000))
+        self.read_state = read_state  # fill RunSummary.final_state at the end (shadow runs)
         self.summary = RunSummary.for_graph(graph, "local")
         self.tasks = TaskSet(
             graph,
@@ -171,6 +175,9 @@ class LocalEngine:
             self.summary.components[name].queued += len(queue)
         for comp in self.graph.bolts:
             self.summary.components[comp.name].windows = self.tasks.window_counters(comp.name)
+            if self.read_state:
+                tasks = [user_attributes(obj) for obj in self.instances(comp.name)]
+                self.summary.final_state[comp.name] = ComponentState(tasks)
         if on_progress is not None:
             on_progress(self.summary.progress_line())
             self._report_new_errors(on_progress)

@@ -18,6 +18,8 @@ API (also used by ``bench/spark_adclicks.py``)::
 - ``batch_max_tuples``: tuples per spout task per batch (default 10,000).
 - ``sink``: ``jsonl:DIR`` (default ``<checkpoint>/sink``), ``redis:STREAM`` or ``drop``.
 - ``spark_conf``: extra settings for the session it builds (``--conf``; unused with ``spark``).
+- ``read_state``: fill ``RunSummary.final_state`` at the end (each bolt task's last committed
+  snapshot and the bolts' keyed maps, read back from Redis: shadow runs compare them).
 - ``run(max_tuples=N)`` takes exactly N spout tuples per run, in total over every spout and
   spout task (``stormshift.engines.budget``: which ones, independent of timing and batch
   sizes), cutting the last batch at N in the sources' offsets; it stops once that batch
@@ -59,7 +61,7 @@ from stormshift.engines.spark.source.options import now_ms, source_options
 from stormshift.engines.spark.source.source import SOURCE_NAME, SpoutSource
 from stormshift.engines.spark.source.spout_report import clear_spout_reports, read_spout_reports
 from stormshift.engines.spark.task.sink import parse_sink, read_jsonl_outputs
-from stormshift.engines.summary import RunSummary
+from stormshift.engines.summary import ComponentState, RunSummary
 from stormshift.errors import RunFailedError, StormshiftError
 from stormshift.state.keys import stop_key
 
@@ -77,7 +79,7 @@ class SparkEngine:
                  batch_max_tuples: int | None = None, sink: str | None = None,
                  state_mode: str = "strict", spark: Any = None, namespace: str | None = None,
                  budget_ms: int = 500, max_attempts: int = 3,
-                 spark_conf: dict[str, str] | None = None):
+                 spark_conf: dict[str, str] | None = None, read_state: bool = False):
         self.graph = graph
         self.layout = Layout(graph)
         self.master = master
@@ -94,6 +96,7 @@ class SparkEngine:
         self.budget_ms = budget_ms
         self.max_attempts = max_attempts
         self.spark_conf = dict(spark_conf or {})
+        self.read_state = read_state
 
     # -- setup ---------------------------------------------------------------
     def _session(self) -> Any:
@@ -229,7 +232,16 @@ class SparkEngine:
         summary.elapsed_ms = (time.perf_counter() - started) * 1000
         if self.sink.kind == "jsonl":
             summary.outputs = read_jsonl_outputs(self.sink.target)
+        if self.read_state:
+            summary.final_state = self._final_state(r, state_key)
         return summary
+
+    def _final_state(self, r: Any, state_key: bytes) -> dict[str, ComponentState]:
+        from stormshift.state.final import committed_attributes, committed_maps
+
+        return {b.name: ComponentState(
+            [committed_attributes(r, self.namespace, state_key, b.name, t) for t in range(b.par)],
+            committed_maps(r, self.namespace, b.name)) for b in self.graph.bolts}
 
     def _wait(self, query: Any, finite: bool, duration_secs: float | None, runner: BatchRunner,
               enough: Callable[[], bool]) -> str:
