@@ -12,13 +12,14 @@ read row, as it does on Spark), and compares the time per tuple with the user's
 bare ``process()`` (emit/ack as no-ops). The difference is the framework's cost
 per tuple inside a Spark task::
 
-    python bench/stage_overhead.py [--tuples 200000] [--rounds 5] [--redis redis://127.0.0.1:6379]
+    python bench/stage_overhead.py [--tuples 200000] [--rounds 5] [--redis redis://127.0.0.1:6379] [--json]
 """
 
 from __future__ import annotations
 
 import argparse
 import gc
+import json
 import sys
 import time
 import uuid
@@ -178,9 +179,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--parse-input", choices=("read", "rows"), default="read",
                    help="read: parse_bolt reads the spout's file range itself (a read row, as "
                         "on Spark); rows: it gets the lines as rows (before spoutrange)")
+    p.add_argument("--json", action="store_true", help="one JSON line: stage -> tuples, bare_ns, "
+                   "stage_ns (per tuple), for bench/compiled_modules.py")
     args = p.parse_args(argv)
     result = measure(args)
     from stormshift import native
+
+    if args.json:
+        print(json.dumps({"hot_path": native.summary(), "stages": result}))
+        return 0
 
     print(native.summary())
     print(f"adclicks stages in one process, {args.tuples:,} lines, best of {args.rounds} "

@@ -9,7 +9,12 @@ tuple (``bench/README.md``, "compiled hot path"). The ``.py`` files stay the tru
   (an editable install) the source is imported instead, with a warning to rebuild;
 - where no compiler or Cython was at hand, nothing is compiled and everything
   runs from source, quietly;
-- ``STORMSHIFT_PURE=1`` imports every source (debugging, A/B measurements).
+- ``STORMSHIFT_PURE=1`` imports every source (debugging, A/B measurements);
+  ``STORMSHIFT_PURE=stormshift.adapters.tuples,...`` only the listed ones (to
+  measure what compiling one module is worth);
+- an extension module of this package that is not a fresh build of a module in
+  ``COMPILED`` (one dropped from the list since, or whose build failed) is never
+  imported: its ``.py`` is.
 
 This file is also read by ``setup.py`` before the package is importable: it
 imports nothing but the standard library.
@@ -28,7 +33,8 @@ import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["COMPILED", "RECORD", "install", "source_digest", "stale", "status", "summary"]
+__all__ = ["COMPILED", "RECORD", "install", "pure_modules", "source_digest", "stale", "status",
+           "summary"]
 
 COMPILED = (
     "stormshift.adapters.fastpath",
@@ -81,16 +87,25 @@ def _read_record(package_dir: str) -> dict[str, str]:
     return data if isinstance(data, dict) else {}
 
 
+def pure_modules(value: str | None) -> frozenset[str]:
+    """The modules ``STORMSHIFT_PURE=value`` runs from source: a comma-separated list of
+    ``COMPILED`` names, or every one for any other non-empty value (``1``)."""
+    if not value:
+        return frozenset()
+    names = {part.strip() for part in value.split(",") if part.strip()}
+    return frozenset(names) if names and names <= set(COMPILED) else frozenset(COMPILED)
+
+
 def status(root: str | None = None) -> dict[str, str]:
     """module -> ``"compiled"`` or why it runs from source (for the bench and doctors)."""
     root = root or _root()
-    pure = bool(os.environ.get(PURE_ENV))
+    pure = pure_modules(os.environ.get(PURE_ENV))
     record = _read_record(os.path.join(root, "stormshift"))
     out = {}
     for module in COMPILED:
         if built_path(root, module) is None:
             out[module] = "source (not compiled by this install)"
-        elif pure:
+        elif module in pure:
             out[module] = f"source ({PURE_ENV} is set)"
         elif stale(record, {module: source_digest(source_path(root, module))}):
             out[module] = "source (edited since it was compiled: pip install -e . rebuilds it)"
@@ -110,36 +125,41 @@ def summary(root: str | None = None) -> str:
 
 
 class _SourceFirst(importlib.abc.MetaPathFinder):
-    """Imports the listed modules from their ``.py`` even where a compiled twin exists."""
+    """Imports every module of the package from its ``.py`` where a compiled twin exists,
+    except the ``fresh`` ones (compiled from the source beside them)."""
 
-    def __init__(self, modules: Sequence[str]):
-        self.modules = frozenset(modules)
+    def __init__(self, fresh: Sequence[str]):
+        self.fresh = frozenset(fresh)
 
     def find_spec(self, fullname: str, path: Sequence[str] | None,
                   target: Any = None) -> importlib.machinery.ModuleSpec | None:
-        if fullname not in self.modules or not path:
+        if fullname in self.fresh or not path or not fullname.startswith("stormshift."):
             return None
+        name = fullname.rpartition(".")[2]
         for directory in path:
-            candidate = os.path.join(directory, fullname.rpartition(".")[2] + ".py")
-            if os.path.exists(candidate):
-                return importlib.util.spec_from_file_location(fullname, candidate)
+            base = os.path.join(directory, name)
+            if os.path.isdir(base):
+                return None  # a package: the normal finders
+            if os.path.exists(base + ".py"):
+                if any(os.path.exists(base + s) for s in importlib.machinery.EXTENSION_SUFFIXES):
+                    return importlib.util.spec_from_file_location(fullname, base + ".py")
+                return None
         return None
 
 
 def install(root: str | None = None) -> list[str]:
-    """Route the modules that must run from source to it; returns their names. Called
-    once by ``stormshift/__init__.py``, before any of them is imported."""
+    """Route every module of the package to its source unless it is a fresh compiled one of
+    ``COMPILED``; returns the ``COMPILED`` modules that have a build but run from source.
+    Called once by ``stormshift/__init__.py``, before any of them is imported."""
     states = status(root)
     from_source = [m for m, s in states.items() if s != "compiled" and "not compiled" not in s]
-    if not from_source:
-        return []
     edited = [m for m, s in states.items() if s.startswith("source (edited")]
     if edited:
         warnings.warn(f"stormshift: {', '.join(edited)} changed since it was compiled; running "
                       "it from source (slower) until `pip install -e .` rebuilds it",
                       RuntimeWarning, stacklevel=3)
     if not any(isinstance(f, _SourceFirst) for f in sys.meta_path):
-        sys.meta_path.insert(0, _SourceFirst(from_source))
+        sys.meta_path.insert(0, _SourceFirst([m for m, s in states.items() if s == "compiled"]))
     return from_source
 
 

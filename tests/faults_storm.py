@@ -49,7 +49,7 @@ from typing import Any
 from stormshift.adapters.routing import stable_hash
 from stormshift.engines.local import CrashTask, FailTuples, LocalEngine, SimClock
 from stormshift.topology.loader import load_topology
-from stormshift.topology.project import evict_foreign_modules, sources_first
+from stormshift.topology.sources import use_sources
 
 __all__ = ["FAULTS", "StormResult", "Totals", "storm_side"]
 
@@ -222,11 +222,10 @@ def _crash(day: _Day, component: str, field: str, task: int, lo: int, hi: int) -
 def _restart_topology() -> type:
     """``faults_storm_topology.AdClicksSpoutRestart``, imported against adclicks' src/."""
     src = EXAMPLES / "adclicks" / "src"
-    evict_foreign_modules({"spouts", "bolts", "adgen"}, src.resolve())
-    with sources_first([str(src)]):
-        for name in ("spouts.adlog", "bolts.parse", "bolts.ctr", "bolts.spend"):
-            importlib.import_module(name)
-        module = importlib.import_module("faults_storm_topology")
+    use_sources([str(src.resolve())])
+    for name in ("spouts.adlog", "bolts.parse", "bolts.ctr", "bolts.spend"):
+        importlib.import_module(name)
+    module = importlib.import_module("faults_storm_topology")
     return module.AdClicksSpoutRestart  # type: ignore[no-any-return]
 
 

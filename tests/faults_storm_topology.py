@@ -2,7 +2,7 @@
 
 The local engine restarts a spout whose ``next_tuple`` raises, as Storm's
 supervisor restarts a dead worker. Import this module only with
-``examples/adclicks/src`` first on ``sys.path`` (``faults_storm`` does).
+``examples/adclicks/src`` in use (``faults_storm`` calls ``use_sources``).
 """
 
 from bolts.ctr import AdsCtrBolt

@@ -25,9 +25,19 @@ def test_stale_is_any_module_whose_source_digest_differs_from_the_build_record()
     assert native.stale({}, {"b": "2", "a": "1"}) == ["a", "b"]
 
 
+def test_pure_names_every_compiled_module_or_the_listed_ones() -> None:
+    assert native.pure_modules(None) == native.pure_modules("") == frozenset()
+    assert native.pure_modules("1") == frozenset(native.COMPILED)
+    listed = f"{native.COMPILED[0]}, {native.COMPILED[-1]}"
+    assert native.pure_modules(listed) == {native.COMPILED[0], native.COMPILED[-1]}
+    assert native.pure_modules("stormshift.no_such_module") == frozenset(native.COMPILED)
+
+
 def _run(code: str, cwd: Path, **env: str) -> dict:
+    """``code``'s last line of output, as JSON; ``STORMSHIFT_PURE`` only if ``env`` sets it."""
+    base = {k: v for k, v in os.environ.items() if k != native.PURE_ENV}
     done = subprocess.run([sys.executable, "-c", code], cwd=cwd, capture_output=True, text=True,
-                          env={**os.environ, **env}, timeout=120, check=True)
+                          env={**base, **env}, timeout=120, check=True)
     return json.loads(done.stdout.strip().splitlines()[-1])
 
 
@@ -68,14 +78,46 @@ def test_an_edited_or_pure_module_is_imported_from_its_source_never_its_build(tm
     assert pure["state"] == "source (STORMSHIFT_PURE is set)" and pure["warnings"] == []
 
 
-def test_this_install_runs_every_hot_path_module_compiled_when_it_built_them() -> None:
+def test_a_compiled_module_no_longer_in_the_build_is_imported_from_its_source(
+        tmp_path: Path) -> None:
+    """An extension file left beside a module dropped from ``COMPILED`` (or one whose build
+    failed, so the record does not name it) never loads: its ``.py`` does, with or without a
+    record, and the other modules import as usual."""
+    pkg = tmp_path / "stormshift" / "adapters"
+    pkg.mkdir(parents=True)
+    (tmp_path / "stormshift" / "__init__.py").write_text("")
+    (pkg / "__init__.py").write_text("")
+    (pkg / "dropped.py").write_text("WHERE = 'source'\n")
+    (pkg / "plain.py").write_text("WHERE = 'plain source'\n")
+    suffix = importlib.machinery.EXTENSION_SUFFIXES[0]
+    (pkg / f"dropped{suffix}").write_bytes(b"not an extension: importing it would fail")
+    code = (
+        "import json, sys\n"
+        f"sys.path.insert(0, {str(ROOT / 'stormshift')!r})\n"
+        "import native\n"
+        f"native.install({str(tmp_path)!r})\n"
+        f"sys.path.insert(0, {str(tmp_path)!r})\n"
+        "import stormshift.adapters.dropped as m, stormshift.adapters.plain as p\n"
+        "print(json.dumps({'where': m.WHERE, 'plain': p.WHERE}))\n"
+    )
+    assert _run(code, tmp_path) == {"where": "source", "plain": "plain source"}
+    (tmp_path / "stormshift" / native.RECORD).write_text(json.dumps({}))
+    assert _run(code, tmp_path) == {"where": "source", "plain": "plain source"}
+
+
+def test_this_install_runs_every_hot_path_module_compiled_when_it_built_them(
+        monkeypatch: pytest.MonkeyPatch) -> None:
     """The install compiled what ``COMPILED`` lists (pip's build had Cython and a compiler):
-    a module silently left out would make the benchmarks measure something else."""
+    a module silently left out would make the benchmarks measure something else. A module
+    edited since the build runs from its source (the other test): no rebuild is needed to
+    run the tests."""
+    monkeypatch.delenv(native.PURE_ENV, raising=False)
     if not (ROOT / "stormshift" / native.RECORD).exists():
         states = native.status(str(ROOT))
         assert all(s.startswith("source (not compiled") for s in states.values()), states
         return
-    states = {m: s for m, s in native.status(str(ROOT)).items() if s != "compiled"}
+    states = {m: s for m, s in native.status(str(ROOT)).items()
+              if s != "compiled" and not s.startswith("source (edited")}
     assert states == {}, (
         "these hot-path modules run from source; rebuild with `pip install -e .` (needs a C "
         f"compiler; STORMSHIFT_PURE=1 at install time builds nothing): {states}")

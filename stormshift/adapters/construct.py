@@ -21,7 +21,6 @@ import inspect
 import io
 import os
 import signal
-import sys
 import threading
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
@@ -41,9 +40,9 @@ def import_class(class_path: str, source_dirs: Sequence[str], component: str) ->
         pass
     else:
         return import_component_class(class_path, source_dirs)
-    for d in source_dirs:
-        if d not in sys.path:
-            sys.path.insert(0, d)
+    from stormshift.topology.sources import use_sources
+
+    use_sources(source_dirs)
     module_name, _, class_name = class_path.rpartition(".")
     try:
         return getattr(importlib.import_module(module_name), class_name)  # type: ignore[no-any-return]

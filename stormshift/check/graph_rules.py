@@ -1,4 +1,5 @@
-"""Graph rules: components and groupings stormshift cannot host.
+"""Graph rules: components and groupings stormshift cannot host, and project modules
+it cannot import by their name (``shadowed_findings``).
 
 Read from the declared specs (``project.declare``), not the loaded graph,
 because the loader refuses exactly these: a JavaBolt, a Shell component, a
@@ -15,9 +16,10 @@ from streamparse.dsl.spout import JavaSpoutSpec
 from stormshift.check.project import DeclaredComponent, DeclaredTopology
 from stormshift.check.rules import RULES, Finding
 from stormshift.errors import TopologyError
+from stormshift.topology.sources import shadowed_modules
 from stormshift.topology.specs import decode_grouping, java_class_name, shell_command, source_name
 
-__all__ = ["graph_findings"]
+__all__ = ["graph_findings", "shadowed_findings"]
 
 Add = Callable[[str, DeclaredComponent, str], None]  # (rule, component, message)
 
@@ -56,3 +58,17 @@ def _non_python(comp: DeclaredComponent, declared: DeclaredTopology, report: Add
             report("java-spout", comp, f"JavaSpout {java_class_name(spec)}")
     else:
         report("java-bolt", comp, f"JavaBolt {java_class_name(spec)}")
+
+
+def shadowed_findings(declared: DeclaredTopology) -> list[Finding]:
+    """A module of ``src/`` that the standard library or an installed package shadows."""
+    src = declared.layout.src_dir
+    if src is None:
+        return []
+    out = []
+    for name, where in shadowed_modules(src).items():
+        path = src / f"{name}.py" if (src / f"{name}.py").is_file() else src / name / "__init__.py"
+        out.append(Finding("shadowed-module", RULES["shadowed-module"].severity,
+                           declared.relative(path), 1 if path.is_file() else 0, None,
+                           f"`import {name}` gets {where}, not {declared.relative(path)}"))
+    return out

@@ -12,7 +12,6 @@ from __future__ import annotations
 import ast
 import inspect
 import os
-import sys
 import textwrap
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -87,9 +86,6 @@ def declare(
     else:
         raise TopologyError(f"{target} is neither a topology .py file nor a project directory",
                             fix="pass topologies/NAME.py or the streamparse project dir")
-    # A fresh import: a topology module cached from an earlier check would hold classes
-    # of component modules evicted since (another project's ``bolts`` was loaded).
-    sys.modules.pop(layout.topology_name, None)
     module = import_topology_module(layout)
     topology_cls = select_topology_class(module, layout, class_name or None)
     env = resolve_environment(environment, layout.project_config)

@@ -171,6 +171,11 @@ RULES: dict[str, Rule] = _rules(
          "task ids are Storm's (numbered by component name) but a fields grouping picks tasks "
          "by another hash than Storm's: the ids returned differ from the legacy run",
          "do not store or compare the returned task ids across runs"),
+    Rule("shadowed-module", W, "project module named like a standard or installed module",
+         "stormshift puts the project's source dirs after the standard library and the "
+         "installed packages, so a project cannot break them: `import NAME` gets the library's "
+         "module, never the project's (Storm's multilang workers had src/ first)",
+         "rename the project's module (and the imports of it)"),
     Rule("direct-emit", W, "direct emit to a task number",
          "a direct emit names the receiving task; code that picks the number from its own "
          "assumptions (a constant, a hash) may pick another task than on Storm",

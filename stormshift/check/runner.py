@@ -15,7 +15,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from stormshift.check.dynamic import DEFAULT_MAX_TUPLES, dynamic_findings
-from stormshift.check.graph_rules import graph_findings
+from stormshift.check.graph_rules import graph_findings, shadowed_findings
 from stormshift.check.project import declare
 from stormshift.check.report import CheckReport
 from stormshift.check.rules import Finding, Severity
@@ -42,7 +42,8 @@ def run_check(
     CLI's exit code 2); everything else is a finding in the report.
     """
     declared = declare(path, name, environment, overrides)
-    findings: list[Finding] = graph_findings(declared) + static_findings(declared)
+    findings: list[Finding] = (graph_findings(declared) + shadowed_findings(declared)
+                               + static_findings(declared))
     ran = ""
     if dynamic:
         blockers = sorted({f.rule for f in findings if f.rule in LOAD_BLOCKERS})

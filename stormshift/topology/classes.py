@@ -1,8 +1,8 @@
 """Naming a component class so another process can import it again.
 
 A graph stores ``class_path = "module.QualName"``; executors (Spark Python
-workers, other processes) put ``graph.source_dirs`` on ``sys.path`` and call
-:func:`import_component_class`. A class defined in the topology file itself is
+workers, other processes) call :func:`import_component_class` with
+``graph.source_dirs``, which puts them on ``sys.path`` (``sources.use_sources``). A class defined in the topology file itself is
 importable because the topology file is a module (``NAME``) in a source dir.
 """
 
@@ -16,12 +16,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from stormshift.errors import TopologyError
-from stormshift.topology.project import (
-    evict_for_class_path,
-    import_failure,
-    sources_first,
-    topology_error,
-)
+from stormshift.topology.project import import_failure, topology_error
+from stormshift.topology.sources import use_sources
 
 
 def _library_roots() -> tuple[Path, ...]:
@@ -79,9 +75,8 @@ def import_component_class(class_path: str, source_dirs: Sequence[str] = ()) -> 
     Raises TopologyError naming the class path and, for a failure inside the
     user's module, the user's file and line.
     """
-    evict_for_class_path(class_path, source_dirs)
-    with sources_first(list(source_dirs)):
-        return _import_class(class_path, source_dirs)
+    use_sources(source_dirs)
+    return _import_class(class_path, source_dirs)
 
 
 def _import_class(class_path: str, source_dirs: Sequence[str]) -> type:

@@ -7,14 +7,9 @@ as module ``NAME``; real projects import components either as
 ``from bolts import X`` (``src/`` on the path) or ``from src.bolts import X``
 (project dir on the path), so all three directories are *source dirs*.
 
-Source dirs get priority on ``sys.path`` only while user code is imported;
-afterwards they stay appended (as sparse does), so a project's ``src/queue.py``
-cannot shadow the standard library for the rest of the process.
-
-Several projects can be loaded in one process (tests, shadow runs), and two
-projects usually both have a ``bolts`` package: before importing, modules of
-those names that were loaded from somewhere else are evicted from
-``sys.modules`` so the right project's code is imported.
+Where the source dirs go on ``sys.path`` and which project's ``bolts``
+``sys.modules`` holds when several projects load in one process is one policy,
+``stormshift.topology.sources.use_sources``.
 """
 
 from __future__ import annotations
@@ -25,14 +20,14 @@ import json
 import os
 import sys
 import traceback
-from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import ModuleType, TracebackType
 from typing import Any
 
 from stormshift.errors import TopologyError
+from stormshift.topology.sources import use_sources
 
 DEFAULT_TOPOLOGY_SPECS = "topologies/"
 
@@ -148,7 +143,7 @@ def layout_for_project(project_dir: Path, name: str | None) -> Layout:
     return Layout(files[names.index(name)], name, project_dir, config)
 
 
-# -- sys.path and sys.modules -------------------------------------------------
+# -- paths -------------------------------------------------------------------
 def _is_under(path: str | os.PathLike[str] | None, root: Path) -> bool:
     if not path:
         return False
@@ -157,80 +152,6 @@ def _is_under(path: str | os.PathLike[str] | None, root: Path) -> bool:
         return True
     except ValueError:
         return False
-
-
-def _module_locations(module: ModuleType) -> list[str]:
-    if getattr(module, "__file__", None):
-        return [str(module.__file__)]
-    return [str(p) for p in getattr(module, "__path__", [])]
-
-
-def _top_level_names(directory: Path) -> set[str]:
-    names = set()
-    for entry in directory.iterdir():
-        if entry.suffix == ".py":
-            names.add(entry.stem)
-        elif entry.is_dir() and entry.name.isidentifier():
-            names.add(entry.name)
-    return names
-
-
-def evict_foreign_modules(names: Iterable[str], root: Path) -> None:
-    """Forget cached modules named ``names`` (or below) not loaded from ``root``."""
-    wanted = set(names)
-    for mod_name in list(sys.modules):
-        top = mod_name.partition(".")[0]
-        module = sys.modules.get(mod_name)
-        if top not in wanted or module is None:
-            continue
-        locations = _module_locations(module)
-        if locations and not all(_is_under(loc, root) for loc in locations):
-            del sys.modules[mod_name]
-
-
-@contextmanager
-def sources_first(source_dirs: Sequence[str]) -> Iterator[None]:
-    """Give ``source_dirs`` priority on sys.path while importing user code.
-
-    Afterwards they stay on sys.path but at the end (as ``sparse`` appends
-    them), so a project's ``src/queue.py`` cannot shadow the standard library
-    for the rest of the process; code the user imports lazily still resolves.
-    """
-    dirs = list(dict.fromkeys(source_dirs))
-    sys.path[:0] = dirs
-    # Only the finders of these dirs may hold stale listings (files written since). The
-    # global importlib.invalidate_caches() re-reads every zip on sys.path (pyspark.zip,
-    # py4j, shipped projects): ~0.5 s per call in a Spark worker, paid per task.
-    for directory in dirs:
-        finder = sys.path_importer_cache.get(directory)
-        if finder is not None and hasattr(finder, "invalidate_caches"):
-            finder.invalidate_caches()
-    try:
-        yield
-    finally:
-        for directory in dirs:
-            if directory in sys.path:
-                sys.path.remove(directory)  # our prepended copy: the first occurrence
-            if directory not in sys.path:
-                sys.path.append(directory)
-
-
-def evict_for_layout(layout: Layout) -> None:
-    """Evict stale modules of the names this project provides (see the module docstring)."""
-    if layout.src_dir is not None:
-        evict_foreign_modules(_top_level_names(layout.src_dir), layout.src_dir)
-    if layout.project_dir is not None:
-        evict_foreign_modules({"src"}, layout.project_dir)
-    evict_foreign_modules({layout.topology_name}, layout.topology_file.parent)
-
-
-def evict_for_class_path(class_path: str, source_dirs: Sequence[str]) -> None:
-    """Before importing ``class_path``: evict its top-level package if loaded from elsewhere."""
-    top = class_path.partition(".")[0]
-    for directory in map(Path, source_dirs):
-        if (directory / top).is_dir() or (directory / f"{top}.py").is_file():
-            evict_foreign_modules({top}, directory.resolve())
-            return
 
 
 # -- importing user code with errors that point at the user's line -------------
@@ -273,18 +194,19 @@ def import_failure(exc: BaseException, what: str, roots: Sequence[Path]) -> Topo
 
 
 def import_topology_module(layout: Layout) -> ModuleType:
-    """Import the topology file as module ``NAME`` (as sparse does)."""
-    evict_for_layout(layout)
-    with sources_first([str(d) for d in layout.source_dirs]):
-        spec = importlib.util.find_spec(layout.topology_name)
-        origin = Path(spec.origin).resolve() if spec and spec.origin else None
-        if origin != layout.topology_file:
-            raise topology_error(
-                f"topology module name {layout.topology_name!r} is shadowed by {origin}, "
-                f"so executors could not import {layout.topology_file}",
-                fix="rename the topology file (or the module that shadows it)",
-            )
-        return importlib.import_module(layout.topology_name)
+    """Import the topology file as module ``NAME`` (as sparse does), afresh: a cached one
+    would hold classes of component modules evicted since another project was loaded."""
+    use_sources(layout.source_dirs)
+    sys.modules.pop(layout.topology_name, None)
+    spec = importlib.util.find_spec(layout.topology_name)
+    origin = Path(spec.origin).resolve() if spec and spec.origin else None
+    if origin != layout.topology_file:
+        raise topology_error(
+            f"topology module name {layout.topology_name!r} is shadowed by {origin}, "
+            f"so executors could not import {layout.topology_file}",
+            fix="rename the topology file (or the module that shadows it)",
+        )
+    return importlib.import_module(layout.topology_name)
 
 
 def traceback_frames(tb: TracebackType | None) -> Iterable[Any]:

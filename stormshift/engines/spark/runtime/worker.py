@@ -1,11 +1,13 @@
 """What every Python process running stormshift code for Spark shares: one Redis client
 per URL (a connection pool per process, not per task) and the user's source dirs on
-``sys.path`` (executors unpickle user classes by module name)."""
+``sys.path`` (executors unpickle user classes by module name), placed as everywhere else
+(``stormshift.topology.sources``)."""
 
 from __future__ import annotations
 
-import sys
 from typing import Any
+
+from stormshift.topology.sources import use_sources
 
 __all__ = ["ensure_paths", "redis_for"]
 
@@ -23,7 +25,5 @@ def redis_for(url: str) -> Any:
 
 
 def ensure_paths(graph: Any) -> None:
-    """Put the topology's source dirs on ``sys.path`` (first), if they are not there yet."""
-    for d in reversed(graph.source_dirs):
-        if d not in sys.path:
-            sys.path.insert(0, d)
+    """Make the topology's source dirs the ones imports resolve to (``use_sources``)."""
+    use_sources(graph.source_dirs)
