@@ -6,8 +6,9 @@ restart), so everything here is a pure function of (state committed at N-1,
 input of N) and every write is fenced or idempotent.
 
 - ``stage.py``: ``run_partition``: restore each hosted bolt task (``taskstate.py``),
-  execute its chunks of input, emit rows for the next stage (``output.py``);
-- ``poison.py``: retry / dead-letter of a tuple that fails;
+  execute its chunks of input (``adapters/kernel.py``), emit rows for the next stage (``output.py``);
+- ``poison.py``: the dead letter of a tuple that fails (whether to retry, redo or
+  dead-letter: ``adapters/retry_policy.py``);
 - ``sink.py``: leaf emits to JSON lines files or a Redis stream (the driver
   parses the ``--sink`` option and reads the files back with it too);
 - ``counters.py``: each task's counters and attempt counts (written here, read
