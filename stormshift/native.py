@@ -33,6 +33,7 @@ __all__ = ["COMPILED", "RECORD", "install", "source_digest", "stale", "status", 
 COMPILED = (
     "stormshift.adapters.fastpath",
     "stormshift.adapters.hashing",
+    "stormshift.adapters.kernel",
     "stormshift.adapters.routing",
     "stormshift.adapters.tuples",
     "stormshift.engines.spark.rows",
