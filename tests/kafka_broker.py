@@ -5,8 +5,8 @@ stopped loses its topics, so outages are simulated by pausing the process
 (``SIGSTOP``/``SIGCONT``), never by restarting it.
 
 tansu reports a partition's end offset as the base offset of its last record
-batch plus one, so :meth:`TansuBroker.produce` sends one record per batch
-(``batch.num.messages=1``): the end offset is then exact, as on Kafka.
+batch plus one, so :meth:`TansuBroker.produce` sends each partition's last record
+in a batch of its own: the end offset is then exact, as on Kafka.
 """
 
 from __future__ import annotations
@@ -71,21 +71,37 @@ class TansuBroker:
 
     def produce(self, topic: str, records: Iterable[tuple[int, bytes | None, bytes | None]],
                 **kw: Any) -> int:
-        """``(partition, key, value)`` records, one per batch; returns how many."""
+        """``(partition, key, value)`` records, in order per partition; returns how many.
+
+        Sent in large batches, but the last record of each partition in a batch of its
+        own: tansu's end offset (base offset of the last batch + 1) is then exact, and
+        its in-memory log stays a few batches long (a log of one-record batches makes
+        every fetch crawl: 7 records in 20 s from a 30,000-batch partition)."""
         from confluent_kafka import Producer
 
         if self._producer is None:
-            self._producer = Producer({"bootstrap.servers": self.bootstrap, "linger.ms": 0,
-                                       "batch.num.messages": 1, "log.connection.close": False})
+            self._producer = Producer({"bootstrap.servers": self.bootstrap, "linger.ms": 20,
+                                       "batch.num.messages": 10_000, "log.connection.close": False})
+        records = list(records)
+        last = {partition: i for i, (partition, _, _) in enumerate(records)}
+        finals = sorted(last.values())
         n = 0
-        for partition, key, value in records:
+        for i, (partition, key, value) in enumerate(records):
+            if last[partition] != i:
+                self._producer.produce(topic, key=key, value=value, partition=partition, **kw)
+                n += 1
+                if n % 50_000 == 0:
+                    self._producer.flush(60)
+        self._flush()
+        for i in finals:
+            partition, key, value = records[i]
             self._producer.produce(topic, key=key, value=value, partition=partition, **kw)
-            n += 1
-            if n % 1000 == 0:
-                self._producer.flush(30)
-        if self._producer.flush(30):  # pragma: no cover - broker problem
+            self._flush()
+        return len(records)
+
+    def _flush(self) -> None:
+        if self._producer.flush(60):  # pragma: no cover - broker problem
             raise RuntimeError("records not delivered")
-        return n
 
     def end_offsets(self, topic: str, partitions: int) -> list[int]:
         from confluent_kafka import Consumer, TopicPartition

@@ -40,13 +40,17 @@ def main() -> None:
     admin = AdminClient({"bootstrap.servers": args.bootstrap})
     if args.topic not in admin.list_topics(timeout=10).topics:
         admin.create_topics([NewTopic(args.topic, args.partitions, 1)])[args.topic].result(15)
-    # one record per produce batch: exact end offsets on every broker (tansu included)
-    producer = Producer({"bootstrap.servers": args.bootstrap, "linger.ms": 0, "batch.num.messages": 1})
+    # each partition's last record in a produce batch of its own: exact end offsets on every
+    # broker (tansu reports the base offset of a partition's last batch + 1)
+    producer = Producer({"bootstrap.servers": args.bootstrap, "linger.ms": 20})
+    last = {i % args.partitions: i for i in range(len(records))}
     for i, pixel in enumerate(records):
-        producer.produce(args.topic, value=json.dumps(pixel).encode(), partition=i % args.partitions)
-        if i % 1000 == 999:
-            producer.flush(30)
-    producer.flush(30)
+        if last[i % args.partitions] != i:
+            producer.produce(args.topic, value=json.dumps(pixel).encode(), partition=i % args.partitions)
+    producer.flush(60)
+    for i in sorted(last.values()):
+        producer.produce(args.topic, value=json.dumps(records[i]).encode(), partition=i % args.partitions)
+        producer.flush(60)
     print(f"produced {len(records)} pixels to {args.topic} ({args.partitions} partitions)")
 
 

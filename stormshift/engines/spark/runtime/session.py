@@ -4,12 +4,16 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from stormshift.engines.spark.runtime.launcher import worker_python
 
-__all__ = ["QUIET_LOGGERS", "RUNTIME_CONF", "build_session", "configure_session", "quiet_logs",
-           "worker_conf"]
+__all__ = ["LOG4J2_FILE", "QUIET_LOGGERS", "RUNTIME_CONF", "build_session", "configure_session",
+           "driver_log_conf", "quiet_logs", "worker_conf"]
+
+# The driver JVM's log4j2 settings: WARN to stderr, minus Spark's start-up notices.
+LOG4J2_FILE = Path(__file__).with_name("log4j2.properties")
 
 # Runtime SQL settings the per-batch plan relies on (set on a reused session too).
 RUNTIME_CONF = {
@@ -50,9 +54,8 @@ def build_session(master: str, *, app_name: str = "stormshift", shuffle_partitio
     )
     if shuffle_partitions:
         builder = builder.config("spark.sql.shuffle.partitions", str(shuffle_partitions))
-    for key, value in worker_conf(master).items():
-        builder = builder.config(key, value)
-    for key, value in (conf or {}).items():
+    conf = conf or {}
+    for key, value in {**worker_conf(master), **conf, **driver_log_conf(conf)}.items():
         builder = builder.config(key, value)
     with worker_python(master, conf):
         session = builder.getOrCreate()
@@ -69,6 +72,16 @@ def quiet_logs(session: Any) -> None:
     error = jvm.org.apache.logging.log4j.Level.ERROR
     for name in QUIET_LOGGERS:
         configurator.setLevel(name, error)
+
+
+def driver_log_conf(conf: Mapping[str, str]) -> dict[str, str]:
+    """The driver JVM's log4j2 file (``LOG4J2_FILE``), added to ``--conf
+    spark.driver.extraJavaOptions`` unless those options already name a log4j2 file."""
+    options = conf.get("spark.driver.extraJavaOptions", "")
+    if "log4j2.configurationFile" in options or "log4j.configurationFile" in options:
+        return {}
+    ours = f"-Dlog4j2.configurationFile=file:{LOG4J2_FILE}"
+    return {"spark.driver.extraJavaOptions": f"{options} {ours}".strip()}
 
 
 def worker_conf(master: str) -> dict[str, str]:
