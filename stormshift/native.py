@@ -39,6 +39,7 @@ __all__ = ["COMPILED", "RECORD", "install", "pure_modules", "source_digest", "st
 COMPILED = (
     "stormshift.adapters.fastpath",
     "stormshift.adapters.hashing",
+    "stormshift.adapters.kernel",
     "stormshift.adapters.routing",
     "stormshift.adapters.tuples",
     "stormshift.engines.spark.rows",

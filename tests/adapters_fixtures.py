@@ -329,3 +329,31 @@ class LoneColocatedTopology(Topology):
 
     pairs = PairSpout.spec(name="spout", par=2)
     head = Sink.spec(name="head", inputs={pairs: Grouping.SHUFFLE}, par=2)
+# -- the per-tuple kernel (tests/test_kernel.py) --------------------------------
+class FlakyBolt(Bolt):
+    """Echoes its word. "flakyN" raises on its first N attempts, after emitting; "typo" emits
+    to an undeclared stream; "f..." is failed by the bolt; "enc..." is echoed (an engine
+    may refuse to encode it)."""
+
+    outputs = ["word"]
+
+    def initialize(self, conf: dict[str, Any], ctx: dict[str, Any]) -> None:
+        self.attempts: Counter[str] = Counter()
+
+    def process(self, tup: Any) -> None:
+        word = tup.values.word
+        self.attempts[word] += 1
+        if word == "typo":
+            self.emit([word], stream="nope")
+        self.emit([word])
+        if word.startswith("flaky") and self.attempts[word] <= int(word[5:]):
+            raise RuntimeError(f"{word} attempt {self.attempts[word]}")
+        if word.startswith("f") and not word.startswith("flaky"):
+            self.fail(tup)
+
+
+class KernelTopology(Topology):
+    words = WordSpout.spec(par=1)
+    flaky = FlakyBolt.spec(inputs=[words], par=1)
+    batcher = WordBatcher.spec(inputs=[words], par=1)
+    sink = Sink.spec(inputs=[flaky, batcher], par=1)

@@ -2,6 +2,10 @@
 
 Knows neither Spark nor Redis (see DESIGN.md). Engines build a host per
 task (``host_component``), ``open()`` it, drive it and drain its ``Outbox``.
+Every tuple a bolt executes, in either engine, goes through the per-tuple
+kernel (``kernel.py``: one tuple, or chunks of value lists, each attempt's
+outcome classified); ``retry_policy.py`` decides what a batch engine does with
+an attempt that did not succeed (retry, redo the member, dead-letter).
 """
 
 from stormshift.adapters.context import storm_context

@@ -5,7 +5,8 @@ order: construct the host, ``open()`` (runs ``initialize(conf, context)``),
 then drive it (spouts: ``next_tuple``/``ack``/``fail``; bolts: ``execute``,
 ``tick``, ``flush_tickless``) and ``outbox.drain()`` after each call or
 batch. Each driving call reproduces pystorm's run loop for one command
-(``_current_tups``, auto ack/anchor/fail, BatchingBolt ticks) without a pipe.
+(``_current_tups``, auto ack/anchor/fail, BatchingBolt ticks) without a pipe;
+``execute`` is the per-tuple kernel's (``kernel.py``, shared with the Spark task).
 
 A user exception is reported as pystorm would (its ``_handle_run_exception``:
 an error in the outbox, auto-fail of the current tuple(s)) and re-raised as
@@ -30,6 +31,7 @@ from stormshift.adapters.fastpath import (
     spout_emit,
 )
 from stormshift.adapters.hostbase import EMPTY, EndOfInput, HostBase, working_dir
+from stormshift.adapters.kernel import Kernel
 from stormshift.adapters.tuples import Tuple, TupleFactory, tick_tuple
 from stormshift.errors import ComponentFailure, StormshiftError
 from stormshift.topology.graph import TopologyGraph
@@ -107,7 +109,7 @@ class BoltHost(HostBase):
         if self.plan["fail"]:
             inst.fail = fail
         self.execute: Callable[[Tuple], None] = self._not_open  # type: ignore[method-assign]
-        self._many: Callable[[Iterable[Tuple], Any], int] | None = None
+        self.kernel: Kernel | None = None  # the per-tuple kernel, from open()
 
     def deliver_to(self, deliver: Deliver | None) -> bool:
         """Route the fast path's emits to ``deliver(stream, values, targets)`` (None: the
@@ -124,124 +126,20 @@ class BoltHost(HostBase):
 
     def open(self) -> None:
         super().open()
-        self.execute = self._compile_execute()  # type: ignore[method-assign]
-        self._many = self._compile_many()
+        self.kernel = Kernel(self)
+        self.execute = self.kernel.execute  # type: ignore[method-assign]
 
     def new_tuple(self, source: str, stream: str, source_task_id: int, values: Any) -> Tuple:
         """A tuple for this bolt with a fresh id from ``tuple_ids``."""
         return self.tuple_factory.make(source, stream, source_task_id, values, self.tuple_ids())
 
-    def _compile_execute(self) -> Callable[[Tuple], None]:
-        """``execute`` specialised once: library vs user ack, batching vs plain."""
-        inst = self.instance
-        process = inst.process
-        done = self.completion.done
-        cache = self.anchor_cache
-        acks_append = self.outbox.acks.append
-        fast_ack = self.plan["ack"]
-        failure = self._failure
-        empty = EMPTY
-
-        if self.batching:
-
-            def execute_batching(tup: Tuple) -> None:
-                if done:
-                    done.clear()
-                cur = [tup]
-                inst._current_tups = cur
-                try:
-                    process(tup)
-                except Exception as exc:
-                    raise failure(exc, "process", tup) from exc
-                inst._current_tups = empty
-
-            return execute_batching
-
-        # stormshift/engines/spark/task/stage.py (_Member.run_chunks) inlines these steps in its
-        # per-tuple loop: a change here belongs there too.
-        def execute(tup: Tuple) -> None:
-            if done:
-                done.clear()
-            cur = [tup]
-            inst._current_tups = cur
-            cache.tups = cur
-            cache.ids = (tup.id,)
-            try:
-                process(tup)
-            except Exception as exc:
-                raise failure(exc, "process", tup) from exc
-            if inst.auto_ack:
-                if fast_ack:
-                    if not done or tup.id not in done:
-                        acks_append(tup.id)
-                else:
-                    inst.ack(tup)
-            inst._current_tups = empty
-
-        return execute
-
     def execute_many(
         self, tuples: Iterable[Tuple], on_failure: Callable[[ComponentFailure], None] | None = None
     ) -> int:
-        """Execute tuples in order; returns how many were executed.
-
-        Without ``on_failure`` the first ``ComponentFailure`` propagates (later
-        tuples are not executed); with it, each failure is handed over and the
-        loop goes on (the Spark engine dead-letters and continues). Same
-        effects as calling ``execute`` per tuple, without a call per tuple
-        when the bolt is a plain ``Bolt`` on the fast path.
-        """
-        if self._many is not None:
-            return self._many(tuples, on_failure)
-        execute = self.execute
-        n = 0
-        for tup in tuples:
-            n += 1
-            try:
-                execute(tup)
-            except ComponentFailure as failure:
-                if on_failure is None:
-                    raise
-                on_failure(failure)
-        return n
-
-    def _compile_many(self) -> Callable[[Iterable[Tuple], Any], int] | None:
-        """``execute_many`` for a plain Bolt with library ack: the loop of ``execute`` inlined."""
-        if self.batching or not self.plan["ack"]:
-            return None
-        inst = self.instance
-        process = inst.process
-        done = self.completion.done
-        cache = self.anchor_cache
-        acks_append = self.outbox.acks.append
-        failure = self._failure
-
-        def many(
-            tuples: Iterable[Tuple], on_failure: Callable[[ComponentFailure], None] | None
-        ) -> int:
-            n = 0
-            for tup in tuples:
-                n += 1
-                if done:
-                    done.clear()
-                cur = [tup]
-                inst._current_tups = cur
-                cache.tups = cur
-                cache.ids = (tup.id,)
-                try:
-                    process(tup)
-                except Exception as exc:
-                    err = failure(exc, "process", tup)
-                    if on_failure is None:
-                        raise err from exc
-                    on_failure(err)
-                    continue
-                if inst.auto_ack and (not done or tup.id not in done):
-                    acks_append(tup.id)
-            inst._current_tups = EMPTY
-            return n
-
-        return many
+        """``execute`` each tuple in order (``Kernel.execute_many``); returns how many ran."""
+        if self.kernel is None:
+            raise StormshiftError(f"component {self.name!r}: call open() before execute_many()")
+        return self.kernel.execute_many(tuples, on_failure)
 
     def tick(self) -> None:
         """Deliver one tick tuple (``process_tick``), as pystorm's run loop does."""

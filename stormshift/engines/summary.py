@@ -19,7 +19,7 @@ shadow runs and tests read one shape. Vocabulary:
 - *dead_lettered*: tuples sent to the dead-letter store (always 0 locally:
   Storm has none); ``dead_letter_reasons`` counts them per bolt and reason
   (``raised``, ``arity``, ``emit``, ``encode``, ``fail``: see the retry policy
-  in ``engines/spark/task/stage.py``).
+  in ``adapters/retry_policy.py``).
 - *redriven*: dead letters replayed into a bolt (``stormshift deadletter replay``).
 - *lost* (local engine, bolts): tuples that were queued for a task when it crashed
   (Storm drops a dead worker's queue; their trees time out and replay).

@@ -15,7 +15,7 @@ behaviour, kept for callers that have no identity to give).
 Every entry also says where the tuple came from (``source``: the component
 that emitted it; ``task``: the index of the consuming task) and why it is
 here (``reason``: ``raised``, ``arity``, ``emit``, ``encode``, ``fail`` --
-the retry policy in ``engines/spark/task/stage.py`` --, ``decode``: a spout record
+the retry policy in ``adapters/retry_policy.py`` --, ``decode``: a spout record
 that is no tuple, ``redrive``: a replayed entry that no longer fits the
 topology). Entries written before these fields existed decode with them as None.
 

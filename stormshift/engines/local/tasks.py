@@ -5,6 +5,8 @@ call: emits go to ``Delivery`` (new tuples, new tree edges); bolt acks/fails
 become acker messages; finished trees become ``spout.ack``/``spout.fail``
 calls, queued and delivered in order -- as Storm delivers them through the
 spout executor's queue, never re-entrantly. It also restarts crashed tasks.
+A bolt executes each tuple through the per-tuple kernel (``adapters/kernel.py``),
+one at a time with Storm's semantics: a raise crashes the task.
 
 Nothing disappears uncounted: a crashed bolt task's queued tuples count as
 ``lost``; every error goes to the run's ``ErrorDigest`` with its type,
@@ -15,7 +17,6 @@ so a bolt that fails every tuple cannot keep a bounded run going forever.
 
 from __future__ import annotations
 
-import json
 import time
 from collections import deque
 from collections.abc import Callable, Hashable
@@ -26,21 +27,13 @@ from stormshift.engines.local.acker import Acker, Tree
 from stormshift.engines.local.delivery import Delivery, Sink, TaskKey
 from stormshift.engines.local.faults import Action, ActiveFaults
 from stormshift.engines.local.scheduler import TICK, Clock
-from stormshift.engines.local.tracker import TupleTracker, spout_lineage
+from stormshift.engines.local.tracker import TupleTracker, msg_key, spout_lineage
 from stormshift.engines.logs import forward_logs
 from stormshift.engines.summary import RunSummary
 from stormshift.errors import ComponentFailure
 from stormshift.topology.graph import TopologyGraph
 
 __all__ = ["TaskSet"]
-
-
-
-def msg_key(msg_id: Any) -> Hashable:
-    """A hashable, stable stand-in for a JSON msg_id (lists and dicts become JSON text)."""
-    if isinstance(msg_id, (list, dict, set)):
-        return json.dumps(msg_id, sort_keys=True, default=repr)
-    return msg_id  # type: ignore[no-any-return]
 
 
 class TaskSet:
@@ -122,12 +115,9 @@ class TaskSet:
 
     def tick_intervals(self) -> dict[str, float]:
         """Bolts with tick tuples configured (``topology.tick.tuple.freq.secs``), in seconds."""
-        found: dict[str, float] = {}
-        for key in self._bolt_keys:
-            secs = self.hosts[key].tick_interval_secs
-            if secs:
-                found[key[0]] = float(secs)
-        return found
+        hosts = self.hosts
+        return {k[0]: float(hosts[k].tick_interval_secs)
+                for k in self._bolt_keys if hosts[k].tick_interval_secs}
 
     def tickless_intervals(self) -> dict[TaskKey, float]:
         """TicklessBatchingBolt tasks and their ``secs_between_batches``."""
@@ -339,19 +329,15 @@ class TaskSet:
             stats.fails += 1
             self._fail_tuple(tup.id)
             return
-        if self.track_duplicates:
-            entry = self.tracker.get(tup.id)
-            if entry is not None and entry.lineage is not None:
-                done = self.executed[key[0]]
-                if entry.lineage in done:
-                    stats.duplicates += 1
-                else:
-                    done.add(entry.lineage)
-        self._call_bolt(
-            key, lambda host: host.execute(tup), tup.id if action is Action.FAIL_AFTER else None
-        )
+        if self.track_duplicates and self.tracker.executed_again(tup.id, self.executed[key[0]]):
+            stats.duplicates += 1
+        # the per-tuple kernel, one tuple at a time with Storm's semantics (adapters/kernel.py)
+        self._call_bolt(key, lambda host: host.kernel.execute(tup),
+                        tup.id if action is Action.FAIL_AFTER else None)
 
     def _call_bolt(self, key: TaskKey, call: Callable[[Any], None], extra_fail: str | None) -> None:
+        """``call(host)``, then apply its outbox; a ``ComponentFailure`` crashes the task (its
+        emits and fails so far are applied: Storm sent them before the process died)."""
         started = time.perf_counter()
         try:
             call(self.hosts[key])

@@ -21,12 +21,14 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import json
 import random
 import zlib
 from collections.abc import Hashable, Iterable
 from dataclasses import dataclass
+from typing import Any
 
-__all__ = ["InFlight", "TupleTracker", "child_lineage", "spout_lineage"]
+__all__ = ["InFlight", "TupleTracker", "child_lineage", "msg_key", "spout_lineage"]
 
 _MASK64 = (1 << 64) - 1
 
@@ -51,6 +53,13 @@ def _mix(value: int) -> int:
 @functools.lru_cache(maxsize=4096)
 def _salt(component: str, ordinal: int, consumer: str, fanout: int) -> int:
     return _mix(zlib.crc32(f"{component}|{ordinal}|{consumer}|{fanout}".encode()) | (ordinal << 32))
+
+
+def msg_key(msg_id: Any) -> Hashable:
+    """A hashable, stable stand-in for a JSON msg_id (lists and dicts become JSON text)."""
+    if isinstance(msg_id, (list, dict, set)):
+        return json.dumps(msg_id, sort_keys=True, default=repr)
+    return msg_id  # type: ignore[no-any-return]
 
 
 def spout_lineage(spout: str, stream: str, msg_key: Hashable) -> int:
@@ -122,6 +131,17 @@ class TupleTracker:
             for root in parent.anchors:
                 result[root] = result.get(root, 0) ^ edge
         return result
+
+    def executed_again(self, tuple_id: str, executed: set[int]) -> bool:
+        """Whether a bolt whose executed lineages are ``executed`` has executed this tuple's
+        lineage before (a duplicate); records it otherwise."""
+        entry = self._inflight.get(tuple_id)
+        if entry is None or entry.lineage is None:
+            return False
+        if entry.lineage in executed:
+            return True
+        executed.add(entry.lineage)
+        return False
 
     def lineages(self, anchor_ids: Iterable[str]) -> list[int]:
         found = (self._inflight.get(a) for a in anchor_ids)

@@ -6,10 +6,11 @@ restart), so everything here is a pure function of (state committed at N-1,
 input of N) and every write is fenced or idempotent.
 
 - ``stage.py``: ``run_partition``: restore each hosted bolt task (``taskstate.py``),
-  execute its chunks of input (a head's: ``headinput.py``), emit rows for the
-  next stage (``output.py``), commit what it wrote in one task transaction
-  (``state/task_txn.py``);
-- ``poison.py``: retry / dead-letter of a tuple that fails;
+  execute its chunks of input (a head's: ``headinput.py``) through the per-tuple kernel
+  (``adapters/kernel.py``), emit rows for the next stage (``output.py``), commit what it
+  wrote in one task transaction (``state/task_txn.py``);
+- ``poison.py``: the dead letter of a tuple that fails (whether to retry, redo or
+  dead-letter: ``adapters/retry_policy.py``);
 - ``sink.py``: leaf emits to JSON lines files or a Redis stream (the driver
   parses the ``--sink`` option and reads the files back with it too);
 - ``counters.py``: each task's counters record (committed with its task

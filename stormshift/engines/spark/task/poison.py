@@ -1,4 +1,5 @@
-"""Poison tuples in a Spark stage task: how each one is dead-lettered (policy: stage.py doc).
+"""Poison tuples in a Spark stage task: how each one is dead-lettered (the decisions:
+``adapters/retry_policy.py``).
 
 Kept apart from ``stage.py`` (the per-tuple hot path) because none of this runs
 for a good tuple.
@@ -11,10 +12,9 @@ from typing import Any
 
 import msgpack
 
-from stormshift.errors import ComponentFailure, TupleError
+from stormshift.errors import TupleError
 
-__all__ = ["drop_held", "encode_error", "format_trace", "held_tuples", "plain", "retries",
-           "stage_dead_letter"]
+__all__ = ["drop_held", "encode_error", "format_trace", "held_tuples", "plain", "stage_dead_letter"]
 
 
 def held_tuples(instance: Any) -> dict[str, Any]:
@@ -34,11 +34,6 @@ def drop_held(instance: Any, poison: dict[str, tuple[str, Any]]) -> list[tuple[s
         else:
             del instance._batches[key]
     return dropped
-
-
-def retries(failure: ComponentFailure, max_attempts: int) -> int:
-    """Attempts left after the first: none for a TupleError (same values, same error)."""
-    return 0 if isinstance(failure.cause, TupleError) else max_attempts - 1
 
 
 def encode_error(component: str, exc: BaseException) -> TupleError:

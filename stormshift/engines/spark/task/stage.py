@@ -16,26 +16,19 @@ row names the task), and member *m* runs as task *i* of *m* too. Per batch:
    sink emits and counters go in ONE fenced commit (the transaction's one
    idempotence rule), then a ``jsonl:`` sink's files.
 
-Retry policy (the one place it is written down): a tuple whose ``process()``
-raises is retried in the task up to ``max_attempts`` times in all (emits of a
-failed attempt are discarded), then dead-lettered with its error and
-traceback (reason ``raised``); the batch goes on without it. A failed attempt
-may have changed the bolt's attributes before it raised, so a member that saw
-one is *redone*: its rows, fused queues and state maps of this batch are
-dropped, and it runs again from the state of txid-1 with the dead-lettered
-tuples skipped (a tuple raising in a redo is dead-lettered at once and forces
-another redo). A dead-lettered tuple thus leaves no trace in state, and one
-that succeeded on a retry counts once. Dead-lettered at once, because retrying
-cannot change the outcome: a tuple of the wrong arity (``arity``), one whose ``process()``
-raised a ``TupleError`` (``emit``: it emitted the wrong arity or to an undeclared
-stream), one whose emit cannot be encoded (``encode``), and one the bolt ``fail()``s
-itself (``fail``: Storm would replay it from the spout; a batch engine has no replay).
-A tuple with an emit that cannot be encoded also makes its member redone, as a raise
-does: its other emits are in the rows already (emits go there at once, ``output.py``).
-Every entry carries its reason, source component and tuple id (``txid:task:n``,
-deterministic: rows are sorted); the run summary counts dead letters per reason.
-They are written when the task closes, after its fenced snapshot: an attempt that
-dies or is fenced first leaves none behind for a tuple its retry then processes.
+Each member's tuples run through the per-tuple kernel (``adapters/kernel.py``),
+a chunk at a time; a tuple whose attempt is not OK is retried, dead-lettered
+and its member redone as ``adapters/retry_policy.py`` decides (the words are
+defined there). Here a redo drops the member's rows, fused queues and state map
+writes of this batch (``_Redo`` leaves its ``TaskScope``) and runs it again
+from the state of txid-1 with its dead-lettered tuples skipped, so a
+dead-lettered tuple leaves no trace in state and one that succeeded on a retry
+counts once. Emits go to the rows at once (``output.py``), so an emit that
+cannot be encoded forces a redo as a raise does. Every dead letter carries its
+reason, source component and tuple id (``txid:task:n``, deterministic: rows
+are sorted); the run summary counts them per reason. They are written when the
+task closes, after its fenced snapshot: an attempt that dies or is fenced first
+leaves none behind for a tuple its retry then processes.
 ``stormshift deadletter replay`` sends entries back after a fix (``driver/redrive.py``).
 """
 
@@ -47,8 +40,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from stormshift.adapters.hostbase import EMPTY
-from stormshift.adapters.tuples import Tuple
+from stormshift.adapters.kernel import Kernel
+from stormshift.adapters.retry_policy import Action, Outcome, RetryPolicy
 from stormshift.engines.spark import faults
 from stormshift.engines.spark import rows as R
 from stormshift.engines.spark.layout import Layout, Stage
@@ -64,7 +57,6 @@ from stormshift.engines.spark.task.poison import (
     stage_dead_letter,
 )
 from stormshift.engines.spark.task.poison import encode_error as _encode_error
-from stormshift.engines.spark.task.poison import retries as _retries
 from stormshift.engines.spark.task.sink import SinkSpec, write_files
 from stormshift.engines.spark.task.taskstate import TaskCache, config_of, dump_state, open_task
 from stormshift.errors import ComponentFailure, TupleError
@@ -110,7 +102,9 @@ class _Member:
         self.redo = redo
         self.flush_attempt = flush_attempt  # earlier runs of this member whose flush raised
         self.retry_flush = False  # this run's flush raised: run the member again (a retry)
-        self.tainted = False  # a process() attempt raised: state may hold part of it
+        self.tainted = False  # a decision said redo: state may hold part of a failed attempt
+        self.policy = RetryPolicy(job.max_attempts)
+        self.kernel: Kernel | None = None  # batch mode, from run_chunks
         self.stats = MemberStats()
         self.output = MemberOutput(job.layout, name, task, out, queues, job.sink.kind != "drop",
                                    self.stats)
@@ -157,127 +151,46 @@ class _Member:
 
     # -- processing ------------------------------------------------------
     def run_chunks(self, chunks: Iterator[QueueItem]) -> None:
-        """Execute ``(src task id, stream code or -1, value lists)`` chunks in order.
+        """Execute ``(src task id, stream code or -1, value lists)`` chunks in order (the
+        kernel's ``run_chunks``; tuple ids ``txid:task:n``)."""
+        self.kernel = Kernel(self.host, self.output.dispatch, self.output.bad, self.tracks_current)
+        self.stats.tuples_in += self.kernel.run_chunks(
+            chunks, self._shape, f"{self.job.txid}:{self.task}:", self.poison,
+            self._skip, self._settle)
 
-        The first attempt of each tuple is inlined here (the per-tuple path, the
-        same steps as ``BoltHost.execute``); ``_execute`` runs the retries.
-        """
-        host, stats, output = self.host, self.stats, self.output
-        inst, outbox = host.instance, host.outbox
-        process = inst.process
-        emits, fails, acks_append = outbox.emits, outbox.fails, outbox.acks.append
-        done, bad = host.completion.done, output.bad
-        auto_ack_ok = not host.batching  # a BatchingBolt acks when it flushes
-        fast_ack = host.plan["ack"]
-        poison = self.poison
-        track = self.tracks_current
-        prefix = f"{self.job.txid}:{self.task}:"
-        shapes: dict[tuple[int, int], tuple[Any, ...]] = {}
-        new = tuple.__new__
-        n = 0
-        for src, sid, values_list in chunks:
-            shape = shapes.get((src, sid))
-            if shape is None:
-                shape = shapes[(src, sid)] = self._shape(src, sid)
-            source, stream, vtype, arity, mk = shape
-            for values in values_list:
-                n += 1
-                tid = prefix + str(n)
-                if poison and tid in poison:
-                    self._skip_poison(poison[tid])
-                    continue
-                if len(values) == arity:  # TupleFactory.maker's tuple, built inline
-                    tup = new(Tuple, (tid, source, stream, src, new(vtype, values)))
-                else:
-                    try:
-                        tup = mk(values, tid, src)  # a stream without a values type, or an error
-                    except TupleError as exc:
-                        self._dead_letter(stream, values, exc, "", "arity", source, tid)
-                        continue
-                if done:
-                    done.clear()
-                before = len(fails)
-                if track:
-                    inst._current_tups = [tup]
-                try:
-                    process(tup)
-                except Exception as exc:  # noqa: BLE001 - the user's error, handled as execute() does
-                    self._failed(tup, host._failure(exc, "process", tup))
-                    continue
-                if auto_ack_ok and inst.auto_ack:
-                    if fast_ack:
-                        if not done or tid not in done:
-                            acks_append(tid)
-                    else:
-                        inst.ack(tup)
-                if track:
-                    inst._current_tups = EMPTY
-                if emits:
-                    output.dispatch(emits)
-                if bad:
-                    self._encode_failed(tup)
-                elif len(fails) > before and tup.id in fails[before:]:
-                    self._bolt_failed(tup)
-        stats.tuples_in += n
-
-    def _shape(self, src: int, sid: int) -> tuple[Any, ...]:
-        """``(source, stream, values type, arity or -1, maker)`` of the tuples from ``src``."""
+    def _shape(self, src: int, sid: int) -> tuple[str, str]:
+        """The source component and stream of the tuples from task ``src`` on stream ``sid``."""
         source, _ = self.job.layout.task_owner[src]
-        stream = self.job.layout.streams[sid][1] if sid >= 0 else "default"
-        factory = self.host.tuple_factory
-        vtype = factory.types.get((source, stream))
-        arity = len(vtype._fields) if vtype is not None else -1
-        return source, stream, vtype, arity, factory.maker(source, stream)
+        return source, (self.job.layout.streams[sid][1] if sid >= 0 else "default")
 
-    def _failed(self, tup: Any, failure: ComponentFailure) -> None:
-        """A failed first attempt: its emits are in the rows, so the member will be redone."""
-        self.host.outbox.emits.clear()
-        self.output.bad.clear()
-        self.tainted = True
-        retries = 0 if self.redo else _retries(failure, self.job.max_attempts)
-        self._execute(tup, failure, retries)
-
-    def _bolt_failed(self, tup: Any) -> None:
-        # The bolt failed the tuple itself: Storm would replay it from the spout
-        # (forever, if the failure is deterministic); here it is dead-lettered once.
-        self._dead_letter(tup.stream, list(tup.values),
-                          TupleError("the bolt called fail() on this tuple",
-                                     component=self.name, stream=tup.stream), "",
-                          "fail", tup.component, tup.id)
-
-    def _encode_failed(self, tup: Any) -> None:
-        """An emit of ``tup`` cannot be encoded: dead-letter it; the redo skips it."""
-        exc = self.output.bad[0]
-        self.output.bad.clear()
-        self.tainted = True  # its other emits and state changes are in this run: redo
-        letter = self._dead_letter(tup.stream, list(tup.values), _encode_error(self.name, exc), "",
-                                   "encode", tup.component, tup.id)
-        self.poison[tup.id] = ("encode", letter)
-
-    def _execute(self, tup: Any, last: ComponentFailure, attempts: int) -> None:
-        """Retry ``tup`` after a failed attempt, up to ``attempts`` more times."""
-        outbox, output = self.host.outbox, self.output
-        for _attempt in range(attempts):
-            fails = len(outbox.fails)
-            try:
-                self.host.execute(tup)
-            except ComponentFailure as exc:
-                outbox.emits.clear()
-                output.bad.clear()
-                last = exc
-                continue
-            if outbox.emits:
-                output.dispatch(outbox.emits)
-            if output.bad:
-                self._encode_failed(tup)
-            elif len(outbox.fails) > fails and tup.id in outbox.fails[fails:]:
-                self._bolt_failed(tup)
+    def _settle(self, tup: Any, outcome: Outcome, detail: Any) -> None:
+        """A tuple whose first attempt was not OK: the policy's retries, then its decision."""
+        decision = self.policy.after_attempt(outcome, 1, self.redo)
+        if decision.action is Action.RETRY:
+            self.tainted = True  # the failed attempt may have changed state: redo
+            outcome, detail, decision = self.kernel.retry(tup, self.policy, self.redo)  # type: ignore[union-attr]
+        self.tainted = self.tainted or decision.redo
+        if decision.action is not Action.DEAD_LETTER:
             return
-        self.stats.errors += 1
-        reason = "emit" if isinstance(last.cause, TupleError) else "raised"
-        letter = self._dead_letter(tup.stream, list(tup.values), last, last.traceback_text,
-                                   reason, tup.component, tup.id)
-        self.poison[tup.id] = (reason, letter)
+        if outcome is Outcome.RAISED or outcome is Outcome.EMIT:
+            self.stats.errors += 1
+            error, trace = detail, detail.traceback_text
+        elif outcome is Outcome.ENCODE:
+            error, trace = _encode_error(self.name, detail), ""
+        elif outcome is Outcome.FAILED:
+            # Storm would replay it from the spout (forever, if the failure is deterministic)
+            error, trace = TupleError("the bolt called fail() on this tuple",
+                                      component=self.name, stream=tup.stream), ""
+        else:  # ARITY: the values as they came, never a tuple of the bolt
+            error, trace = detail, ""
+        values = tup.values if outcome is Outcome.ARITY else list(tup.values)
+        letter = self._dead_letter(tup.stream, values, error, trace, decision.reason,
+                                   tup.component, tup.id)
+        if decision.skip:
+            self.poison[tup.id] = (decision.reason, letter)
+
+    def _skip(self, tid: str) -> None:
+        self._skip_poison(self.poison[tid])
 
     def _skip_poison(self, known: tuple[str, tuple[Any, ...]]) -> None:
         """A tuple dead-lettered by an earlier run of this member: skipped, its letter kept."""
@@ -315,32 +228,31 @@ class _Member:
         output.bad.clear()
         for tid in outbox.fails[fails_before:]:
             if tid in held:
-                self._bolt_failed(held[tid])
+                self._settle(held[tid], Outcome.FAILED, None)
 
     def _flush_failed(self, failure: ComponentFailure, held: dict[str, Any]) -> None:
-        """A tick or flush raised. A plain bolt's ``process_tick``: an error, counted. A
-        BatchingBolt's flush: its emits so far are in the rows, so the member is redone;
-        retried (the whole member) up to ``max_attempts`` runs, then the batch being flushed
-        is dead-lettered (reason ``raised``, or ``emit`` for an emit the topology does not
-        declare) and a redo flushes the other batches without it."""
+        """A tick or flush raised: the policy's ``after_flush``. A plain bolt's
+        ``process_tick``: an error, counted. A BatchingBolt's flush: its emits so far are in
+        the rows, so the member is redone: run again (a retry), or the batch being flushed
+        is dead-lettered and a redo flushes the other batches without it."""
         self.host.outbox.emits.clear()
         self.output.bad.clear()
         self.stats.note_error(failure)
         batch = [t for t in failure.tup if t.id in held] if isinstance(failure.tup, list) else []
-        if not batch:
-            self.stats.errors += 1
-            return
-        self.tainted = True
-        emit_error = isinstance(failure.cause, TupleError)
-        if not emit_error and self.flush_attempt + 1 < self.job.max_attempts:
+        outcome = Outcome.EMIT if isinstance(failure.cause, TupleError) else Outcome.RAISED
+        decision = self.policy.after_flush(outcome, self.flush_attempt, bool(batch))
+        self.tainted = self.tainted or decision.redo
+        if decision.action is Action.RETRY:
             self.retry_flush = True
             return
         self.stats.errors += 1
+        if decision.action is not Action.DEAD_LETTER:
+            return
         for tup in batch:
             letter = self._dead_letter(tup.stream, list(tup.values), failure, failure.traceback_text,
-                                       "emit" if emit_error else "raised", tup.component, tup.id,
-                                       note=False)
-            self.poison[tup.id] = ("emit" if emit_error else "raised", letter)
+                                       decision.reason, tup.component, tup.id, note=False)
+            if decision.skip:
+                self.poison[tup.id] = (decision.reason, letter)
 
     def drain_counts(self) -> None:
         outbox = self.host.outbox
