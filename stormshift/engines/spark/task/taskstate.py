@@ -28,20 +28,10 @@ from typing import Any
 
 from pyspark import cloudpickle
 
+from stormshift.adapters.attributes import FRAMEWORK_ATTRS
+
 __all__ = ["FRAMEWORK_ATTRS", "CachedTask", "TaskCache", "config_of", "restore", "state_of"]
 
-# Set by pystorm's Component/Bolt/BatchingBolt constructors or by the host.
-FRAMEWORK_ATTRS = frozenset(
-    {
-        "input_stream", "output_stream", "topology_name", "task_id", "component_name",
-        "debug", "storm_conf", "context", "pid", "logger", "serializer",
-        "_pending_commands", "_pending_task_ids", "_reader_lock", "_writer_lock",
-        "_source_tuple_types", "_current_tups", "_current_key", "exc_info",
-        "_batch_lock", "_batcher", "auto_ack", "auto_anchor", "auto_fail",
-        # the host's fast paths, set per instance (compiled, they are no FunctionType)
-        "emit", "ack", "fail", "send_message",
-    }
-)
 _NOT_STATE = (types.FunctionType, types.MethodType, types.BuiltinFunctionType, types.ModuleType)
 
 
