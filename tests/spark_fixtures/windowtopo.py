@@ -22,6 +22,7 @@ from streamparse import Grouping, Topology
 from windows_fixtures import CollectBolt, ScenarioBolt
 
 from stormshift.spouts.base import ReplayableSpout, msg_id_for
+from stormshift.windows import Windowing
 
 
 class StepSpout(ReplayableSpout):
@@ -67,7 +68,11 @@ class StepSpout(ReplayableSpout):
 
 
 class SparkScenarioBolt(ScenarioBolt):
-    """The scenario's windowed bolt (its windowing from ``fixture.scenario``)."""
+    """The scenario's windowed bolt (its windowing from ``fixture.scenario``). The class's
+    placeholder is event time, so ``spec()`` asks for no ticks: on Spark, processing time
+    comes with each batch, and ticks would only add batches after end of input."""
+
+    windowing = Windowing.tumbling(duration_ms=1000).with_timestamp_field("t")
 
 
 class SparkCollectBolt(CollectBolt):
