@@ -30,11 +30,11 @@ from stormshift.topology.loader import load_topology
 from stormshift.windows import END_OF_TIME_MS, START_OF_TIME_MS, WatermarkTracker
 
 
-def _graph() -> Any:
+def _graph(windowing: str = "sliding_expired") -> Any:
     spout = ClickSpout.spec(name="clicks")
     probe = ProbeBolt.spec(name="probe", inputs={spout: Grouping.fields("advertiser")})
     topo = type("BatchProbe", (Topology,), {"clicks": spout, "probe": probe})
-    return load_topology(topo, overrides={"fixture.windowing": "sliding_expired",
+    return load_topology(topo, overrides={"fixture.windowing": windowing,
                                           "fixture.clicks": []})
 
 
@@ -65,6 +65,22 @@ def test_batch_mode_fires_on_the_recorded_watermark_only() -> None:
     assert _windows(host) == [(10, 30, "on_time"), (20, 40, "on_time")]
     assert host.instance.window_counters() == {"on_time": 4, "late_updated": 0,
                                                "dropped_late": 1, "late_stream": 0}
+
+
+def test_processing_time_windows_in_batch_mode_use_the_batch_time() -> None:
+    """Without a timestamp field a tuple's time is its batch's recorded processing time,
+    and that time is the watermark (the driver's watermark is not used)."""
+    graph = _graph("processing_time")  # tumbling 2 s of processing time
+    host = host_component(graph, "probe", 0)
+    host.open()
+    src = graph.component("clicks").task_id(0)
+    host.call_hook("start_batch", 2_500, END_OF_TIME_MS)
+    host.execute(host.new_tuple("clicks", "default", src, ["a", 0, 1]))
+    host.call_hook("start_batch", 3_900, END_OF_TIME_MS)
+    host.execute(host.new_tuple("clicks", "default", src, ["a", 0, 2]))
+    assert _windows(host) == []
+    host.call_hook("start_batch", 4_000, START_OF_TIME_MS)
+    assert _windows(host) == [(2_000, 4_000, "on_time")]
 
 
 def test_time_bolts_finds_windowed_bolts() -> None:
