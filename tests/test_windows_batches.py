@@ -26,6 +26,7 @@ from stormshift.engines.spark.driver.windows import (
     final_batch,
     time_bolts,
 )
+from stormshift.errors import StormshiftError
 from stormshift.topology.loader import load_topology
 from stormshift.windows import END_OF_TIME_MS, START_OF_TIME_MS, WatermarkTracker
 
@@ -108,6 +109,8 @@ def test_final_batch_is_every_source_at_fin_and_not_capped(tmp_path: Path) -> No
     _offsets(tmp_path, 1, {"fin": True}, {"fin": True})
     _offsets(tmp_path, 2, {"fin": True, "capped": True})
     assert [final_batch(str(tmp_path), b) for b in range(3)] == [False, True, False]
+    with pytest.raises(StormshiftError, match="offset log .* Fix: keep --checkpoint"):
+        final_batch(str(tmp_path), 3)
 
 
 @pytest.mark.redis

@@ -35,6 +35,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from stormshift.engines.spark.task.windowing import BatchTime
+from stormshift.errors import StormshiftError
 from stormshift.state import watermarks
 from stormshift.windows.state import COUNTERS
 from stormshift.windows.watermark import WatermarkTracker
@@ -64,8 +65,14 @@ def final_batch(spark_checkpoint: str, batch_id: int) -> bool:
     log (``offsets/<id>``: a version line, a metadata line, one offset per source), which
     holds the same offsets on every re-run of the batch id."""
     path = os.path.join(spark_checkpoint, "offsets", str(batch_id))
-    with open(path, encoding="utf-8") as f:
-        lines = f.read().splitlines()[2:]
+    try:
+        with open(path, encoding="utf-8") as f:
+            lines = f.read().splitlines()[2:]
+    except OSError as exc:
+        raise StormshiftError(
+            f"spark engine: cannot read Spark's offset log {path} ({exc}); windowed bolts and "
+            "bolts with end_of_input() need it to tell the batch at end of input. Fix: keep "
+            "--checkpoint on a file system the driver reads as local files") from exc
     offsets = [json.loads(line) for line in lines if line.strip() and line.strip() != "-"]
     return bool(offsets) and all(isinstance(o, dict) and o.get("fin") and not o.get("capped")
                                  for o in offsets)
