@@ -256,7 +256,8 @@ class SnapshotStore:
         return dict(sorted(out.items()))
 
     def check_par(self, component: str, par: int) -> None:
-        """Record ``par`` for a component's snapshots; StateError if they were cut for another."""
+        """Record ``par`` for a component's snapshots; StateError if they were cut for another
+        (the engine calls ``rescale.ensure_par``, which re-splits dict state first)."""
         pk = K.par_key(self.namespace)
         stored = self.r.hget(pk, component)
         if stored is None or int(stored) == par:
