@@ -83,25 +83,6 @@ class _Tracking:
         if not _immutable(value) and outer._ch is not None:
             outer._ch.volatile[key] = None
 
-    def __setitem__(self: Any, key: Any, value: Any) -> None:
-        ch = self._ch
-        if ch is None:
-            self._base_set(key, value)
-            self._bubble(value)
-            return
-        new = not dict.__contains__(self, key)
-        self._base_set(key, value)
-        if new:
-            ch.inserted.pop(key, None)
-            ch.inserted[key] = None
-        elif key not in ch.inserted:
-            ch.updated[key] = None
-        if _immutable(value) or (isinstance(value, _Tracking) and value._up is not None
-                                 and value._up[0] is self and value._up[1] == key):
-            ch.volatile.pop(key, None)
-        else:
-            ch.volatile[key] = None
-
     def _gone(self: Any, key: Any) -> None:
         ch = self._ch
         if ch is None:
@@ -179,9 +160,43 @@ class _Tracking:
         return plain.fromkeys(iterable, value)
 
 
+def _setter(base_set: Any) -> Any:
+    """``__setitem__`` over ``base_set`` (the per-update cost of tracking: keep it lean;
+    an inserted key cannot already be in ``inserted``: a delete takes it out)."""
+    scalars = _SCALARS
+
+    def __setitem__(self: Any, key: Any, value: Any) -> None:
+        ch = self._ch
+        if ch is None:  # an inner dict: mark its outer key
+            base_set(self, key, value)
+            self._bubble(value)
+            return
+        if key in self:
+            base_set(self, key, value)
+            ch.updated[key] = None
+        else:
+            base_set(self, key, value)
+            ch.inserted[key] = None
+        if type(value) in scalars or _settled(self, key, value):
+            if ch.volatile:
+                ch.volatile.pop(key, None)
+        else:
+            ch.volatile[key] = None
+
+    return __setitem__
+
+
+def _settled(outer: Any, key: Any, value: Any) -> bool:
+    """``value`` cannot change behind ``outer``'s back: immutable, or its own tracked inner."""
+    if isinstance(value, _Tracking):
+        return value._up is not None and value._up[0] is outer and value._up[1] == key
+    return _immutable(value)
+
+
 class TrackedDict(_Tracking, dict):  # type: ignore[misc]
     __slots__ = ("_ch", "_up")
     _base_set = dict.__setitem__
+    __setitem__ = _setter(dict.__setitem__)
 
     def __reduce_ex__(self, protocol: Any) -> Any:
         return dict, (), None, None, iter(dict.items(self))
@@ -193,6 +208,7 @@ class TrackedDict(_Tracking, dict):  # type: ignore[misc]
 class TrackedCounter(_Tracking, Counter):  # type: ignore[misc]
     __slots__ = ("_ch", "_up")
     _base_set = dict.__setitem__
+    __setitem__ = _setter(dict.__setitem__)
 
     def update(self, iterable: Any = None, /, **kwds: Any) -> None:  # Counter.update: add
         if iterable is not None:
@@ -230,6 +246,7 @@ class TrackedCounter(_Tracking, Counter):  # type: ignore[misc]
 class TrackedOrderedDict(_Tracking, OrderedDict):  # type: ignore[misc]
     __slots__ = ("_ch", "_up")
     _base_set = OrderedDict.__setitem__
+    __setitem__ = _setter(OrderedDict.__setitem__)
 
     def move_to_end(self, key: Any, last: bool = True) -> None:
         OrderedDict.move_to_end(self, key, last)
@@ -253,6 +270,7 @@ class TrackedOrderedDict(_Tracking, OrderedDict):  # type: ignore[misc]
 class TrackedDefaultDict(_Tracking, defaultdict):  # type: ignore[misc]
     __slots__ = ("_ch", "_up")
     _base_set = dict.__setitem__
+    __setitem__ = _setter(dict.__setitem__)
 
     def __missing__(self, key: Any) -> Any:
         factory = self.default_factory
