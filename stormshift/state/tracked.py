@@ -56,8 +56,12 @@ class Changes:
         self.whole = False
 
     def reset(self) -> None:
-        """After a snapshot: nothing changed since (volatile keys stay volatile)."""
-        self.inserted, self.updated, self.deleted, self.whole = {}, {}, {}, False
+        """After a snapshot: nothing changed since (volatile keys stay volatile). Cleared in
+        place: the tracked dict holds these dicts itself (one lookup less per update)."""
+        self.inserted.clear()
+        self.updated.clear()
+        self.deleted.clear()
+        self.whole = False
 
 
 class _Tracking:
@@ -70,7 +74,10 @@ class _Tracking:
 
     def _init(self: Any, up: tuple[Any, Any] | None) -> None:
         self._up = up
-        self._ch = None if up is not None else Changes()
+        self._ch = ch = None if up is not None else Changes()
+        self._upd = None if ch is None else ch.updated
+        self._ins = None if ch is None else ch.inserted
+        self._vol = None if ch is None else ch.volatile
 
     def _touch(self: Any, key: Any) -> None:  # an inner value of ``key`` changed
         ch = self._ch
@@ -131,7 +138,7 @@ class _Tracking:
             self._up[0]._touch(self._up[1])  # type: ignore[index]
             return
         self._ch.reset()
-        self._ch.volatile = {}
+        self._ch.volatile.clear()
         self._ch.whole = True
 
     def __ior__(self: Any, other: Any) -> Any:
@@ -166,22 +173,22 @@ def _setter(base_set: Any) -> Any:
     scalars = _SCALARS
 
     def __setitem__(self: Any, key: Any, value: Any) -> None:
-        ch = self._ch
-        if ch is None:  # an inner dict: mark its outer key
+        updated = self._upd
+        if updated is None:  # an inner dict: mark its outer key
             base_set(self, key, value)
             self._bubble(value)
             return
         if key in self:
             base_set(self, key, value)
-            ch.updated[key] = None
+            updated[key] = None
         else:
             base_set(self, key, value)
-            ch.inserted[key] = None
+            self._ins[key] = None
         if type(value) in scalars or _settled(self, key, value):
-            if ch.volatile:
-                ch.volatile.pop(key, None)
+            if self._vol:
+                self._vol.pop(key, None)
         else:
-            ch.volatile[key] = None
+            self._vol[key] = None
 
     return __setitem__
 
@@ -194,7 +201,7 @@ def _settled(outer: Any, key: Any, value: Any) -> bool:
 
 
 class TrackedDict(_Tracking, dict):  # type: ignore[misc]
-    __slots__ = ("_ch", "_up")
+    __slots__ = ("_ch", "_ins", "_up", "_upd", "_vol")
     _base_set = dict.__setitem__
     __setitem__ = _setter(dict.__setitem__)
 
@@ -206,7 +213,7 @@ class TrackedDict(_Tracking, dict):  # type: ignore[misc]
 
 
 class TrackedCounter(_Tracking, Counter):  # type: ignore[misc]
-    __slots__ = ("_ch", "_up")
+    __slots__ = ("_ch", "_ins", "_up", "_upd", "_vol")
     _base_set = dict.__setitem__
     __setitem__ = _setter(dict.__setitem__)
 
@@ -244,7 +251,7 @@ class TrackedCounter(_Tracking, Counter):  # type: ignore[misc]
 
 
 class TrackedOrderedDict(_Tracking, OrderedDict):  # type: ignore[misc]
-    __slots__ = ("_ch", "_up")
+    __slots__ = ("_ch", "_ins", "_up", "_upd", "_vol")
     _base_set = OrderedDict.__setitem__
     __setitem__ = _setter(OrderedDict.__setitem__)
 
@@ -268,7 +275,7 @@ class TrackedOrderedDict(_Tracking, OrderedDict):  # type: ignore[misc]
 
 
 class TrackedDefaultDict(_Tracking, defaultdict):  # type: ignore[misc]
-    __slots__ = ("_ch", "_up")
+    __slots__ = ("_ch", "_ins", "_up", "_upd", "_vol")
     _base_set = dict.__setitem__
     __setitem__ = _setter(dict.__setitem__)
 
