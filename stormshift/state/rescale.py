@@ -27,7 +27,7 @@ from stormshift.errors import StateError
 from stormshift.state import keys as K
 from stormshift.state.commit import CommitLog
 from stormshift.state.deltas import fold_payloads
-from stormshift.state.snapshots import SnapshotStore, field_name, sign
+from stormshift.state.snapshots import SnapshotStore, field_name
 from stormshift.topology.graph import ComponentDef, Grouping, GroupingKind
 
 __all__ = ["Plan", "apply", "ensure_par", "plan", "split"]
@@ -154,8 +154,8 @@ def apply(r: Any, store: SnapshotStore, p: Plan, dumps: Callable[[Any], bytes]) 
         pipe.delete(K.snapshot_key(ns, p.component, task))
     field = field_name(p.txid)
     for task, state in enumerate(p.states if p.txid >= 0 else ()):  # nothing committed yet
-        blob = sign(store._key, store._context(p.component, task, field), dumps(state))
-        pipe.hset(K.snapshot_key(ns, p.component, task), field, blob)
+        pipe.hset(K.snapshot_key(ns, p.component, task), field,
+                  store.signed(p.component, task, field, dumps(state)))
     pipe.hset(K.par_key(ns), p.component, p.new_par)
     pipe.execute()
 

@@ -147,6 +147,10 @@ class SnapshotStore:
     def _context(self, component: str, task_index: int, field: str) -> bytes:
         return f"{self.namespace}|{component}|{task_index}|{field}".encode()
 
+    def signed(self, component: str, task_index: int, field: str, payload: bytes) -> bytes:
+        """``payload`` signed as version ``field`` of one task (what the scripts store)."""
+        return sign(self._key, self._context(component, task_index, field), payload)
+
     def ops(self, component: str, task_index: int, txid: int, epoch: int, payload: bytes,
             kind: str = "base", prev: int = -1) -> list[tuple[str, list[str], list[Any]]]:
         """The fenced script call writing ``payload`` as version ``txid`` (a ``base``, or a
@@ -159,7 +163,7 @@ class SnapshotStore:
                 "state map", component, task_index, kind, txid, size, self.warn_bytes,
             )
         field = field_name(txid, kind, prev)
-        blob = sign(self._key, self._context(component, task_index, field), payload)
+        blob = self.signed(component, task_index, field, payload)
         fence = K.fence_key(self.namespace, K.task_group(component, task_index))
         return [(
             "snapshot_put",
