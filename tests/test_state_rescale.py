@@ -127,3 +127,19 @@ def test_a_refused_rescale_writes_nothing(redis_client, ns):
         ensure_par(redis_client, store, bolt(3), pickle.dumps)
     assert store.par_of("counter") == 2
     assert {t: redis_client.hgetall(K.snapshot_key(ns, "counter", t)) for t in range(2)} == before
+
+
+def test_live_instances_are_cached_per_wiring_so_a_rescaled_run_builds_new_ones():
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).parent / "spark_fixtures"))
+    import sparktopo
+
+    from stormshift.engines.spark.task.taskstate import config_of
+    from stormshift.topology.loader import load_topology
+
+    two, three = (load_topology(t) for t in (sparktopo.Replayable, sparktopo.Replayable3))
+    assert config_of(two, two.component("numbers")) != config_of(three, three.component("numbers"))
+    assert config_of(two, two.component("sums")) == config_of(
+        load_topology(sparktopo.Replayable), two.component("sums"))
