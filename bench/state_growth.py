@@ -125,7 +125,17 @@ def main() -> None:
     ap.add_argument("--url", default="redis://127.0.0.1:6379/0")
     ap.add_argument("--sizes", default="1000,10000000")
     ap.add_argument("--batches", type=int, default=15)
+    ap.add_argument("--updates", choices=["plain", "tracked"],
+                    help="only loop counts[w] += 1 --n times (run under callgrind, minus --n 0)")
+    ap.add_argument("--n", type=int, default=100_000)
     args = ap.parse_args()
+    if args.updates:
+        from stormshift.state.tracked import track
+
+        counts = track(Counter()) if args.updates == "tracked" else Counter()
+        for i in range(args.n):
+            counts[f"word-{i % 50_000:09d}"] += 1
+        return
     r = redis.Redis.from_url(args.url)
     sizes = [int(s) for s in args.sizes.split(",")]
     results = {n: measure(r, n, args.batches) for n in sizes}
