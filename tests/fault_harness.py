@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import pickle
 import signal
 import subprocess
 import sys
@@ -205,6 +204,7 @@ class Case:
 
     def _snapshots(self, r: Any, committed: int) -> dict[str, dict[str, Any]]:
         """Every bolt task's committed snapshot, merged per component (dict attrs by key)."""
+        from stormshift.state.deltas import fold_payloads
         from stormshift.state.snapshots import SnapshotStore
 
         key = (self.checkpoint / "stormshift-state.key").read_text().strip().encode()
@@ -212,8 +212,8 @@ class Case:
         merged: dict[str, dict[str, Any]] = {}
         for bolt in self.graph.bolts:
             for task in range(bolt.par):
-                payload = store.load(bolt.name, task, committed + 1)
-                attrs = pickle.loads(payload) if payload else {}
+                point = store.load(bolt.name, task, committed + 1)
+                attrs = fold_payloads(point.base, point.deltas) if point else {}
                 comp = merged.setdefault(bolt.name, {})
                 for name, value in sorted(attrs.items()):
                     if isinstance(value, dict):

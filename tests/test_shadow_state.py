@@ -225,6 +225,6 @@ def test_committed_state_is_read_back_verified_and_uncommitted_left_out(redis_ur
     assert committed_attributes(r, namespace, b"k" * 32, "bolt", 1) == {}
     assert committed_maps(r, namespace, "bolt") == {"spend": {"adv-1": 5}}
     key = K.snapshot_key(namespace, "bolt", 0)
-    r.hset(key, "1", r.hget(key, "1")[:-1] + b"x")  # tampered: refused, never unpickled
+    r.hset(key, "b:1", r.hget(key, "b:1")[:-1] + b"x")  # tampered: refused, never unpickled
     with pytest.raises(StateError, match="integrity check"):
         committed_attributes(r, namespace, b"k" * 32, "bolt", 0)

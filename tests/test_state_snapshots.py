@@ -32,9 +32,9 @@ def test_load_returns_newest_committed_version_below_txid(redis_client, ns):
     commit(redis_client, ns, 1)
     save(store, redis_client, ns, 2, b"v2-attempt1")
     save(store, redis_client, ns, 2, b"v2")  # retry of txid 2 overwrites the in-flight version
-    assert store.load("counter", 0, 2) == b"v1"  # txid 2 not committed: restore from 1
+    assert store.load("counter", 0, 2).base == b"v1"  # txid 2 not committed: restore from 1
     commit(redis_client, ns, 2)
-    assert store.load("counter", 0, 3) == b"v2"
+    assert store.load("counter", 0, 3).base == b"v2"
     save(store, redis_client, ns, 3, b"v3")
     # kept: newest committed (2) and in-flight (3); version 1 was dropped
     assert sorted(store.sizes()[("counter", 0)]) == [2, 3]
@@ -45,12 +45,12 @@ def test_tampered_snapshot_is_refused_never_unpickled(redis_client, ns):
     save(store, redis_client, ns, 1, pickle.dumps({"count": 1}))
     commit(redis_client, ns, 1)
     key = K.snapshot_key(ns, "counter", 0)
-    blob = redis_client.hget(key, "1")
+    blob = redis_client.hget(key, "b:1")
     evil = pickle.dumps(os.system)  # what an attacker with Redis access would plant
-    redis_client.hset(key, "1", blob[: len(blob) - len(pickle.dumps({"count": 1}))] + evil)
+    redis_client.hset(key, "b:1", blob[: len(blob) - len(pickle.dumps({"count": 1}))] + evil)
     with pytest.raises(StateError, match="integrity check"):
         store.load("counter", 0, 2)
-    redis_client.hset(key, "1", evil)  # no signature at all
+    redis_client.hset(key, "b:1", evil)  # no signature at all
     with pytest.raises(StateError, match="refused"):
         store.load("counter", 0, 2)
 
@@ -61,8 +61,8 @@ def test_snapshot_from_another_key_or_task_is_refused(redis_client, ns):
     with pytest.raises(StateError, match="STORMSHIFT_STATE_HMAC_KEY"):
         SnapshotStore(redis_client, ns, b"other-key").load("counter", 0, 2)
     # a valid blob moved to another task's slot is refused too (context binds task and txid)
-    redis_client.hset(K.snapshot_key(ns, "counter", 1), "1",
-                      redis_client.hget(K.snapshot_key(ns, "counter", 0), "1"))
+    redis_client.hset(K.snapshot_key(ns, "counter", 1), "b:1",
+                      redis_client.hget(K.snapshot_key(ns, "counter", 0), "b:1"))
     with pytest.raises(StateError):
         SnapshotStore(redis_client, ns, KEY).load("counter", 1, 2)
 

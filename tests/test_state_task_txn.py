@@ -63,7 +63,7 @@ def _open_and_calls():
 def test_calls_come_in_step_order_each_fenced_by_epoch_and_txid():
     calls = _open_and_calls()
     assert [name for name, _keys, _args in calls] == [
-        "opaque", "transactional", "snapshot_save", "dlq_add_fenced", "sink_put", "stats_put"]
+        "opaque", "transactional", "snapshot_put", "dlq_add_fenced", "sink_put", "stats_put"]
     for name, _keys, args in calls:
         assert args[:3] == [7, 3, "bolt:1"], name  # epoch, txid, task: every call is fenced
 
@@ -149,7 +149,7 @@ def test_a_commit_writes_every_step_in_one_round(redis_client, ns):
     commit(redis_client, ns, 1)
     later = _txn(redis_client, ns, 2)
     later.begin()
-    assert later.restore_point() == b"state-at-txid"
+    assert later.restore_point().base == b"state-at-txid"
 
 
 def test_a_stale_epochs_commit_writes_nothing(redis_client, ns):
@@ -219,7 +219,7 @@ def test_a_later_attempt_replaces_the_counters_and_snapshot_of_an_earlier_one(re
     retry.commit()
     commit(redis_client, ns, 1)
     assert read_records(redis_client, ns, 1) == [("bolt:0", b"retry")]
-    assert SnapshotStore(redis_client, ns, HMAC).load("bolt", 0, 2) == b"retry"
+    assert SnapshotStore(redis_client, ns, HMAC).load("bolt", 0, 2).base == b"retry"
 
 
 def test_an_aborted_transaction_sends_nothing(redis_client, ns):

@@ -35,6 +35,16 @@ class CommitLog:
         v = self.r.hget(K.commit_key(self.namespace), "committed")
         return int(v) if v is not None else -1
 
+    def check_format(self) -> None:
+        """StateError if a newer stormshift wrote this namespace (its layout is unknown here);
+        older formats are read (``keys.FORMAT_VERSION``)."""
+        v = self.r.hget(K.commit_key(self.namespace), "format")
+        if v is not None and int(v) > K.FORMAT_VERSION:
+            raise StateError(
+                f"state namespace {self.namespace!r} was written in state format {int(v)} by a "
+                f"newer stormshift; this one reads formats up to {K.FORMAT_VERSION}. Fix: run "
+                "the newer stormshift, or discard the state with --reset-state")
+
     def has_state(self) -> bool:
         """True if anything of this namespace is in Redis (besides epochs)."""
         if self.committed() >= 0 or self.r.hlen(K.checkpoints_key(self.namespace)):
@@ -52,6 +62,8 @@ class CommitLog:
         """
         if mode not in ("strict", "reset", "adopt"):
             raise ValueError(f"bind_checkpoint: mode must be strict, reset or adopt, not {mode!r}")
+        if mode != "reset":
+            self.check_format()
         ck = K.checkpoints_key(self.namespace)
         known = self.r.hget(ck, checkpoint_id)
         if known is not None and mode != "reset":

@@ -1,8 +1,9 @@
 """Read-only: a bolt's state as its last committed batch left it (shadow runs, tests).
 
-``committed_attributes`` gives a legacy bolt task's attributes from its newest
-committed snapshot (verified by ``SnapshotStore``, then unpickled: the HMAC
-check comes first, so a tampered Redis is refused, never unpickled);
+``committed_attributes`` gives a legacy bolt task's attributes at its newest
+committed snapshot version: the base folded with its deltas (``state/deltas.py``;
+every version verified by ``SnapshotStore`` before anything is unpickled, so a
+tampered Redis is refused, never unpickled);
 ``committed_maps`` a component's keyed state maps, name -> key -> value
 (``inspect.map_items``: the value the last committed write left). No fencing:
 nothing is written.
@@ -10,10 +11,10 @@ nothing is written.
 
 from __future__ import annotations
 
-import pickle
 from typing import Any
 
 from stormshift.state.commit import CommitLog
+from stormshift.state.deltas import fold_payloads
 from stormshift.state.inspect import map_items, map_kinds
 from stormshift.state.snapshots import SnapshotStore
 
@@ -24,8 +25,8 @@ def committed_attributes(r: Any, namespace: str, hmac_key: bytes | str | None, c
                          task_index: int) -> dict[str, Any]:
     """Attributes by name of the newest committed snapshot of one task ({} if none)."""
     store = SnapshotStore(r, namespace, hmac_key)
-    payload = store.load(component, task_index, CommitLog(r, namespace).committed() + 1)
-    return dict(pickle.loads(payload)) if payload else {}
+    point = store.load(component, task_index, CommitLog(r, namespace).committed() + 1)
+    return fold_payloads(point.base, point.deltas) if point is not None else {}
 
 
 def committed_maps(r: Any, namespace: str, component: str) -> dict[str, dict[Any, Any]]:

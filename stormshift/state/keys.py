@@ -1,6 +1,6 @@
 """Every Redis key name and the state format version, in one place (scripts: lua.py).
 
-Layout (format version 1). ``ns`` is the state namespace (one per topology):
+Layout (format version ``FORMAT_VERSION``). ``ns`` is the state namespace (one per topology):
 
 * ``ss:{ns}:commit``       hash ``committed`` -> txid, ``format`` -> version
 * ``ss:{ns}:checkpoints``  hash checkpoint id -> txid base
@@ -9,7 +9,7 @@ Layout (format version 1). ``ns`` is the state namespace (one per topology):
 * ``ss:{ns}:dlq``          stream of dead letters; ``ss:{ns}:dlq-ids`` digest -> entry id
 * ``ss:{ns:g}:fence``      hash ``component:task`` -> epoch, ``__committed`` -> txid
 * ``ss:{ns:g}:m:C:NAME``   hash user key -> record of map NAME of component C
-* ``ss:{ns:g}:snap:C:T``   hash txid -> signed snapshot of task T of component C
+* ``ss:{ns:g}:snap:C:T``   hash version -> signed base or delta of task T of component C
 * ``ss:{ns:g}:t:C:T:SUF``  keys owned by one task (write-ahead logs, sinks)
 * ``ss:{ns:g}:dd:NAME:..`` dedup buckets / Bloom segments
 
@@ -25,7 +25,9 @@ from __future__ import annotations
 import re
 import zlib
 
-FORMAT_VERSION = 1
+# 2: snapshots are chains of a base and deltas (fields b:T, d:T:P; format 1 wrote a
+# bare txid, read as a base). Format-1 code cannot read format-2 snapshots.
+FORMAT_VERSION = 2
 KEY_GROUPS = 64
 PREFIX = "ss"
 COMMITTED_FIELD = "__committed"

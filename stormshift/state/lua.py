@@ -186,23 +186,49 @@ redis.call('HSET', KEYS[1], 'committed', ARGV[1], 'format', ARGV[2])
 return cur
 """
 
-# KEYS: fence, snapshot hash. ARGV: epoch, txid, who, payload.
-# Keeps the in-flight versions (> committed) and the newest committed one.
-SNAPSHOT_SAVE = _FENCE + r"""
+# KEYS: fence, snapshot hash. ARGV: epoch, txid, who, field, payload. Version fields
+# (``snapshots.py``): 'b:<txid>' base, 'd:<txid>:<prev>' delta on prev, '<txid>' a format-1
+# base. Writes the version of txid (replacing any other of the same txid), then keeps the
+# chain of the newest committed version and of every in-flight one (txid > committed).
+SNAPSHOT_PUT = _FENCE + r"""
 local err = fence(KEYS[1], ARGV[3], ARGV[1], ARGV[2])
 if err then return redis.error_reply(err) end
-redis.call('HSET', KEYS[2], ARGV[2], ARGV[4])
-local committed = tonumber(redis.call('HGET', KEYS[1], '__committed') or '-1')
-local versions = redis.call('HKEYS', KEYS[2])
-local keep = -1
-for _, v in ipairs(versions) do
-  local t = tonumber(v)
-  if t <= committed and t > keep then keep = t end
+local match = string.match
+local function parse(f)
+  local t = match(f, '^(%d+)$') or match(f, '^b:(%d+)$')
+  if t then return tonumber(t), -1 end
+  local d, p = match(f, '^d:(%d+):(%d+)$')
+  if d then return tonumber(d), tonumber(p) end
+  return nil, nil
 end
+local txid = tonumber(ARGV[2])
+local name, prev = {}, {}
+for _, f in ipairs(redis.call('HKEYS', KEYS[2])) do
+  local t, p = parse(f)
+  if t == txid and f ~= ARGV[4] then
+    redis.call('HDEL', KEYS[2], f)
+  elseif t then
+    name[t] = f; prev[t] = p
+  end
+end
+redis.call('HSET', KEYS[2], ARGV[4], ARGV[5])
+name[txid] = ARGV[4]
+local _, p = parse(ARGV[4])
+prev[txid] = p
+local committed = tonumber(redis.call('HGET', KEYS[1], '__committed') or '-1')
+local keep = {}
+local function mark(t)
+  while t and t >= 0 and name[t] and not keep[t] do keep[t] = true; t = prev[t] end
+end
+local head = -1
+for t, _ in pairs(name) do
+  if t <= committed and t > head then head = t end
+  if t > committed then mark(t) end
+end
+mark(head)
 local dropped = 0
-for _, v in ipairs(versions) do
-  local t = tonumber(v)
-  if t <= committed and t ~= keep then redis.call('HDEL', KEYS[2], v); dropped = dropped + 1 end
+for t, f in pairs(name) do
+  if not keep[t] then redis.call('HDEL', KEYS[2], f); dropped = dropped + 1 end
 end
 return dropped
 """
@@ -350,7 +376,7 @@ SCRIPTS: dict[str, str] = {
     "fence_epoch": FENCE_EPOCH,
     "fence_committed": FENCE_COMMITTED,
     "record_commit": RECORD_COMMIT,
-    "snapshot_save": SNAPSHOT_SAVE,
+    "snapshot_put": SNAPSHOT_PUT,
     "fenced_call": FENCED_CALL,
     "wal_append": WAL_APPEND,
     "dlq_add_fenced": DLQ_ADD_FENCED,

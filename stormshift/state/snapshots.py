@@ -1,16 +1,21 @@
-"""Per-task snapshots of legacy bolts' in-memory state, HMAC-protected.
+"""Per-task snapshots of legacy bolts' in-memory state: incremental, HMAC-protected.
 
-The engine pickles a legacy bolt's attributes after batch ``txid`` and saves
-the bytes here; before the next batch it loads the newest *committed*
-version below that txid. This module never unpickles: it returns verified
-bytes or raises. A snapshot whose HMAC does not match (a tampered or
-foreign Redis, another key) is refused with ``StateError`` — a compromised
-Redis must not become code execution in the engine.
+A task's snapshot is a chain of versions in one Redis hash (``keys.snapshot_key``):
+field ``b:<txid>`` a *base* (the whole state), ``d:<txid>:<prev>`` a *delta* on
+version ``prev`` (what batch ``txid`` changed: ``state/deltas.py``); a field named
+by a bare txid is a base written by format 1 and is read as one. A batch writes
+one version under its txid (fenced: ``lua.SNAPSHOT_PUT``); a replay of the txid
+replaces it. The restore point below txid N is the newest committed version
+below N followed back along ``prev`` to its base. The script keeps that chain
+and the chains of in-flight versions (txid above the committed one) and drops
+the rest, so compaction (a new base: ``deltas.should_compact``) frees the old
+chain once it commits.
 
-Versions kept per task: every in-flight one (txid above the committed one)
-and the newest committed one; older ones are dropped by the save script.
-Snapshots are cut per task, so they cannot follow a change of ``par``:
-``check_par`` refuses that and names the fix (keyed state maps).
+This module never unpickles: it returns verified bytes or raises. A version
+whose HMAC (bound to namespace, task and field name) does not match is refused
+with ``StateError``: a compromised Redis must not become code execution.
+``check_par`` records the par snapshots were cut for (``state/rescale.py``
+re-splits dict state when it changes, or refuses).
 """
 
 from __future__ import annotations
@@ -19,7 +24,9 @@ import hashlib
 import hmac
 import logging
 import os
+import re
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from stormshift.errors import StateError
@@ -30,7 +37,9 @@ log = logging.getLogger("stormshift.state.snapshots")
 MAGIC = b"SSNAP1"
 HMAC_ENV = "STORMSHIFT_STATE_HMAC_KEY"
 DEFAULT_WARN_BYTES = 16 * 1024 * 1024
-__all__ = ["HMAC_ENV", "SnapshotStore", "sign", "verify"]
+__all__ = ["HMAC_ENV", "RestorePoint", "SnapshotStore", "field_name", "parse_field", "sign",
+           "verify"]
+_FIELD = re.compile(r"^(?:(\d+)|b:(\d+)|d:(\d+):(\d+))$")
 
 
 def _digest(key: bytes, context: bytes, payload: bytes) -> bytes:
@@ -38,7 +47,7 @@ def _digest(key: bytes, context: bytes, payload: bytes) -> bytes:
 
 
 def sign(key: bytes, context: bytes, payload: bytes) -> bytes:
-    """``MAGIC + hmac(context, payload) + payload``; context binds namespace, task and txid."""
+    """``MAGIC + hmac(context, payload) + payload``; context binds namespace, task and version."""
     return MAGIC + _digest(key, context, payload) + payload
 
 
@@ -48,6 +57,65 @@ def verify(key: bytes, context: bytes, blob: bytes) -> bytes | None:
         return None
     mac, payload = blob[len(MAGIC) : len(MAGIC) + 32], blob[len(MAGIC) + 32 :]
     return payload if hmac.compare_digest(mac, _digest(key, context, payload)) else None
+
+
+def field_name(txid: int, kind: str = "base", prev: int = -1) -> str:
+    """The hash field of a version: ``b:<txid>`` or ``d:<txid>:<prev>``."""
+    if kind == "base":
+        return f"b:{txid}"
+    if kind != "delta" or prev < 0:
+        raise ValueError(f"snapshot version kind {kind!r} prev {prev}: a delta needs its prev")
+    return f"d:{txid}:{prev}"
+
+
+def parse_field(field: str) -> tuple[int, int] | None:
+    """``(txid, prev)`` of a version field (prev -1: a base), None if not one."""
+    m = _FIELD.match(field)
+    if m is None:
+        return None
+    if m.group(3) is not None:
+        return int(m.group(3)), int(m.group(4))
+    return int(m.group(1) or m.group(2)), -1
+
+
+@dataclass(frozen=True)
+class RestorePoint:
+    """Verified payloads of one restore point: ``base`` then ``deltas`` oldest first;
+    ``version`` is the txid of the newest (the state they fold to is the state at it)."""
+
+    version: int
+    base: bytes
+    deltas: tuple[bytes, ...] = ()
+
+    @property
+    def delta_bytes(self) -> int:
+        return sum(len(d) for d in self.deltas)
+
+
+def chain_of(fields: Sequence[str], below: int, committed: int) -> list[str]:
+    """Fields of the restore point below txid ``below``, base first ([] if none); pure.
+
+    StateError if a delta's ``prev`` is missing (the chain is broken)."""
+    by_txid: dict[int, tuple[str, int]] = {}
+    for f in fields:
+        parsed = parse_field(f)
+        if parsed is not None:
+            by_txid[parsed[0]] = (f, parsed[1])
+    usable = [t for t in by_txid if t < below and t <= committed]
+    if not usable:
+        return []
+    out: list[str] = []
+    t = max(usable)
+    while True:
+        f, prev = by_txid[t]
+        out.append(f)
+        if prev < 0:
+            return out[::-1]
+        if prev not in by_txid or prev >= t:
+            raise StateError(f"snapshot version {f!r} is a delta on version {prev}, which is "
+                             "not in Redis (the chain is broken: a key deleted by hand?). Fix: "
+                             "`stormshift state reset` discards the state")
+        t = prev
 
 
 def _key_bytes(hmac_key: bytes | str | None) -> bytes:
@@ -61,7 +129,7 @@ def _key_bytes(hmac_key: bytes | str | None) -> bytes:
 
 
 class SnapshotStore:
-    """Signed, versioned, fenced per-task snapshots in one namespace."""
+    """Signed, versioned, fenced, incremental per-task snapshots in one namespace."""
 
     def __init__(
         self,
@@ -76,64 +144,79 @@ class SnapshotStore:
         self._key = _key_bytes(hmac_key)
         self.warn_bytes = warn_bytes
 
-    def _context(self, component: str, task_index: int, txid: int) -> bytes:
-        return f"{self.namespace}|{component}|{task_index}|{txid}".encode()
+    def _context(self, component: str, task_index: int, field: str) -> bytes:
+        return f"{self.namespace}|{component}|{task_index}|{field}".encode()
 
-    def ops(self, component: str, task_index: int, txid: int, epoch: int,
-            payload: bytes) -> list[tuple[str, list[str], list[Any]]]:
-        """The fenced script calls writing ``payload`` as version ``txid`` (pure: for a
-        caller that commits a task's writes in one round, ``state/task_txn.py``)."""
+    def signed(self, component: str, task_index: int, field: str, payload: bytes) -> bytes:
+        """``payload`` signed as version ``field`` of one task (what the scripts store)."""
+        return sign(self._key, self._context(component, task_index, field), payload)
+
+    def ops(self, component: str, task_index: int, txid: int, epoch: int, payload: bytes,
+            kind: str = "base", prev: int = -1) -> list[tuple[str, list[str], list[Any]]]:
+        """The fenced script call writing ``payload`` as version ``txid`` (a ``base``, or a
+        ``delta`` on version ``prev``); pure: ``state/task_txn.py`` commits it in its round."""
         size = len(payload)
         if size > self.warn_bytes:
             log.warning(
-                "component %r task %d: snapshot for txid %d is %d bytes (limit %d); large "
-                "snapshots slow every batch. Fix: move big state into a keyed state map",
-                component, task_index, txid, size, self.warn_bytes,
+                "component %r task %d: snapshot %s for txid %d is %d bytes (limit %d); large "
+                "snapshots slow the batches that write them. Fix: move big state into a keyed "
+                "state map", component, task_index, kind, txid, size, self.warn_bytes,
             )
-        blob = sign(self._key, self._context(component, task_index, txid), payload)
+        field = field_name(txid, kind, prev)
+        blob = self.signed(component, task_index, field, payload)
         fence = K.fence_key(self.namespace, K.task_group(component, task_index))
         return [(
-            "snapshot_save",
+            "snapshot_put",
             [fence, K.snapshot_key(self.namespace, component, task_index)],
-            [epoch, txid, K.who(component, task_index), blob],
+            [epoch, txid, K.who(component, task_index), field, blob],
         )]
 
-    def save(self, component: str, task_index: int, txid: int, epoch: int, payload: bytes) -> int:
+    def save(self, component: str, task_index: int, txid: int, epoch: int, payload: bytes,
+             kind: str = "base", prev: int = -1) -> int:
         """Store ``payload`` as version ``txid`` (fenced); returns its size in bytes."""
-        run_scripts(self.r, self.ops(component, task_index, txid, epoch, payload))
+        run_scripts(self.r, self.ops(component, task_index, txid, epoch, payload, kind, prev))
         return len(payload)
 
     @retrying
+    def _fields(self, component: str, task_index: int) -> list[str]:
+        return [f.decode() if isinstance(f, bytes) else f
+                for f in self.r.hkeys(K.snapshot_key(self.namespace, component, task_index))]
+
     def _versions(self, component: str, task_index: int) -> list[int]:
-        return sorted(int(v) for v in self.r.hkeys(K.snapshot_key(self.namespace, component, task_index)))
+        """Txids of the versions kept for one task, sorted."""
+        return sorted(p[0] for f in self._fields(component, task_index)
+                      if (p := parse_field(f)) is not None)
 
     @retrying
     def _committed(self) -> int:
         v = self.r.hget(K.commit_key(self.namespace), "committed")
         return int(v) if v is not None else -1
 
-    def load(self, component: str, task_index: int, txid: int) -> bytes | None:
-        """Payload of the newest committed version below ``txid``; None if there is none.
+    def load(self, component: str, task_index: int, txid: int) -> RestorePoint | None:
+        """The restore point below ``txid`` (verified payloads); None if there is none.
 
-        Raises StateError (and never returns the bytes) if its HMAC does not verify.
+        Raises StateError (and never returns the bytes) if an HMAC does not verify.
         """
-        committed = self._committed()
-        usable = [v for v in self._versions(component, task_index) if v < txid and v <= committed]
-        if not usable:
+        chain = chain_of(self._fields(component, task_index), txid, self._committed())
+        if not chain:
             return None
-        version = usable[-1]
-        blob = self.r.hget(K.snapshot_key(self.namespace, component, task_index), str(version))
-        if blob is None:
-            return None
-        payload = verify(self._key, self._context(component, task_index, version), blob)
-        if payload is None:
-            raise StateError(
-                f"component {component!r} task {task_index}: snapshot for txid {version} in "
-                f"namespace {self.namespace!r} failed its integrity check and was refused (not "
-                f"unpickled). Either {HMAC_ENV} differs from the key it was written with, or "
-                "Redis was tampered with. Fix: use the original key, or `stormshift state reset`"
-            )
-        return payload
+        blobs = self.r.hmget(K.snapshot_key(self.namespace, component, task_index), chain)
+        payloads = []
+        for field, blob in zip(chain, blobs):
+            if blob is None:  # pruned between the two reads: a newer version committed
+                return self.load(component, task_index, txid)
+            payload = verify(self._key, self._context(component, task_index, field), blob)
+            if payload is None:
+                raise StateError(
+                    f"component {component!r} task {task_index}: snapshot version {field!r} "
+                    f"in namespace {self.namespace!r} failed its integrity check and was refused "
+                    f"(not unpickled). Either {HMAC_ENV} differs from the key it was written "
+                    "with, or Redis was tampered with. Fix: use the original key, or "
+                    "`stormshift state reset`"
+                )
+            payloads.append(payload)
+        version = parse_field(chain[-1])[0]  # type: ignore[index]
+        return RestorePoint(version, payloads[0], tuple(payloads[1:]))
 
     def check_key(self, tasks: Sequence[tuple[str, int]], where_key: str) -> None:
         """At start-up: the first committed snapshot found among ``tasks`` verifies with our key.
@@ -168,13 +251,17 @@ class SnapshotStore:
                 if not parsed or not parsed[2].startswith("snap:"):
                     continue
                 _, comp, task = parsed[2].split(":", 2)
-                out[(comp, int(task))] = {
-                    int(v): int(self.r.hstrlen(k, v)) for v in self.r.hkeys(k)
-                }
+                sizes: dict[int, int] = {}
+                for f in self.r.hkeys(k):
+                    v = parse_field(f.decode() if isinstance(f, bytes) else f)
+                    if v is not None:
+                        sizes[v[0]] = int(self.r.hstrlen(k, f))
+                out[(comp, int(task))] = dict(sorted(sizes.items()))
         return dict(sorted(out.items()))
 
     def check_par(self, component: str, par: int) -> None:
-        """Record ``par`` for a component's snapshots; StateError if they were cut for another."""
+        """Record ``par`` for a component's snapshots; StateError if they were cut for another
+        (the engine calls ``rescale.ensure_par``, which re-splits dict state first)."""
         pk = K.par_key(self.namespace)
         stored = self.r.hget(pk, component)
         if stored is None or int(stored) == par:
@@ -191,3 +278,8 @@ class SnapshotStore:
             f"{old}, or move the bolt's state into a keyed map (stormshift.state.opaque_map / "
             "transactional_map), which rescales freely, or discard it with `stormshift state reset`"
         )
+
+    def par_of(self, component: str) -> int | None:
+        """The par a component's snapshots were cut for (None: not recorded)."""
+        stored = self.r.hget(K.par_key(self.namespace), component)
+        return None if stored is None else int(stored)

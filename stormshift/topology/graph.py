@@ -192,6 +192,14 @@ class TopologyGraph:
     def total_tasks(self) -> int:
         return sum(c.par for c in self.components.values())
 
+    def wiring(self) -> str:
+        """Every component's class, par, task ids and subscriptions, as one string: what a
+        cache of live instances must match (a task of a rescaled component holds other
+        keys; another par moves task ids)."""
+        return repr([(c.name, c.class_path, c.par, c.first_task_id,
+                      [(i.source, i.stream, str(i.grouping)) for i in c.inputs])
+                     for c in self.components.values()])
+
 
 class FrozenDict(dict):  # type: ignore[type-arg]
     """A dict that refuses mutation but still pickles (MappingProxyType does not)."""

@@ -170,3 +170,25 @@ class ReadLocally(Topology):
     numbers = NumberLines.spec(par=2)
     doubler = Doubler.spec(inputs={numbers: Grouping.SHUFFLE}, par=2)
     sums = KeySum.spec(inputs={doubler: Grouping.fields("key")}, par=2)
+
+
+class Replayable3(Topology):
+    """``Replayable`` rescaled: ``sums`` at par 3 (its Counter state is re-split)."""
+
+    config = {"jsonlines.fields": ["n", "key"], "jsonlines.bounded": True}
+    numbers = NumberLines.spec(par=1)
+    sums = KeySum.spec(inputs={numbers: Grouping.fields("key")}, par=3)
+
+
+class Shuffled(Topology):
+    """Per-key sums on a shuffle grouping: a key's sum is spread over tasks."""
+
+    config = {"jsonlines.fields": ["n", "key"], "jsonlines.bounded": True}
+    numbers = NumberLines.spec(par=1)
+    sums = KeySum.spec(inputs={numbers: Grouping.SHUFFLE}, par=2)
+
+
+class Shuffled3(Topology):
+    config = {"jsonlines.fields": ["n", "key"], "jsonlines.bounded": True}
+    numbers = NumberLines.spec(par=1)
+    sums = KeySum.spec(inputs={numbers: Grouping.SHUFFLE}, par=3)

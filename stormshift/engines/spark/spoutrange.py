@@ -142,11 +142,12 @@ _REPLAY_HOSTS: dict[tuple[Any, ...], Any] = {}
 
 def replay_host(graph: Any, namespace: str, spout: str, task: int,
                 colocated: frozenset[str] = frozenset()) -> Any:
-    """One live spout per task and configuration: a worker that outlives a run (a shared
-    session) must not read another topology's files with this one's offsets."""
+    """One live spout per task, configuration and wiring: a worker that outlives a run (a
+    shared session) must not read another topology's files with this one's offsets, nor
+    route with a router built for another par (a rescaled run)."""
     comp = graph.component(spout)
     key = (namespace, spout, task, comp.class_path, tuple(sorted(colocated)),
-           repr(sorted(graph.config.items())), repr(sorted(comp.config.items())))
+           repr(sorted(graph.config.items())), repr(sorted(comp.config.items())), graph.wiring())
     host = _REPLAY_HOSTS.get(key)
     if host is None:
         from stormshift.adapters.host import SpoutHost

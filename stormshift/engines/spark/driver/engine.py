@@ -144,8 +144,11 @@ class SparkEngine:
     def run(self, max_tuples: int | None = None, duration_secs: float | None = None,
             on_progress: Callable[[str], None] | None = None,
             max_batches: int | None = None) -> RunSummary:
+        from pyspark import cloudpickle
+
         from stormshift.state.commit import CommitLog
         from stormshift.state.connection import connect, url_of
+        from stormshift.state.rescale import ensure_par
         from stormshift.state.snapshots import SnapshotStore
 
         started = time.perf_counter()
@@ -163,8 +166,12 @@ class SparkEngine:
         if warning:
             log.warning("%s", warning)
         snapshots = SnapshotStore(r, self.namespace, state_key)
-        for bolt in self.graph.bolts:
-            snapshots.check_par(bolt.name, bolt.par)
+        for bolt in self.graph.bolts:  # a changed par: dict state re-split, or refused
+            rescaled = ensure_par(r, snapshots, bolt, cloudpickle.dumps)
+            if rescaled is not None:
+                log.warning("component %r: par %d -> %d, its dict state re-split (%d keys) by "
+                            "its fields grouping", bolt.name, rescaled.old_par, rescaled.new_par,
+                            rescaled.keys)
         snapshots.check_key([(b.name, t) for b in self.graph.bolts for t in range(b.par)], key_source)
         intervals = tick_intervals_ms(self.graph)
         tick_ms = min(intervals.values()) if intervals else 0

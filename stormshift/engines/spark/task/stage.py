@@ -58,7 +58,13 @@ from stormshift.engines.spark.task.poison import (
 )
 from stormshift.engines.spark.task.poison import encode_error as _encode_error
 from stormshift.engines.spark.task.sink import SinkSpec, write_files
-from stormshift.engines.spark.task.taskstate import TaskCache, config_of, dump_state, open_task
+from stormshift.engines.spark.task.taskstate import (
+    TaskCache,
+    config_of,
+    open_task,
+    snapshot_of,
+    snapshot_written,
+)
 from stormshift.engines.spark.task.windowing import BatchTime
 from stormshift.engines.spark.task.windowing import finish as finish_windows
 from stormshift.engines.spark.task.windowing import report as report_windows
@@ -144,7 +150,7 @@ class _Member:
         """Steps 4-8 of the task transaction (taskstate's step 4: the snapshot at txid), then
         keep the live instance and write a ``jsonl:`` sink's files."""
         job, txn = self.job, self.txn
-        txn.snapshot(dump_state(self.host.instance))
+        txn.snapshot(*snapshot_of(self.host, job.txid))  # a delta, or now and then a base
         for letter in self.letters:  # in the commit after the snapshot: a fenced zombie writes none
             stage_dead_letter(txn, *letter)
         if job.sink.kind == "redis" and self.output.leaves:
@@ -152,6 +158,7 @@ class _Member:
         self.stats.windows = report_windows(self)
         txn.counters(self.stats.pack())
         txn.commit()
+        snapshot_written(self.host, job.txid)
         self.host.deliver_to(None)  # the cached instance must not hold this batch's rows
         _CACHE.put(self.cache_key, self.host, job.txid, self.epoch)
         write_files(job.sink, self.name, self.task, job.txid, self.output.leaves)

@@ -8,15 +8,20 @@ instance attributes (a word-count bolt's ``Counter``). For batch *N* a task:
 2. reuses the live instance kept in this Python worker if it holds exactly
    the state of txid *N-1* written under epoch *e-1* (no other attempt ran
    in between), else builds a fresh instance, calls ``initialize()`` (so
-   connections are re-made) and restores the attributes saved at the newest
-   txid below *N*;
+   connections are re-made) and restores the attributes of the restore point
+   below *N* (a base folded with its deltas: ``state/deltas.py``);
 3. processes the batch;
-4. snapshots its attributes at *N* under its epoch (a fenced write).
+4. snapshots its attributes at *N* under its epoch (a fenced write): the
+   ``Snapshotter`` writes what the batch changed (a delta on the version the
+   instance was restored from or last wrote) or, now and then, a new base.
 
-Attributes pystorm itself owns (pipes, locks, logger, conf, context) and
-values that cannot be pickled are not state: they come from ``initialize()``.
-Snapshots are per task: changing a component's ``par`` cannot re-split them
-(``SnapshotStore.check_par`` refuses it with a clear error).
+Dict-like attributes are swapped for change-tracking ones (``state/tracked.py``)
+after ``initialize()``, after a restore and after each snapshot (for attributes
+made later); other attributes are pickled together, and written when their
+pickle changed. Attributes pystorm itself owns (pipes, locks, logger, conf,
+context) and values that cannot be pickled are not state: they come from
+``initialize()``. A change of ``par`` re-splits dict state keyed by the
+fields grouping, or is refused (``state/rescale.py``).
 """
 
 from __future__ import annotations
@@ -29,22 +34,28 @@ from typing import Any
 from pyspark import cloudpickle
 
 from stormshift.adapters.attributes import FRAMEWORK_ATTRS
+from stormshift.state import deltas as D
+from stormshift.state.tracked import TRACKABLE, track
 
-__all__ = ["FRAMEWORK_ATTRS", "CachedTask", "TaskCache", "config_of", "restore", "state_of"]
+__all__ = ["FRAMEWORK_ATTRS", "CachedTask", "Snapshotter", "TaskCache", "config_of", "restore",
+           "state_of"]
 
 _NOT_STATE = (types.FunctionType, types.MethodType, types.BuiltinFunctionType, types.ModuleType)
 
 
-def state_of(instance: Any) -> dict[str, Any]:
-    """The picklable user attributes of ``instance`` (its state), by name, sorted."""
+def state_of(instance: Any, tracked: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The picklable user attributes of ``instance`` (its state), by name, sorted; the
+    ``tracked`` dicts of a ``Snapshotter`` count as picklable (their keys are pickled as
+    they change, not tried whole every batch)."""
     state: dict[str, Any] = {}
+    tracked = tracked or {}
     for name in sorted(vars(instance)):
         if name in FRAMEWORK_ATTRS or name.startswith("_stormshift"):
             continue
         value = vars(instance)[name]
         if isinstance(value, _NOT_STATE) or callable(value) and not hasattr(value, "__dict__"):
             continue
-        if _picklable(value):  # unpicklable means "re-made by initialize()"
+        if tracked.get(name) is value or _picklable(value):  # unpicklable: re-made by initialize()
             state[name] = value
     return state
 
@@ -58,22 +69,124 @@ def _picklable(value: Any) -> bool:
 
 
 def config_of(graph: Any, comp: Any) -> str:
-    """What a live instance was initialized with: a run with other config builds a new one."""
-    return repr((sorted(graph.config.items()), sorted(comp.config.items()), comp.class_path))
+    """What a live instance was initialized with: a run with other config or other wiring
+    (a changed par: a rescaled task holds other keys) builds a new one."""
+    return repr((sorted(graph.config.items()), sorted(comp.config.items()), comp.class_path,
+                 graph.wiring()))
 
 
-def dump_state(instance: Any) -> bytes:
-    return cloudpickle.dumps(state_of(instance))
-
-
-def restore(instance: Any, payload: bytes | None) -> None:
-    """Set the attributes of a snapshot on a freshly initialized instance."""
-    if not payload:
+def restore(instance: Any, point: Any) -> None:
+    """Set the attributes of a restore point (``SnapshotStore.load``) on a freshly
+    initialized instance, and give it a ``Snapshotter`` that continues its chain."""
+    if point is None:
+        snap = instance._stormshift_snap = Snapshotter()
+        snap.adopt(instance)
         return
-    import pickle
-
-    for name, value in pickle.loads(payload).items():
+    folded = D.fold_payloads(point.base, point.deltas)
+    for name, value in folded.items():
         setattr(instance, name, value)
+    snap = instance._stormshift_snap = Snapshotter(point.version, len(point.deltas),
+                                                   len(point.base), point.delta_bytes)
+    snap.adopt(instance, known=frozenset(folded))
+    state = state_of(instance, snap.tracked)
+    # Attributes initialize() made that the restore point lacks are new: written whole.
+    snap.names, snap.rest = tuple(n for n in state if n in folded), snap.rest_pickle(state)
+
+
+class Snapshotter:
+    """What one task's batches write of its instance's state (module doc, step 4).
+
+    ``version`` is the txid of the stored version the instance's state equals (-1: none:
+    the next write is a base); ``deltas``, ``delta_bytes`` and ``base_bytes`` describe its
+    chain (``deltas.should_compact``). Call order per batch: ``payload`` (before the
+    commit), then ``written`` once the commit landed (an instance whose commit failed is
+    dropped, never reused)."""
+
+    def __init__(self, version: int = -1, deltas: int = 0, base_bytes: int = 0,
+                 delta_bytes: int = 0):
+        self.version, self.deltas = version, deltas
+        self.base_bytes, self.delta_bytes = base_bytes, delta_bytes
+        self.tracked: dict[str, Any] = {}  # attribute -> the tracked object put there
+        self.names: tuple[str, ...] = ()  # state attributes as of ``version``
+        self.rest: bytes | None = None  # pickle of the untracked attributes as of ``version``
+        self._pending: tuple[str, int, bytes, tuple[str, ...]] | None = None
+
+    def adopt(self, instance: Any, known: frozenset[str] = frozenset()) -> bool:
+        """Swap plain dict-like attributes for tracked ones; True if any was. Left as they
+        are: one shared with another attribute (swapping one would split them) and one
+        that cannot be pickled (not state). ``known``: names known to pickle."""
+        attrs = vars(instance)
+        user = {n: v for n, v in attrs.items()
+                if n not in FRAMEWORK_ATTRS and not n.startswith("_stormshift")}
+        todo = sorted(n for n, v in user.items()
+                      if type(v) in TRACKABLE and self.tracked.get(n) is not v)
+        if not todo:
+            return False
+        ids: dict[int, int] = {}
+        for value in user.values():
+            ids[id(value)] = ids.get(id(value), 0) + 1
+        for name in todo:
+            value = user[name]
+            if ids[id(value)] == 1 and (name in known or _picklable(value)):
+                attrs[name] = self.tracked[name] = track(value)
+        return True
+
+    def rest_pickle(self, state: dict[str, Any]) -> bytes:
+        return cloudpickle.dumps({n: v for n, v in state.items() if self.tracked.get(n) is not v})
+
+    def payload(self, instance: Any, txid: int) -> tuple[bytes, str, int]:
+        """``(payload, kind, prev)`` of the version ``txid`` (kind ``base`` or ``delta``)."""
+        state = state_of(instance, self.tracked)
+        rest = self.rest_pickle(state)
+        names = tuple(state)
+        if self.version < 0 or D.should_compact(self.deltas, self.delta_bytes, self.base_bytes):
+            payload = cloudpickle.dumps(state)
+            self._pending = ("base", len(payload), rest, names)
+            return payload, "base", -1
+        keys: dict[str, Any] = {}
+        whole: dict[str, Any] = {}
+        for name, value in state.items():
+            if self.tracked.get(name) is not value:
+                continue
+            if name not in self.names:  # new since the version: no keys to build on
+                whole[name] = value
+                continue
+            try:
+                kd = D.attr_delta(value)
+            except LookupError:  # cleared or reordered to the front: written whole
+                whole[name] = value
+                continue
+            if kd is not None:
+                keys[name] = kd
+        if rest != self.rest:
+            whole.update({n: v for n, v in state.items() if self.tracked.get(n) is not v})
+        dropped = [n for n in self.names if n not in state]
+        try:
+            payload = cloudpickle.dumps(D.make_delta(keys, whole, dropped))
+        except Exception:  # noqa: BLE001 - a value that cannot be pickled: not state
+            for name in [n for n in keys if not _picklable(keys[n])]:
+                del self.tracked[name]  # from now on tried whole, like any attribute
+            return self.payload(instance, txid)
+        self._pending = ("delta", len(payload), rest, names)
+        return payload, "delta", self.version
+
+    def written(self, instance: Any, txid: int) -> None:
+        """The version ``txid`` landed: its changes are no longer pending; dict-like
+        attributes made since are tracked from now on."""
+        kind, size, rest, names = self._pending  # type: ignore[misc]
+        if kind == "base":
+            self.deltas, self.delta_bytes, self.base_bytes = 0, 0, size
+        else:
+            self.deltas, self.delta_bytes = self.deltas + 1, self.delta_bytes + size
+        self.version, self.rest, self.names, self._pending = txid, rest, names, None
+        attrs = vars(instance)
+        for name, value in list(self.tracked.items()):
+            if attrs.get(name) is value:
+                value._ch.reset()
+            else:
+                del self.tracked[name]
+        if self.adopt(instance):
+            self.rest = self.rest_pickle(state_of(instance, self.tracked))
 
 
 @dataclass
@@ -117,3 +230,12 @@ def open_task(
     host.open()
     restore(host.instance, load())
     return host, False
+
+
+def snapshot_of(host: Any, txid: int) -> tuple[bytes, str, int]:
+    """Step 4: the ``(payload, kind, prev)`` of ``host``'s state at ``txid``."""
+    return host.instance._stormshift_snap.payload(host.instance, txid)  # type: ignore[no-any-return]
+
+
+def snapshot_written(host: Any, txid: int) -> None:
+    host.instance._stormshift_snap.written(host.instance, txid)

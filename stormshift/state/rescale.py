@@ -1,0 +1,174 @@
+"""Re-split a legacy bolt's dict state when its ``par`` changes (or refuse, saying why).
+
+A fields-grouped bolt task only ever sees the keys the grouping routes to it,
+and a word-count bolt keys its ``Counter`` by exactly those values. When the
+topology asks for another ``par``, each dict attribute of the old tasks'
+committed snapshots is re-split by the same routing function as the engine
+(``adapters.routing.choose_tasks``: the stable CRC-32 hash, never ``hash()``),
+after checking that every key sits on the task the grouping sends it to. Other
+attributes must be equal on every old task (then every new task gets them).
+Anything else is refused with the reason and the fix, and nothing is written.
+
+Call order (driver, before any batch): ``plan`` reads and checks (pure but for
+reads), ``apply`` writes the new bases at the committed txid and the new par in
+one MULTI/EXEC (single Redis server; on Redis Cluster the keys span slots and
+the rescale is refused by the server).
+"""
+
+from __future__ import annotations
+
+from collections import Counter, OrderedDict, defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from stormshift.adapters.routing import choose_tasks
+from stormshift.errors import StateError
+from stormshift.state import keys as K
+from stormshift.state.commit import CommitLog
+from stormshift.state.deltas import fold_payloads
+from stormshift.state.snapshots import SnapshotStore, field_name
+from stormshift.topology.graph import ComponentDef, Grouping, GroupingKind
+
+__all__ = ["Plan", "apply", "ensure_par", "plan", "split"]
+
+_DICTS = (dict, Counter, OrderedDict, defaultdict)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The new tasks' states of ``component`` (index = task), cut at txid ``txid``."""
+
+    component: str
+    old_par: int
+    new_par: int
+    txid: int
+    states: tuple[dict[str, Any], ...]
+    keys: int
+
+
+def _refuse(comp: ComponentDef, old: int, why: str) -> StateError:
+    return StateError(
+        f"component {comp.name!r}: its snapshots were taken with par={old}, the topology now "
+        f"asks for par={comp.par}, and its in-memory state cannot be re-split: {why}. Only "
+        "dict attributes keyed by the bolt's fields-grouping values rescale. Fix: keep par at "
+        f"{old}, or move the bolt's state into a keyed map (stormshift.state.opaque_map / "
+        "transactional_map), which rescales freely, or discard it with `stormshift state reset`")
+
+
+def _router(comp: ComponentDef, old: int) -> Callable[[Any, int], int]:
+    """``route(key, par)``: the task a dict key belongs to; StateError if keys cannot be."""
+    groupings = {i.grouping for i in comp.inputs}
+    bad = [i for i in comp.inputs if i.grouping.kind is not GroupingKind.FIELDS]
+    if bad or not groupings:
+        what = f"input {bad[0].source}:{bad[0].stream} is grouped by {bad[0].grouping}" if bad \
+            else "it has no input"
+        raise _refuse(comp, old, f"{what}, so no key is tied to one task")
+    widths = {len(g.fields) for g in groupings}
+    if len(widths) != 1:
+        raise _refuse(comp, old, "its inputs group by different numbers of fields")
+    (n,) = widths
+    grouping = Grouping(GroupingKind.FIELDS, tuple(f"f{i}" for i in range(n)))
+    positions = tuple(range(n))
+
+    def route(key: Any, par: int) -> int:
+        values = [key] if n == 1 else list(key)
+        if len(values) != n:
+            raise TypeError(f"key {key!r} is not a tuple of {n} grouping values")
+        (task,) = choose_tasks(grouping, par, values, field_positions=positions,
+                               emitter_task_index=0, seq=0)
+        return task
+
+    return route
+
+
+def _empty_like(value: Any) -> Any:
+    return defaultdict(value.default_factory) if type(value) is defaultdict else type(value)()
+
+
+def split(comp: ComponentDef, old: int, states: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], int]:
+    """The states of ``comp.par`` new tasks from the ``old`` tasks' ``states``; pure.
+
+    Keys go, in old-task then key order, to the task ``choose_tasks`` picks. StateError
+    (nothing split) when a key is on another task than its grouping sends it to, a key
+    cannot be routed, or a non-dict attribute differs between old tasks."""
+    names = sorted({n for s in states for n in s})
+    dict_names = [n for n in names if any(type(s.get(n)) in _DICTS for s in states)]
+    shared: dict[str, Any] = {}
+    for name in names:
+        if name in dict_names:
+            continue
+        values = [s[name] for s in states if name in s]
+        if len(values) != len(states) or any(v != values[0] for v in values[1:]):
+            raise _refuse(comp, old, f"attribute {name!r} is not a dict and differs between "
+                                     "the old tasks (a per-task value cannot be divided)")
+        shared[name] = values[0]
+    has_keys = any(s.get(n) for s in states for n in dict_names)
+    route = _router(comp, old) if has_keys else None
+    new = [dict(shared) for _ in range(comp.par)]
+    moved = 0
+    for name in dict_names:
+        first = next(s[name] for s in states if type(s.get(name)) in _DICTS)
+        parts = [_empty_like(first) for _ in range(comp.par)]
+        for task, state in enumerate(states):
+            value = state.get(name)
+            if value is None:
+                continue
+            if type(value) not in _DICTS:
+                raise _refuse(comp, old, f"attribute {name!r} is a dict on some tasks only")
+            for key, item in value.items():
+                try:
+                    owner = route(key, old)  # type: ignore[misc]
+                    target = route(key, comp.par)  # type: ignore[misc]
+                except TypeError as exc:
+                    raise _refuse(comp, old, f"attribute {name!r} has key {key!r} that is not "
+                                             f"a grouping value ({exc})") from None
+                if owner != task:
+                    raise _refuse(comp, old, f"attribute {name!r} of task {task} holds key "
+                                             f"{key!r}, which the grouping sends to task {owner}: "
+                                             "the dict is not keyed by the grouping values")
+                parts[target][key] = item
+                moved += 1
+        for task, part in enumerate(parts):
+            new[task][name] = part
+    return new, moved
+
+
+def plan(r: Any, store: SnapshotStore, comp: ComponentDef, old: int) -> Plan:
+    """Read the old tasks' committed states and split them (StateError: refused)."""
+    committed = CommitLog(r, store.namespace).committed()
+    states = []
+    for task in range(old):
+        point = store.load(comp.name, task, committed + 1)
+        states.append(fold_payloads(point.base, point.deltas) if point is not None else {})
+    new, moved = split(comp, old, states)
+    return Plan(comp.name, old, comp.par, committed, tuple(new), moved)
+
+
+def apply(r: Any, store: SnapshotStore, p: Plan, dumps: Callable[[Any], bytes]) -> None:
+    """Write ``p``: every old snapshot hash dropped, one base per new task at ``p.txid``,
+    the new par recorded, in one MULTI/EXEC."""
+    ns = store.namespace
+    pipe = r.pipeline(transaction=True)
+    for task in range(max(p.old_par, p.new_par)):
+        pipe.delete(K.snapshot_key(ns, p.component, task))
+    field = field_name(p.txid)
+    for task, state in enumerate(p.states if p.txid >= 0 else ()):  # nothing committed yet
+        pipe.hset(K.snapshot_key(ns, p.component, task), field,
+                  store.signed(p.component, task, field, dumps(state)))
+    pipe.hset(K.par_key(ns), p.component, p.new_par)
+    pipe.execute()
+
+
+def ensure_par(r: Any, store: SnapshotStore, comp: ComponentDef,
+               dumps: Callable[[Any], bytes]) -> Plan | None:
+    """Record ``comp.par``; when the snapshots were cut for another par, re-split them
+    (the ``Plan`` applied) or raise StateError naming the reason and the fix."""
+    old = store.par_of(comp.name)
+    if old is None or old == comp.par or not any(
+            store._versions(comp.name, t) for t in range(old)):
+        store.check_par(comp.name, comp.par)
+        return None
+    p = plan(r, store, comp, old)
+    apply(r, store, p, dumps)
+    return p
