@@ -11,8 +11,9 @@ measures, each phase in its own process:
    ``stormshift.spout.lead_batches`` = 2) and ``inline`` (``lead_batches`` = 0:
    ``next_tuple`` runs only inside ``latestOffset``). Beside it, per tuple: the
    bare generator and the hosted ``next_tuple`` (no log), so the planner's own
-   cost shows. ``--baseline-rev REV`` runs the same phase on another commit's
-   code (``git archive``) in the same run: before/after.
+   cost shows. ``--baseline-rev REV`` (repeatable) runs the same phase on another
+   commit's code (``git archive``) in the same run: before/after. On a commit
+   without the pump both modes run inline.
 2. ``pipeline`` -- the rest of the pipeline: adclicks on ``SparkEngine`` with the
    spout swapped for ``JsonLinesSpout`` over the same lines (its planning costs
    nothing), ``--until-done``, sink ``drop``, ``--master`` (``local[2]``).
@@ -254,7 +255,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--redis", default="redis://127.0.0.1:6379")
     p.add_argument("--data-root", default=os.path.join(tempfile.gettempdir(), "stormshift-bench"))
     p.add_argument("--only", default="planner,pipeline,own", help="comma list of: planner, pipeline, own")
-    p.add_argument("--baseline-rev", help="also run the planner phase on this commit's code")
+    p.add_argument("--baseline-rev", action="append", default=[],
+                   help="also run the planner phase on this commit's code (repeatable)")
     p.add_argument("--profile", action="store_true",
                    help="cProfile the planner's inline mode (cProfile sees one thread; the pump "
                         "thread runs the same per-tuple code)")
@@ -273,10 +275,9 @@ def main(argv: list[str] | None = None) -> int:
         for phase in [p.strip() for p in args.only.split(",") if p.strip()]:
             print(f"running {phase} ...", file=sys.stderr, flush=True)
             results[phase] = in_subprocess(phase, forwarded, REPO)
-            if phase == "planner" and args.baseline_rev:
-                label = f"planner@{args.baseline_rev}"
-                print(f"running {label} ...", file=sys.stderr, flush=True)
-                results[label] = in_subprocess(phase, forwarded, code_at(args.baseline_rev, Path(tmp)))
+            for rev in args.baseline_rev if phase == "planner" else []:
+                print(f"running planner@{rev} ...", file=sys.stderr, flush=True)
+                results[f"planner@{rev}"] = in_subprocess(phase, forwarded, code_at(rev, Path(tmp)))
     report(args, results)
     return 1 if any("error" in r for r in results.values()) else 0
 

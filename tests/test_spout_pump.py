@@ -177,3 +177,21 @@ def test_a_fenced_pump_fails_the_planner_call(redis_url, namespace):
     finally:
         old.close()
         new.close()
+
+
+def test_a_restarted_spout_replaying_under_the_pump_logs_nothing_twice(redis_url, namespace):
+    planner = planner_for(redis_url, namespace, batch=50, **{"pump.limit": 120})
+    driver = Driver(planner, redis_url, namespace)
+    try:
+        end = driver.run()
+        heads = list(planner.heads)
+        with planner.lock.planner():
+            planner._restart(0)  # a fresh instance re-emits tuples 0..119 with their msg ids
+        planner.pump.wake()
+        deadline = time.monotonic() + 10
+        while planner.dropped_replays < 120 and time.monotonic() < deadline:
+            time.sleep(0.01)
+    finally:
+        planner.close()
+    assert end["t"] == [120, 120] and driver.tuples == [emitted(0, 120), emitted(1, 120)]
+    assert planner.dropped_replays == 120 and planner.heads == heads

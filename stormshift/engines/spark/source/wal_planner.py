@@ -58,6 +58,7 @@ class WalPlanner:
         self.colocated = layout.colocated(opts.spout)  # routed to their task i, never remapped
         self.codes = {s: layout.stream_code[(opts.spout, s)] for s in self.comp.outputs}
         self.first = {c.name: c.first_task_id for c in opts.graph}
+        self.target_ids: dict[Any, list[int]] = {}  # an emit's targets -> their task ids (shared)
         r = redis_for(opts.redis_url)
         window = int(opts.graph.config.get("stormshift.spout.seen_window", DEFAULT_SEEN_WINDOW))
         self.wals = [WriteAheadLog(r, opts.namespace, opts.spout, i, window) for i in range(self.comp.par)]
@@ -190,9 +191,8 @@ class WalPlanner:
             entries, msg_ids = self._emits(host, want, deadline, wait_empty)
             if not entries:
                 return 0
-            entries, msg_ids = self._drop_replays(i, entries, msg_ids)
+            entries, msg_ids, keys = self._drop_replays(i, entries, msg_ids)
             if entries:
-                keys = [self._msg_key(m, e) for m, e in zip(msg_ids, entries)]
                 self.heads[i] = self.wals[i].append(self.heads[i], entries, keys)
                 self.unacked[i].append((self.heads[i], msg_ids))
                 self.logged += len(entries)
@@ -248,7 +248,10 @@ class WalPlanner:
                         bad.msg_id = e.msg_id
                         self._reject(host, bad, "", "encode")
                         continue
-                    ids = [self.first[c] + x for c, x in e.targets]
+                    ids = self.target_ids.get(e.targets)
+                    if ids is None:
+                        ids = self.target_ids.setdefault(
+                            e.targets, [self.first[c] + x for c, x in e.targets])
                     entries.append((self.codes[e.stream], ids, packed))
                     msg_ids.append(e.msg_id)
                 emits.clear()
@@ -293,15 +296,20 @@ class WalPlanner:
             return None  # an id msgpack cannot encode cannot be recognised on replay
         return field, content_digest(entry[0], entry[2])
 
-    def _drop_replays(self, i: int, entries: list[Any], msg_ids: list[Any]) -> tuple[list[Any], list[Any]]:
-        """Remove emits the log already holds; their acks wait for the original's batch."""
+    def _drop_replays(self, i: int, entries: list[Any],
+                      msg_ids: list[Any]) -> tuple[list[Any], list[Any], list[Any]]:
+        """Remove emits the log already holds (their acks wait for the original's batch);
+        the kept entries come with their msg ids and msg keys."""
         keys = [self._msg_key(m, e) for m, e in zip(msg_ids, entries)]
         if not any(keys):
-            return entries, msg_ids
+            return entries, msg_ids, keys
         logged = self.wals[i].replays(keys)
+        if not any(seq is not None for seq in logged) and len(set(keys)) == len(keys):
+            return entries, msg_ids, keys  # the usual case: no replay
         here: dict[tuple[bytes, bytes], int] = {}  # replays inside this very pull
         kept_e: list[Any] = []
         kept_m: list[Any] = []
+        kept_k: list[Any] = []
         for entry, msg_id, key, seq in zip(entries, msg_ids, keys, logged):
             if seq is None and key is not None:
                 seq = here.get(key)
@@ -313,7 +321,8 @@ class WalPlanner:
                 here[key] = self.heads[i] + len(kept_e)
             kept_e.append(entry)
             kept_m.append(msg_id)
-        return kept_e, kept_m
+            kept_k.append(key)
+        return kept_e, kept_m, kept_k
 
     def partitions(self, start: dict, end: dict) -> list[WalPartition]:
         # Every task, even one with nothing new: a stage run on the source's partitions
