@@ -17,7 +17,8 @@ measures, each phase in its own process:
 2. ``pipeline`` -- the rest of the pipeline: adclicks on ``SparkEngine`` with the
    spout swapped for ``JsonLinesSpout`` over the same lines (its planning costs
    nothing), ``--until-done``, sink ``drop``, ``--master`` (``local[2]``).
-3. ``own`` -- adclicks on ``SparkEngine`` with its own spout: the whole thing.
+3. ``own`` -- adclicks on ``SparkEngine`` with its own spout: the whole thing;
+   ``own_inline`` the same with ``lead_batches`` = 0 (no pump).
 
 Ratio printed: spout events/s / pipeline events/s (target >= 1), and own / pipeline.
 ``--profile`` prints where the planner's time goes (cProfile, per tuple). Usage::
@@ -184,7 +185,12 @@ def run_own(args: argparse.Namespace) -> dict[str, Any]:
     return run_on_spark(args, adclicks_graph(args.events))
 
 
-PHASES = {"planner": run_planner, "pipeline": run_pipeline, "own": run_own}
+def run_own_inline(args: argparse.Namespace) -> dict[str, Any]:
+    return run_on_spark(args, adclicks_graph(args.events, lead_batches=0))
+
+
+PHASES = {"planner": run_planner, "pipeline": run_pipeline, "own": run_own,
+          "own_inline": run_own_inline}
 
 
 # ------------------------------------------------------------------ main -----
@@ -238,12 +244,13 @@ def report(args: argparse.Namespace, results: dict[str, dict[str, Any]]) -> None
             print(f"  {mode:>6}: {rate(m)}, CPU {m['cpu_us']:.2f} µs/tuple{ratio}")
             for row in m.get("profile", []):
                 print(f"          {row}")
-    for label in ("pipeline", "own"):
+    for label in ("pipeline", "own", "own_inline"):
         if label in results:
             print(f"{label:>10} on Spark: {rate(results[label])}")
-    own = results.get("own", {}).get("events_per_s")
-    if own and pipe:
-        print(f"\n  own spout end to end / pipeline with a free spout: {own / pipe:.2f}")
+    for label in ("own", "own_inline"):
+        own = results.get(label, {}).get("events_per_s")
+        if own and pipe:
+            print(f"  {label} (adclicks with its own spout) / pipeline with a free spout: {own / pipe:.2f}")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -254,7 +261,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--master", default="local[2]")
     p.add_argument("--redis", default="redis://127.0.0.1:6379")
     p.add_argument("--data-root", default=os.path.join(tempfile.gettempdir(), "stormshift-bench"))
-    p.add_argument("--only", default="planner,pipeline,own", help="comma list of: planner, pipeline, own")
+    p.add_argument("--only", default="planner,pipeline,own,own_inline",
+                   help="comma list of: planner, pipeline, own, own_inline")
     p.add_argument("--baseline-rev", action="append", default=[],
                    help="also run the planner phase on this commit's code (repeatable)")
     p.add_argument("--profile", action="store_true",
