@@ -19,9 +19,12 @@ offset: the durable count ``--max-tuples`` is checked against,
 reached the budget, not end of input: a later run with a larger budget, from
 the same checkpoint, goes on from here).
 
-Generic spouts: ``latestOffset`` runs ``next_tuple()`` up to ``batch_max``
-tuples per task, cut at the task's ``--max-tuples`` target (or until ``budget_ms``), appends the emits to the
-write-ahead log (``stormshift.state.wal``) and only then returns the offset.
+Generic spouts: a pump thread of the planner process runs ``next_tuple()`` and
+appends the emits to the write-ahead log (``stormshift.state.wal``) ahead of the
+batches (``pump.py``); ``latestOffset`` takes up to ``batch_max`` logged tuples
+per task, cut at the task's ``--max-tuples`` target. Without the pump
+(``lead_batches`` 0) ``latestOffset`` runs ``next_tuple()`` itself, within
+``budget_ms``. Either way a tuple is logged before an offset covering it leaves.
 ``commit(end)`` acks the tuples of committed batches, then trims the log.
 Replayable spouts (``stormshift.spouts.base``) are read through their replay
 interface and need no log. ``read`` reads its partition's range through the
