@@ -68,6 +68,7 @@ class WriteAheadLog:
         self._writer = FencedWriter(r, namespace, component, task_index, WAL_TXID, 0)
         self.key = K.wal_key(namespace, component, task_index)
         self._head: int | None = None
+        self._pack = msgpack.Packer(use_bin_type=True).pack  # one packer, not one per call
 
     # -- planner side ------------------------------------------------------
     def open_for_append(self) -> int:
@@ -116,7 +117,7 @@ class WriteAheadLog:
         if not entries:
             return start_seq
         end = start_seq + len(entries)
-        payload = msgpack.packb([start_seq, [list(e) for e in entries]], use_bin_type=True)
+        payload = self._pack((start_seq, entries))  # tuples pack as arrays: no copy
         keys, args = self._seen_writes(start_seq, end, msg_keys or ())
         w = self._writer
         run_scripts(self.r, [("wal_append", [w.fence_key, self.key, *keys],
@@ -131,11 +132,15 @@ class WriteAheadLog:
                      msg_keys: Sequence[tuple[bytes, bytes] | None]) -> tuple[list[str], list[Any]]:
         """Keys and args of ``wal_append`` for the msg keys of seqs ``start..end-1``."""
         by_bucket: dict[int, list[bytes]] = {}
+        pack, window = self._pack, self.seen_window
+        flat: list[bytes] = []
+        bucket = -1
         for seq, item in enumerate(msg_keys, start):
             if item is not None:
-                field, digest = item
-                by_bucket.setdefault(seq // self.seen_window, []).extend(
-                    [field, msgpack.packb([seq, digest], use_bin_type=True)])
+                if seq // window != bucket:
+                    bucket = seq // window
+                    flat = by_bucket.setdefault(bucket, [])
+                flat += (item[0], pack((seq, item[1])))
         keys: list[str] = []
         args: list[Any] = []
         first, last = start // self.seen_window, (end - 1) // self.seen_window

@@ -19,9 +19,11 @@ offset: the durable count ``--max-tuples`` is checked against,
 reached the budget, not end of input: a later run with a larger budget, from
 the same checkpoint, goes on from here).
 
-Generic spouts: ``latestOffset`` runs ``next_tuple()`` up to ``batch_max``
-tuples per task, cut at the task's ``--max-tuples`` target (or until ``budget_ms``), appends the emits to the
-write-ahead log (``stormshift.state.wal``) and only then returns the offset.
+Generic spouts: ``latestOffset`` runs ``next_tuple()`` within ``budget_ms`` and
+appends the emits to the write-ahead log (``stormshift.state.wal``), or, with
+``stormshift.spout.lead_batches`` > 0, a pump thread of the planner process does
+so ahead of the batches (``pump.py``); ``latestOffset`` takes up to ``batch_max``
+logged tuples per task, cut at the task's ``--max-tuples`` target. Either way a tuple is logged before an offset covering it leaves.
 ``commit(end)`` acks the tuples of committed batches, then trims the log.
 Replayable spouts (``stormshift.spouts.base``) are read through their replay
 interface and need no log. ``read`` reads its partition's range through the
