@@ -37,6 +37,9 @@ SPOUT = "numbers"
 
 def planner_for(redis_url: str, namespace: str, *, batch: int, max_total: int | None = None,
                 idle_ms: int = 0, **conf: Any) -> Any:
+    """A planner of the ``Pumped`` topology; the pump on (2 batches ahead) unless the
+    test sets ``stormshift.spout.lead_batches`` (the engine's default is 0: no pump)."""
+    conf.setdefault("stormshift.spout.lead_batches", 2)
     pumptopo.reset()
     graph = load_topology(pumptopo.Pumped, overrides=conf)
     return make_planner(Opts.parse(source_options(
