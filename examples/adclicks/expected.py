@@ -6,6 +6,12 @@ lines alone (its own strict parser, no topology code) and totals
 - per ad: impressions, clicks, spend (integer micro-dollars), CTR;
 - per advertiser: spend.
 
+``compute_windowed`` computes the event-time reports the same way (by each
+record's ``ts``, whatever its arrival): per ad and UTC minute impressions and
+clicks; per advertiser and calendar day in the advertiser's zone, spend, and
+the days whose spend reaches the budget (one alert each); per user, the
+sessions (events at least ``gap`` apart split them), their events and clicks.
+
 ``dedup=False`` is the legacy Storm semantics: every well-formed line counts,
 client-retry duplicates included (double billing). ``dedup=True`` counts each
 ``event_id`` once (its first well-formed line) — what an exactly-once port
@@ -21,8 +27,11 @@ import json
 import os
 import sys
 from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from typing import NamedTuple, TextIO
+from zoneinfo import ZoneInfo
 
 _ID_FIELDS = ("slot_id", "advertiser_id", "ad_id", "user_id", "event_id")
 
@@ -96,6 +105,56 @@ def compute(lines: Iterable[str], dedup: bool = False) -> Expected:
         adv = rec["advertiser_id"]
         out.spend_by_advertiser[adv] = out.spend_by_advertiser.get(adv, 0) + rec["cost"]
     out.ctr_by_ad = {ad: AdTotals(*t) for ad, t in per_ad.items()}
+    return out
+
+
+@dataclass
+class WindowedExpected:
+    """The event-time reports over a day of log lines (duplicates counted, as the totals)."""
+
+    ctr_by_ad_minute: dict[tuple[str, str], tuple[int, int]] = field(default_factory=dict)
+    spend_by_advertiser_day: dict[tuple[str, str], int] = field(default_factory=dict)
+    alerts: list[tuple[str, str]] = field(default_factory=list)  # (advertiser, day), sorted
+    sessions_by_user: dict[str, tuple[int, int, int]] = field(default_factory=dict)
+
+
+def utc_minute(ts_ms: int) -> str:
+    """``2023-11-30 14:05Z``."""
+    return datetime.fromtimestamp(ts_ms // 60_000 * 60, timezone.utc).strftime("%Y-%m-%d %H:%MZ")
+
+
+def local_day(ts_ms: int, zone: str) -> str:
+    """The calendar date of ``ts_ms`` in ``zone`` (``2023-11-30``)."""
+    return datetime.fromtimestamp(ts_ms // 1000, ZoneInfo(zone)).strftime("%Y-%m-%d")
+
+
+def compute_windowed(lines: Iterable[str], zone_of: Callable[[str], str], budget_micros: int,
+                     gap_ms: int = 30 * 60_000) -> WindowedExpected:
+    """The reports by event time (see the module docstring)."""
+    out = WindowedExpected()
+    ctr: dict[tuple[str, str], list[int]] = {}
+    times: dict[str, list[tuple[int, bool]]] = {}
+    for line in lines:
+        rec = parse_record(line)
+        if rec is None:
+            continue
+        click = rec["event_type"] == "click"
+        counts = ctr.setdefault((rec["ad_id"], utc_minute(rec["ts"])), [0, 0])
+        counts[1 if click else 0] += 1
+        adv = rec["advertiser_id"]
+        day = (adv, local_day(rec["ts"], zone_of(adv)))
+        out.spend_by_advertiser_day[day] = out.spend_by_advertiser_day.get(day, 0) + rec["cost"]
+        times.setdefault(rec["user_id"], []).append((rec["ts"], click))
+    out.ctr_by_ad_minute = {k: (v[0], v[1]) for k, v in ctr.items()}
+    out.alerts = sorted(k for k, v in out.spend_by_advertiser_day.items() if v >= budget_micros)
+    for user, events in times.items():
+        events.sort()
+        sessions, last = 0, None
+        for ts, _ in events:
+            if last is None or ts >= last + gap_ms:
+                sessions += 1
+            last = ts if last is None else max(last, ts)
+        out.sessions_by_user[user] = (sessions, len(events), sum(c for _, c in events))
     return out
 
 

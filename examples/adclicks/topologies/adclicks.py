@@ -26,7 +26,7 @@ class AdClicks(Topology):
         # the event-time reports: off until the Spark engine runs windowed bolts
         # (on the local engine: -o adclicks.windows=true)
         "adclicks.windows": False,
-        "adclicks.daily_budget_micros": 2_000_000_000,
+        "adclicks.daily_budget_micros": 250_000_000,  # $250 a day
         "shadow.results": {
             "minute_ctr_bolt:default": {"mode": "latest", "key": ["ad_id", "minute"]},
             "daily_spend_bolt:default": {"mode": "latest", "key": ["advertiser_id", "day"]},

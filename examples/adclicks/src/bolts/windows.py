@@ -33,7 +33,7 @@ from stormshift.windows import (
 LAG_MS = 5_000  # ts jitters up to 5 s behind arrival (out of order)
 LATENESS_MS = 4 * 3_600_000  # late records arrive up to 3 h after their ts
 SESSION_GAP_MS = 30 * 60_000
-DEFAULT_BUDGET_MICROS = 2_000_000_000  # $2,000 a day
+DEFAULT_BUDGET_MICROS = 250_000_000  # $250 a day
 
 
 class ImpressionsClicks:
