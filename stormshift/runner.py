@@ -6,6 +6,7 @@ the command does, without click.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -147,7 +148,7 @@ def window_lines(summary: Any) -> list[str]:
 
 
 def _declared_key_len(graph: TopologyGraph, component: str, stream: str,
-                      fields: list[str]) -> int:
+                      fields: Sequence[str]) -> int:
     """How many leading fields key a leaf stream: the ``key`` its ``shadow.results`` entry
     declares when those are its first fields (e.g. ``[ad_id, minute]`` of a per-minute
     report), else 1."""

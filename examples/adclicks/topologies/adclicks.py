@@ -53,15 +53,17 @@ class AdClicks(Topology):
     user_sessions_bolt = UserSessions.spec(
         inputs={parse_bolt["events"]: Grouping.fields("user_id")}, par=2
     )
+    # stateless formatting: next to their windowed bolt's task (no shuffle)
     minute_ctr_bolt = MinuteCtrBolt.spec(
-        inputs={ad_ctr_minute_bolt: Grouping.fields("ad_id")}, par=2
+        inputs={ad_ctr_minute_bolt: Grouping.LOCAL_OR_SHUFFLE}, par=2
     )
     daily_spend_bolt = DailySpendBolt.spec(
-        inputs={advertiser_day_bolt: Grouping.fields("advertiser_id")}, par=1
+        inputs={advertiser_day_bolt: Grouping.LOCAL_OR_SHUFFLE}, par=2
     )
     budget_alert_bolt = BudgetAlertBolt.spec(
-        inputs={advertiser_day_bolt["alerts"]: Grouping.fields("advertiser_id")}, par=1
+        inputs={advertiser_day_bolt["alerts"]: Grouping.LOCAL_OR_SHUFFLE}, par=2
     )
+    # keeps each user's sessions (applies retractions): by user
     user_sessions_report_bolt = UserSessionsBolt.spec(
         inputs={
             user_sessions_bolt: Grouping.fields("user_id"),
