@@ -228,6 +228,29 @@ def summarize(
     return text
 
 
+def _zones() -> Callable[[str], str]:
+    """The advertisers' billing zones (account data, kept with the generator)."""
+    generated_lines(0, 0)  # puts the example's src/ on sys.path
+    import adgen
+
+    return adgen.advertiser_zone  # type: ignore[no-any-return]
+
+
+def summarize_windowed(w: WindowedExpected, top: int = 5) -> None:
+    """The top advertiser-days by spend, the budget alerts, the busiest ad-minutes."""
+    print(f"{len(w.spend_by_advertiser_day)} advertiser-days; top {top} by spend:")
+    days = sorted(w.spend_by_advertiser_day.items(), key=lambda kv: (-kv[1], kv[0]))
+    for (adv, day), spend in days[:top]:
+        print(f"  {adv} {day} {_money(spend):>12}")
+    print(f"budget alerts: {', '.join(f'{adv} {day}' for adv, day in w.alerts) or 'none'}")
+    print(f"{len(w.ctr_by_ad_minute):,} ad-minutes; top {top} by clicks:")
+    minutes = sorted(w.ctr_by_ad_minute.items(), key=lambda kv: (-kv[1][1], kv[0]))
+    for (ad, minute), (imps, clicks) in minutes[:top]:
+        print(f"  {ad} {minute} {imps:>4} impressions {clicks:>3} clicks")
+    sessions = sum(s[0] for s in w.sessions_by_user.values())
+    print(f"{len(w.sessions_by_user):,} users, {sessions:,} sessions (gap 30 min)")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description="Expected adclicks totals, computed independently."
@@ -237,12 +260,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--malformed-rate", type=float, default=0.0)
     parser.add_argument("--path", help="read this JSON-lines file instead of generating")
     parser.add_argument("--dedup", action="store_true", help="count each event_id once")
+    parser.add_argument("--windowed", action="store_true",
+                        help="the event-time reports instead (adclicks.windows)")
+    parser.add_argument("--budget-micros", type=int, default=250_000_000,
+                        help="daily budget of --windowed's alerts (adclicks.daily_budget_micros)")
     args = parser.parse_args(argv)
     lines = (
         read_lines(args.path)
         if args.path
         else generated_lines(args.seed, args.events, malformed_rate=args.malformed_rate)
     )
+    if args.windowed:
+        summarize_windowed(compute_windowed(lines, _zones(), args.budget_micros))
+        return 0
     result = compute(lines, dedup=args.dedup)
     print(
         f"{result.lines:,} lines: {result.counted:,} counted, {result.malformed:,} malformed, "
