@@ -6,7 +6,7 @@ the command does, without click.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -113,8 +113,6 @@ def print_summary(graph: TopologyGraph, summary: Any, console: Console, top: int
 
     for line in accounting_lines(summary):
         console.print(line, highlight=False, markup=False)
-    for line in window_lines(summary):
-        console.print(line, highlight=False, markup=False)
     print_problems(summary, console)
     for component, stream in sorted(summary.outputs):
         fields = graph.stream_fields(component, stream)
@@ -133,29 +131,15 @@ def print_summary(graph: TopologyGraph, summary: Any, console: Console, top: int
             console.print(table)
 
 
-def window_lines(summary: Any) -> list[str]:
-    """Per windowed bolt that saw input: its tuples on time, late (updating a window) and
-    dropped as too late (of those, sent to the late-tuple stream)."""
-    lines = []
-    for stats in summary.components.values():
-        w = stats.windows
-        if w and any(w.values()):
-            to_stream = w.get("late_stream", 0)
-            lines.append(f"windows of {stats.name}: {w.get('on_time', 0):,} on time, "
-                         f"{w.get('late_updated', 0):,} late, {w.get('dropped_late', 0):,} "
-                         f"dropped" + (f" ({to_stream:,} to the late stream)" if to_stream else ""))
-    return lines
-
-
 def _declared_key_len(graph: TopologyGraph, component: str, stream: str,
                       fields: Sequence[str]) -> int:
     """How many leading fields key a leaf stream: the ``key`` its ``shadow.results`` entry
     declares when those are its first fields (e.g. ``[ad_id, minute]`` of a per-minute
     report), else 1."""
     declared = graph.config.get("shadow.results")
-    entry = declared.get(f"{component}:{stream}") if isinstance(declared, dict) else None
-    key = entry.get("key") if isinstance(entry, dict) else None
-    if isinstance(key, list) and key and list(fields[:len(key)]) == key:
+    entry = declared.get(f"{component}:{stream}") if isinstance(declared, Mapping) else None
+    key = entry.get("key") if isinstance(entry, Mapping) else None
+    if isinstance(key, (list, tuple)) and key and tuple(fields[:len(key)]) == tuple(key):
         return len(key)
     return 1
 
