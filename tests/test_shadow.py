@@ -419,9 +419,14 @@ def test_adclicks_port_on_spark_agrees_with_storm(adclicks_shadow: Any) -> None:
     graph, result = adclicks_shadow
     agreed = compare_runs(graph, result.baseline, result.port)
     assert agreed.equal and agreed.exit_code == 0
-    assert [s.keys > 0 for s in agreed.streams] == [True, True]
+    # adclicks.windows is off: the event-time reports are empty on both sides
+    assert {s.label: s.keys > 0 for s in agreed.streams} == {
+        "ads_ctr_bolt:default": True, "client_spent_bolt:default": True,
+        "budget_alert_bolt:default": False, "daily_spend_bolt:default": False,
+        "minute_ctr_bolt:default": False, "user_sessions_report_bolt:default": False}
     # the final state too: the local engine's instances vs the Spark tasks' last snapshots
-    assert [(s.label, s.legacy_source, s.port_source, s.keys > 0) for s in agreed.states] == [
+    legacy = [s for s in agreed.states if s.label.startswith(("ads_ctr_bolt.", "client_spent"))]
+    assert [(s.label, s.legacy_source, s.port_source, s.keys > 0) for s in legacy] == [
         (f"{c}.{e}", "attribute", "attribute", True)
         for c, e in [("ads_ctr_bolt", "clicks"), ("ads_ctr_bolt", "impressions"),
                      ("ads_ctr_bolt", "spend"), ("client_spent_bolt", "spend")]]
