@@ -167,6 +167,16 @@ def read_lines(path: str) -> Iterable[str]:
                 yield line
 
 
+def _adgen():  # noqa: ANN202 - a module
+    """The example's data generator (``src/adgen.py``), not topology code."""
+    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "src")
+    if src not in sys.path:
+        sys.path.insert(0, src)
+    import adgen
+
+    return adgen
+
+
 def generated_lines(
     seed: int,
     events: int,
@@ -175,11 +185,7 @@ def generated_lines(
     late_rate: float = 0.02,
 ) -> Iterable[str]:
     """The lines AdLogSpout generates for this config (the data generator, not topology code)."""
-    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "src")
-    if src not in sys.path:
-        sys.path.insert(0, src)
-    import adgen  # lives in the example's src/
-
+    adgen = _adgen()
     cfg = adgen.GenConfig(
         seed=seed,
         events=events,
@@ -230,10 +236,7 @@ def summarize(
 
 def _zones() -> Callable[[str], str]:
     """The advertisers' billing zones (account data, kept with the generator)."""
-    generated_lines(0, 0)  # puts the example's src/ on sys.path
-    import adgen
-
-    return adgen.advertiser_zone  # type: ignore[no-any-return]
+    return _adgen().advertiser_zone  # type: ignore[no-any-return]
 
 
 def summarize_windowed(w: WindowedExpected, top: int = 5) -> None:
