@@ -24,6 +24,7 @@ duration p50/p99 and peak memory. Usage::
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import re
@@ -494,7 +495,7 @@ def run_hosting(args: argparse.Namespace, data: Path) -> dict[str, Any]:
 
     graph = adclicks_on_files(data, 1)
     with open(min(data.glob("part-*.jsonl")), encoding="utf-8") as fh:
-        lines = [next(fh).rstrip("\n") for _ in range(min(args.hosting_tuples, args.batch))]
+        lines = [line.rstrip("\n") for line in itertools.islice(fh, min(args.hosting_tuples, args.batch))]
     sys.path.insert(0, str(EXAMPLE / "src"))
     from bolts.parse import parse_line
 

@@ -46,7 +46,7 @@ COMPILED = (
     "stormshift.spouts.jsonlines",
 )
 """Modules on the per-tuple path whose compiled form saves instructions there (emit, tuple,
-route, rows, decode); ``bench/README.md``, "instruction counts per compiled module", shows
+route, rows, decode); ``bench/history.md``, "instruction counts per compiled module", shows
 the count per module and why the others run from source."""
 
 RECORD = "_compiled.json"

@@ -106,9 +106,12 @@ def _progress_printer(console: Console | None) -> Any:
 
 
 def print_summary(graph: TopologyGraph, summary: Any, console: Console, top: int = 10) -> None:
-    """The per-component table, the accounting line(s), then the latest value per key of each
-    leaf stream."""
+    """The per-component table (and the windowed bolts' lateness counts), the accounting
+    line(s), then the latest value per key of each leaf stream."""
     console.print(summary.table())
+    windows = summary.window_table()
+    if windows is not None:
+        console.print(windows)
     from stormshift.engines.accounting import accounting_lines
 
     for line in accounting_lines(summary):

@@ -3,12 +3,15 @@
 Components are plain streamparse classes, configured through their component
 config (``fixture.*`` keys) because the engine, like Storm, builds them
 itself. Graphs come from the real loader (``load_topology`` on a Topology
-class), as a user's would.
+class), as a user's would. The projects with colliding module names (``STDNAMES``,
+``PICKY``, at the end) are shared with the Spark side's ``test_spark_sources.py``.
 """
 
 from __future__ import annotations
 
+import sysconfig
 from collections import Counter
+from pathlib import Path
 from typing import Any, ClassVar
 
 from streamparse import (
@@ -242,3 +245,17 @@ def wordcount(
         )
 
     return load_topology(WordCount, overrides=config or {})
+
+
+# Projects whose module names collide: stdnames' ``src/queue.py`` and ``src/json.py``
+# with the standard library, picky's and stdnames' ``spouts.numbers.NumberSpout`` and
+# ``bolts`` with each other (test_topology_sources.py, test_spark_sources.py).
+TOPOLOGIES = Path(__file__).parent / "fixtures" / "topologies"
+STDNAMES = TOPOLOGIES / "stdnames"
+PICKY = TOPOLOGIES / "picky"
+STDLIB = Path(sysconfig.get_paths()["stdlib"]).resolve()
+
+
+def from_stdlib(files: list[str]) -> bool:
+    """Whether every one of these module files is the standard library's."""
+    return all(Path(f).resolve().is_relative_to(STDLIB) for f in files)

@@ -102,3 +102,16 @@ def test_dead_letter_table_shows_the_whole_error_in_80_columns() -> None:
     assert BOX.sub("", error) in text
     assert '[42,"somevalue"]' in text  # the last column too: a table wider than the console is cropped
     assert "1732461234567-0" in "\n".join(lines)  # ids stay whole: `replay --id` takes them
+
+
+def test_window_table_shows_lateness_per_windowed_bolt_in_80_columns() -> None:
+    summary = busy_summary()
+    assert summary.window_table() is None  # no windowed bolt: no table
+    summary.components["count_per_advertiser_bolt"].windows = {
+        "on_time": 123_456_789, "late_updated": 12, "dropped_late": 3, "late_stream": 2}
+    lines = render(summary.window_table())
+    fits(lines)
+    text = squeezed(lines)
+    assert "count_per_advertiser_bolt" in text and "123456789" in text
+    assert "deserialize_and_validate_bolt" not in text
+    assert "droppedlate" in text and "latestream" in text

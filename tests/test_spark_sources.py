@@ -6,25 +6,16 @@ another in one session (reused workers) each with its own class."""
 
 from __future__ import annotations
 
-import sysconfig
 from pathlib import Path
 from typing import Any
 
 import pytest
+from local_fixtures import PICKY, STDNAMES, from_stdlib
 
 from stormshift.engines.spark import SparkEngine
 from stormshift.topology.loader import load_topology
 
 pytestmark = [pytest.mark.spark, pytest.mark.redis]
-
-FIXTURES = Path(__file__).parent / "fixtures" / "topologies"
-STDNAMES = FIXTURES / "stdnames"
-PICKY = FIXTURES / "picky"
-STDLIB = Path(sysconfig.get_paths()["stdlib"]).resolve()
-
-
-def from_stdlib(files: list[str]) -> bool:
-    return all(Path(f).resolve().is_relative_to(STDLIB) for f in files)
 
 
 def run(spark: Any, project: Path, tmp_path: Path, redis_url: str, namespace: str) -> Any:

@@ -11,18 +11,11 @@ import sys
 import sysconfig
 from pathlib import Path
 
+from local_fixtures import PICKY, STDNAMES, from_stdlib
+
 from stormshift.engines.local import LocalEngine, SimClock
 from stormshift.topology.loader import import_component_class, load_topology
 from stormshift.topology.sources import shadowed_modules, use_sources
-
-FIXTURES = Path(__file__).parent / "fixtures" / "topologies"
-STDNAMES = FIXTURES / "stdnames"
-PICKY = FIXTURES / "picky"
-STDLIB = Path(sysconfig.get_paths()["stdlib"]).resolve()
-
-
-def from_stdlib(files: list[str]) -> bool:
-    return all(Path(f).resolve().is_relative_to(STDLIB) for f in files)
 
 
 def run_local(graph: object) -> object:

@@ -15,7 +15,9 @@ and ``counters``. ``result`` is the list of ``v`` by event time (aggregation
 
 ``run_pure`` drives ``WatermarkTracker`` + ``Windower`` in the call order of
 ``WindowedBolt``; ``run_local`` runs a real topology (a spout per partition,
-the windowed bolt, a collecting bolt) on the local engine with a SimClock.
+the windowed bolt, a collecting bolt) on the local engine with a SimClock;
+``spark_batches`` says where the Spark engine's micro-batches of a scenario
+are cut (``test_spark_windows.py`` runs them).
 """
 
 from __future__ import annotations
@@ -137,3 +139,69 @@ def run_pure(scenario: dict[str, Any], steps: list[dict[str, Any]] | None = None
     tracker.end_of_input()
     handle(windower.advance(END_OF_TIME_MS, now))
     return out, counters
+
+
+# -- the Spark engine's batches ------------------------------------------------------
+def spark_batches(scenario: dict[str, Any], steps: list[dict[str, Any]] | None = None
+                  ) -> tuple[list[dict[str, Any]], list[int], list[int]]:
+    """``(steps, cuts, times)``: a scenario as Spark micro-batches.
+
+    A scenario's watermark advances happen between elements (the local engine
+    moves the watermark after every tuple, and on ticks); the Spark engine moves
+    it once per batch, at the batch's start, to what the batches before it
+    allow. So a scenario maps to batches cut where its watermark advances: a
+    batch holds consecutive elements that meet the same watermark (and come from
+    the same partition, so the task's per-source order is the scenario's order);
+    every tick of a processing-time step is a batch of its own (no element:
+    processing triggers, idle timeouts); one empty batch after the last element
+    applies the last watermark, as the local engine does after its last tuple;
+    then the engine's final batch fires the rest (end of input). ``cuts`` are
+    step positions where batches end (in the returned ``steps``, where each
+    processing step became one step per tick) and ``times`` each batch's
+    processing time, the final batch included.
+    """
+    w = windowing_of(scenario["windowing"])
+    tick_ms = scenario.get("tick_ms", 1000)
+    tracker = WatermarkTracker(w.lag_ms, expected=range(scenario.get("partitions", 1)),
+                               idle_timeout_ms=w.idle_timeout_ms)
+    out: list[dict[str, Any]] = []
+    cuts: list[int] = []
+    times: list[int] = []
+    now = 0
+    next_wm = w.watermark_interval_ms
+    batch: tuple[int, int] | None = None  # (watermark, partition) of the open batch
+
+    def cut() -> None:
+        cuts.append(len(out))
+        times.append(now)
+
+    for step in scenario["steps"] if steps is None else steps:
+        if "element" in step:
+            p = step["element"].get("p", 0)
+            if batch is not None and batch != (tracker.watermark_ms, p):
+                cut()
+            batch = (tracker.watermark_ms, p)
+            out.append(step)
+            tracker.observe(p, step["element"]["t"], now)
+            if next_wm is None:
+                tracker.advance(now)
+            continue
+        if batch is not None:
+            cut()
+            batch = None
+        while now + tick_ms <= step["processing_ms"]:
+            now += tick_ms
+            out.append({"processing_ms": now})
+            cut()
+            if next_wm is None:
+                tracker.advance(now)
+            elif now >= next_wm:
+                while next_wm <= now:
+                    next_wm += w.watermark_interval_ms or 0
+                tracker.advance(now)
+    if batch is not None:
+        cut()
+    out.append({"processing_ms": now})
+    cut()
+    times.append(now)  # the final batch
+    return out, cuts, times

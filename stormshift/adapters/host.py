@@ -189,13 +189,19 @@ class BoltHost(HostBase):
 
     def end_of_input(self) -> None:
         """Tell the instance no more input will come (no current tuple: emits are unanchored)."""
+        self.call_hook("end_of_input")
+
+    def call_hook(self, name: str, *args: Any) -> None:
+        """Call an engine hook of the instance (``end_of_input``, a windowed bolt's
+        ``start_batch``) outside any tuple: its emits are unanchored; a raise becomes a
+        ``ComponentFailure``."""
         inst = self.instance
         self.completion.done.clear()
         inst._current_tups = EMPTY
         try:
-            inst.end_of_input()
+            getattr(inst, name)(*args)
         except Exception as exc:
-            raise self._failure(exc, "end_of_input", None) from exc
+            raise self._failure(exc, name, None) from exc
 
     def _failure(
         self, exc: BaseException, call: str, tup: Any, report: bool = True

@@ -33,7 +33,7 @@ end of input, a batch whose tuples all failed); ``log_file`` where components'
 ``self.logger`` lines went.
 
 ``accounting()`` checks that every tuple is accounted for (``accounting.py``).
-- *windows* (windowed bolts, local engine): input tuples ``on_time``,
+- *windows* (windowed bolts, both engines): input tuples ``on_time``,
   ``late_updated`` (updated a window within its allowed lateness),
   ``dropped_late`` (too late for every window), ``late_stream`` (of those, sent
   to the late-tuple stream); empty for other components.
@@ -246,6 +246,24 @@ class RunSummary:
             table.add_row(
                 stats.name, stats.kind, str(stats.par), *(str(getattr(stats, c)) for c in columns)
             )
+        return table
+
+    def window_table(self) -> Any:
+        """A ``rich.table.Table`` of the windowed bolts' input tuples by lateness (``windows``
+        in the module doc), or None when the topology has no windowed bolt."""
+        from rich.table import Table
+
+        from stormshift.windows.state import COUNTERS
+
+        windowed = [s for s in self.components.values() if s.windows]
+        if not windowed:
+            return None
+        table = Table(title="windowed bolts: input tuples by event time")
+        table.add_column("component", overflow="fold")
+        for column in COUNTERS:
+            table.add_column(column.replace("_", " "), justify="right", overflow="fold")
+        for stats in windowed:
+            table.add_row(stats.name, *(str(stats.windows.get(c, 0)) for c in COUNTERS))
         return table
 
     def progress_line(self) -> str:

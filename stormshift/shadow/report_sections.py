@@ -60,11 +60,8 @@ def component_sections(result: Any) -> str:
 
 
 def _stream(result: Any, s: StreamComparison, index: int) -> str:
-    status = "<span class='ok'>equal</span>" if s.equal else "<span class='bad'>diverges</span>"
     parts = [
-        (f"<section class='stream' id='stream-{index}' data-stream='{escape(s.label)}' "
-        f"data-divergences='{len(s.divergences)}'>"),
-        f"<h3>Leaf stream {escape(s.label)}: {status}</h3>",
+        *_opening("stream", index, s, "Leaf stream"),
         (f"<p>Result: {escape(s.spec.describe())}. {s.keys} keys: {s.same} same, {s.different} "
         f"different, {s.missing_right} missing in the port, {s.missing_left} extra in the port.</p>"),
     ]
@@ -77,19 +74,12 @@ def _stream(result: Any, s: StreamComparison, index: int) -> str:
                        "mean |Δ|", "max rel"], stats))
     parts.append(f"<h3>Divergence over {axis_of(s)}</h3>{divergence_svg(s)}")
     if s.divergences:
-        table_id = f"divergences-{index}"
-        shown = s.top(MAX_ROWS)
         rows = [[escape(d.key), escape(d.kind.value), escape(", ".join(d.fields)), _cell(d.legacy),
                  _cell(d.port), f"{d.legacy_count} / {d.port_count}", str(d.position),
-                 escape(d.cause)] for d in shown]
-        more = (f"<p class='muted'>{len(shown)} largest of {len(s.divergences)} shown.</p>"
-                if len(shown) < len(s.divergences) else "")
-        parts.append(
-            f"<h3>Divergent keys</h3><input class='filter' data-table='{table_id}' "
-            "placeholder='filter keys, kinds, causes'>"
-            + table("divergences", ["key", "kind", "fields", "legacy", "port",
-                                     "emits (legacy / port)", "first divergence at", "cause"],
-                     rows, table_id) + more)
+                 escape(d.cause)] for d in s.top(MAX_ROWS)]
+        parts.append("<h3>Divergent keys</h3>" + _divergences(
+            "divergences", f"divergences-{index}", ["key", "kind", "fields", "legacy", "port",
+            "emits (legacy / port)", "first divergence at", "cause"], rows, len(s.divergences)))
     parts.append(_key_charts(result, s))
     parts.append("</section>")
     return "".join(parts)
@@ -120,29 +110,38 @@ def _key_charts(result: Any, s: StreamComparison) -> str:
 
 
 def _state(s: StateComparison, index: int) -> str:
-    status = "<span class='ok'>equal</span>" if s.equal else "<span class='bad'>diverges</span>"
     parts = [
-        (f"<section class='state' id='state-{index}' data-state='{escape(s.label)}' "
-         f"data-divergences='{len(s.divergences)}'>"),
-        f"<h3>Final state {escape(s.label)}: {status}</h3>",
+        *_opening("state", index, s, "Final state"),
         (f"<p>Legacy: {escape(s.legacy_source)} with {s.legacy_keys} keys; port: "
          f"{escape(s.port_source)} with {s.port_keys} keys. {s.same} same, {s.different} "
          f"different, {s.missing_right} missing in the port, {s.missing_left} extra in the "
          "port.</p>"),
     ]
     if s.divergences:
-        shown = s.top(MAX_ROWS)
         rows = [[escape(d.key), escape(d.kind.value), _cell(d.legacy), _cell(d.port),
-                 escape(d.cause)] for d in shown]
-        table_id = f"state-divergences-{index}"
-        parts.append(
-            f"<input class='filter' data-table='{table_id}' placeholder='filter keys, kinds, "
-            "causes'>" + table("state-divergences", ["key", "kind", "legacy", "port", "cause"],
-                               rows, table_id)
-            + (f"<p class='muted'>{len(shown)} largest of {len(s.divergences)} shown.</p>"
-               if len(shown) < len(s.divergences) else ""))
+                 escape(d.cause)] for d in s.top(MAX_ROWS)]
+        parts.append(_divergences("state-divergences", f"state-divergences-{index}",
+                                  ["key", "kind", "legacy", "port", "cause"], rows,
+                                  len(s.divergences)))
     parts.append("</section>")
     return "".join(parts)
+
+
+def _opening(kind: str, index: int, s: StreamComparison | StateComparison, title: str) -> list[str]:
+    """A leaf stream's or a state entry's section tag and heading with its verdict."""
+    status = "<span class='ok'>equal</span>" if s.equal else "<span class='bad'>diverges</span>"
+    return [(f"<section class='{kind}' id='{kind}-{index}' data-{kind}='{escape(s.label)}' "
+             f"data-divergences='{len(s.divergences)}'>"),
+            f"<h3>{title} {escape(s.label)}: {status}</h3>"]
+
+
+def _divergences(cls: str, table_id: str, headers: list[str], rows: list[list[str]],
+                 total: int) -> str:
+    """The filterable table of the largest divergent keys, and how many of ``total`` it shows."""
+    more = (f"<p class='muted'>{len(rows)} largest of {total} shown.</p>"
+            if len(rows) < total else "")
+    return (f"<input class='filter' data-table='{table_id}' placeholder='filter keys, kinds, "
+            "causes'>" + table(cls, headers, rows, table_id) + more)
 
 
 def _cell(value: Any) -> str:

@@ -8,7 +8,7 @@ writes through ONE ``TaskTxn`` (``task_txn.py``: epoch, restore, map writes,
 snapshot, dead letters, sink marker, counters; one fenced commit, one
 idempotence rule). Every key name is built in ``keys.py``, every script is in
 ``lua.py`` / ``lua_ns.py``; code outside this package reads no Redis structure's layout itself
-(``batchstats.py``, ``runrecords.py``, ``sinkstream.py`` and ``wal.py`` read
+(``batchstats.py``, ``runrecords.py``, ``sinkstream.py``, ``watermarks.py`` and ``wal.py`` read
 them for the engine).
 """
 

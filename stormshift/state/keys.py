@@ -106,6 +106,17 @@ def ticks_key(ns: str) -> str:
     return ns_key(ns, "spark:ticks")
 
 
+def window_times_key(ns: str) -> str:
+    """Hash txid -> the time and watermarks the Spark driver recorded for that batch
+    (``engines/spark/driver/windows.py``; ``state/watermarks.py``)."""
+    return ns_key(ns, "spark:window-times")
+
+
+def window_trackers_key(ns: str) -> str:
+    """Hash txid -> the windowed bolts' watermark trackers as of that batch (same modules)."""
+    return ns_key(ns, "spark:window-trackers")
+
+
 def commit_key(ns: str) -> str:
     return ns_key(ns, "commit")
 

@@ -1,7 +1,12 @@
 """Event-time windows for streamparse bolts (the Dataflow model, Storm's words).
 
-Runs inside a bolt task (local engine: tuple at a time; Spark engine: not
-wired yet). Words:
+Runs inside a bolt task. The local engine runs it tuple at a time (Storm
+semantics): the watermark moves after each tuple or tick. The Spark engine
+runs it a batch at a time (``WindowedBolt.start_batch``): the driver computes
+each batch's watermark from what the batches before it saw
+(``engines/spark/driver/windows.py``) and records it with the batch; the task
+applies it before the batch's tuples (``engines/spark/task/windowing.py``);
+the final batch (end of input) fires every window. Words:
 
 - *event time*: when a tuple happened (``event_ms``, from a timestamp field
   or extractor), as opposed to *processing time*, when a task handles it
@@ -27,7 +32,10 @@ wired yet). Words:
 Call order (``WindowedBolt``): per tuple ``Windower.add`` then, unless a
 watermark interval is set, ``WatermarkTracker.advance`` -> ``Windower.advance``;
 per tick ``Windower.on_processing_time`` then the watermark step; at end of
-input ``WatermarkTracker.end_of_input`` -> ``Windower.advance``. Every output
+input ``WatermarkTracker.end_of_input`` -> ``Windower.advance``. In batch mode
+(Spark): per batch ``start_batch`` (``on_processing_time``, then ``advance`` to
+the recorded watermark), then ``Windower.add`` per tuple, then, in the final
+batch, ``end_of_input``. Every output
 reaches the user as ``process(window)`` (panes), ``<stream>_retract`` emits
 (retractions) or ``on_timer`` (event-time timers), in a deterministic order.
 """

@@ -21,9 +21,17 @@ event-time timers set with ``set_event_timer``.
 Processing time is the task's own tick clock: it starts at 0 and moves by
 the tick interval on each tick (``topology.tick.tuple.freq.secs``, which
 ``spec()`` sets when the windowing needs ticks and the spec does not); never
-the wall clock. ``end_of_input()`` -- called by the local engine when its
+the wall clock. ``end_of_input()`` -- called by the engines when their
 sources are exhausted -- moves the watermark to ``END_OF_TIME_MS``: every
 window fires and its state is dropped.
+
+Batch mode (the Spark engine, ``engines/spark/task/windowing.py``): the
+engine calls ``start_batch(processing_ms, watermark_ms)`` with the batch's
+recorded processing time and watermark before the batch's tuples; from then
+on the watermark moves only there (and at ``end_of_input``), never per tuple
+or tick, and ``batch_report()`` hands the engine the largest event time the
+task saw per input partition, from which the driver computes the watermark
+of the next batches.
 
 State lives in one attribute, ``windowing_state`` (see ``state.py``).
 """
@@ -57,6 +65,8 @@ class WindowedBolt(Bolt):  # type: ignore[misc]
         # windows. This bound method (not state: snapshots skip methods) routes tuples.
         self.process = self._receive  # type: ignore[method-assign, assignment]
         self.windowing_state: WindowingState | None = None
+        self._stormshift_batched = False  # batch mode (module doc); derived, not state
+        self._stormshift_seen: dict[tuple[str, str, int], int] = {}
 
     @classmethod
     def spec(cls, name: str | None = None, inputs: Any = None, par: int | None = None,
@@ -111,13 +121,14 @@ class WindowedBolt(Bolt):  # type: ignore[misc]
         item = WindowedTuple(tup.id, tup.component, tup.stream, tup.task, values, fields,
                              event_ms)
         key = self._key(item)
+        per_tuple = cfg.watermark_interval_ms is None and not self._stormshift_batched
         if state.windower is not None:
             if cfg.event_time:
-                state.tracker.observe((tup.component, tup.stream, tup.task), event_ms, now)
+                self._observe((tup.component, tup.stream, tup.task), event_ms, now)
             added = state.windower.add(key, event_ms, item, now)
             self._count(added.kind, item)
             self._handle(added.outputs)
-            if cfg.watermark_interval_ms is None:
+            if per_tuple:
                 self._advance()
             return
         assert state.counter is not None
@@ -125,16 +136,26 @@ class WindowedBolt(Bolt):  # type: ignore[misc]
             self._count("on_time", item)
             self._handle(state.counter.add(key, event_ms, item))
             return
-        state.tracker.observe((tup.component, tup.stream, tup.task), event_ms, now)
+        self._observe((tup.component, tup.stream, tup.task), event_ms, now)
         if event_ms < state.tracker.watermark_ms:
             self._count("dropped", item)
         else:
             self._count("on_time", item)
             state.buffer.hold(key, event_ms, item)
-        if cfg.watermark_interval_ms is None:
+        if per_tuple:
             self._advance()
 
+    def _observe(self, partition: tuple[str, str, int], event_ms: int, now: int) -> None:
+        if not self._stormshift_batched:
+            self._state().tracker.observe(partition, event_ms, now)
+            return
+        seen = self._stormshift_seen
+        if event_ms > seen.get(partition, event_ms - 1):
+            seen[partition] = event_ms
+
     def process_tick(self, tup: Any) -> None:
+        if self._stormshift_batched:  # the batch's recorded time moved it (start_batch)
+            return
         state = self._state()
         state.processing_ms += round((tick_interval_secs(self.storm_conf) or 0) * 1000)
         if state.windower is not None:
@@ -156,6 +177,35 @@ class WindowedBolt(Bolt):  # type: ignore[misc]
         state.tracker.end_of_input()
         self._advance()
 
+    def start_batch(self, processing_ms: int, watermark_ms: int) -> None:
+        """Batch mode (module doc): the batch's recorded processing time, then its
+        watermark (event time; processing-time windows use the processing time), applied
+        before its tuples. Both never go back."""
+        self._stormshift_batched = True
+        state = self._state()
+        state.processing_ms = now = max(state.processing_ms, processing_ms)
+        if state.windower is not None:
+            self._handle(state.windower.on_processing_time(now))
+        interval = self.windowing.watermark_interval_ms
+        if interval is not None and state.next_watermark_ms is not None:
+            if now < state.next_watermark_ms:
+                return
+            state.next_watermark_ms += ((now - state.next_watermark_ms) // interval + 1) * interval
+        wm = watermark_ms if self.windowing.event_time else now
+        tracker = state.tracker
+        tracker.watermark_ms = END_OF_TIME_MS if tracker.ended else max(tracker.watermark_ms, wm)
+        self._fire(tracker.watermark_ms)
+
+    def batch_report(self) -> dict[str, Any]:
+        """What the engine's driver needs from this task's batch: the largest event time
+        per input partition (``[component, stream, task, max_event_ms]``), the lag and the
+        idle timeout; resets the partitions seen."""
+        seen, self._stormshift_seen = self._stormshift_seen, {}
+        cfg = self.windowing
+        return {"event_time": cfg.event_time, "lag_ms": cfg.lag_ms,
+                "idle_timeout_ms": cfg.idle_timeout_ms,
+                "seen": [[*p, ms] for p, ms in sorted(seen.items())]}
+
     # -- steps ------------------------------------------------------------------
     def _advance(self) -> None:
         state = self._state()
@@ -163,6 +213,11 @@ class WindowedBolt(Bolt):  # type: ignore[misc]
         wm = state.tracker.advance(now) if self.windowing.event_time else now
         if state.tracker.ended:
             wm = END_OF_TIME_MS
+        self._fire(wm)
+
+    def _fire(self, wm: int) -> None:
+        state = self._state()
+        now = state.processing_ms
         if state.windower is not None:
             outputs = state.windower.advance(wm, now)
             while outputs:  # user code may set timers the watermark already passed

@@ -8,6 +8,8 @@ which builds the spark-submit command that starts a driver on a cluster).
 - ``batch.py``: one micro-batch: its plan (stages, ticks, redriven rows) and
   the commit protocol (``committed = txid`` in Redis before ``foreachBatch``
   returns); ``ticks.py`` (tick tuples decided and recorded per batch),
+  ``windows.py`` (each batch's processing time, windowed bolts' watermarks and
+  end of input, decided and recorded per batch),
   ``redrive.py`` (claimed dead letters turned into rows);
 - ``progress.py`` (progress lines, why a query stopped), ``recovery.py``
   (a Spark checkpoint ahead of Redis).
@@ -15,7 +17,8 @@ which builds the spark-submit command that starts a driver on a cluster).
 Crosses the boundary: OUT a pickled ``task.stage.StageJob`` per stage (with the
 ``layout.Layout``) inside the ``mapInArrow`` function, small DataFrames of
 beacons and redriven rows (``rows.py``), string options for each source;
-IN offsets JSON through Spark's offset log, and Redis (keys in ``state/keys.py``):
+IN offsets JSON through Spark's offset log (``windows.py`` reads a batch's to tell
+the final batch), and Redis (keys in ``state/keys.py``):
 the commit record, the tasks' counters (``task/counters.py``), the spout reports
 (``source/spout_report.py``), dead letters.
 """

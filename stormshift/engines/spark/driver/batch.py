@@ -6,7 +6,8 @@ only grow across checkpoints). The protocol, one numbered step each:
 
 1. txid of the batch; if ``committed >= txid`` the batch already committed
    before a crash: SKIPPED (return, Spark writes its commit log);
-2. the batch's ticks (recorded under the txid: a re-run sees the same ones),
+2. the batch's ticks and its time -- processing time, watermarks, end of input
+   (``windows.py``) -- (recorded under the txid: a re-run sees the same ones),
    and the dead letters it redrives (claimed under the txid, same rule:
    ``state/redrive.py``, rows built by ``redrive.py``); dead letters of an
    earlier, uncommitted attempt of the txid are discarded (the run re-adds its own);
@@ -15,7 +16,8 @@ only grow across checkpoints). The protocol, one numbered step each:
    ``mapInArrow``: ``stage_groups``); an output feeding several groups is
    persisted, so it is computed once; run every terminal group in one
    action: STAGES_DONE;
-4. gather the tasks' counters (Redis) for progress and summary;
+4. gather the tasks' counters (Redis) for progress and summary, and fold the
+   windowed bolts' reports into the watermark trackers (``windows.py``);
 5. record ``committed = txid`` in Redis: COMMITTED; only then return, so Spark
    writes its own commit log after ours. The txid's dead letters are final and its
    redrive claim is trimmed.
@@ -38,11 +40,13 @@ from stormshift.engines.spark import faults
 from stormshift.engines.spark import rows as R
 from stormshift.engines.spark.driver.redrive import RedrivePlan, plan_redrive
 from stormshift.engines.spark.driver.ticks import TickRecorder
+from stormshift.engines.spark.driver.windows import WindowClock
 from stormshift.engines.spark.layout import Layout, Stage
 from stormshift.engines.spark.profiling import profiled
 from stormshift.engines.spark.task.counters import COUNTERS, read_stats
 from stormshift.engines.spark.task.sink import SinkSpec
 from stormshift.engines.spark.task.stage import StageJob, run_partition
+from stormshift.engines.spark.task.windowing import BatchTime
 from stormshift.state import batchstats
 
 __all__ = ["COUNTERS", "BatchResult", "BatchRunner", "BatchStatus"]
@@ -68,6 +72,7 @@ class BatchResult:
     reasons: dict[str, dict[str, int]] = field(default_factory=dict)  # component -> dead-letter reason -> n
     problems: ErrorDigest = field(default_factory=ErrorDigest)  # the batch's distinct errors
     logs: list[tuple[str, int, list[tuple[str, str]]]] = field(default_factory=list)  # (c, task, lines)
+    windows: dict[str, dict[str, int]] = field(default_factory=dict)  # bolt -> window counters
 
     def advance(self, expected: BatchStatus, new: BatchStatus) -> None:
         """Move forward only from ``expected`` (a protocol step run out of order is a bug)."""
@@ -91,9 +96,10 @@ class BatchRunner:
     """The ``foreachBatch`` function (see module doc)."""
 
     def __init__(self, cfg: BatchConfig, r: Any, commit_log: Any, ticks: TickRecorder,
-                 on_batch: Callable[[BatchResult], None], now_ms: Callable[[], int]):
+                 on_batch: Callable[[BatchResult], None], now_ms: Callable[[], int],
+                 clock: WindowClock | None = None):
         self.cfg, self.r, self.commit_log, self.ticks = cfg, r, commit_log, ticks
-        self.on_batch, self.now_ms = on_batch, now_ms
+        self.on_batch, self.now_ms, self.clock = on_batch, now_ms, clock
         from stormshift.state.deadletter import DeadLetters
         from stormshift.state.redrive import Redrive
 
@@ -121,12 +127,14 @@ class BatchRunner:
             self.on_batch(result)
             return
         try:
-            ticks = self.ticks.ticks_for(result.txid, self.now_ms())  # Step 2.
+            now = self.now_ms()  # Step 2.
+            ticks = self.ticks.ticks_for(result.txid, now)
+            time_ = self.clock.plan(result.txid, batch_id, now) if self.clock else None
             redrive = self._redrive(result.txid)
             faults.hit("driver.before_stages", txid=result.txid)
-            self._run_stages(df, result.txid, ticks, redrive)  # Step 3.
+            self._run_stages(df, result.txid, ticks, redrive, time_)  # Step 3.
             result.advance(BatchStatus.STARTED, BatchStatus.STAGES_DONE)
-            self._gather(result)  # Step 4.
+            self._gather(result, time_)  # Step 4.
             for name, n in redrive.counts.items():
                 result.counters.setdefault(name, dict.fromkeys(COUNTERS, 0))["redriven"] = n
             self.commit_log.record_commit(result.txid)  # Step 5.
@@ -150,7 +158,7 @@ class BatchRunner:
 
     # -- step 3 ------------------------------------------------------------
     def _run_stages(self, df: Any, txid: int, ticks: frozenset[str],
-                    redrive: RedrivePlan | None = None) -> None:
+                    redrive: RedrivePlan | None = None, time_: BatchTime | None = None) -> None:
 
         layout = self.cfg.layout
         groups, producers = stage_groups(layout)
@@ -176,7 +184,7 @@ class BatchRunner:
                 parts = [frames[p] for p in producers[index]] + beacons + redriven
                 rows = reduce(lambda a, b: a.unionAll(b), parts).where(wanted)
                 rows = rows.repartitionById(tasks, position)
-            jobs = {stage.head: self._job(stage, txid, ticks) for stage in group}
+            jobs = {stage.head: self._job(stage, txid, ticks, time_) for stage in group}
             out = rows.mapInArrow(_stage_fn(txid, jobs), R.SCHEMA_DDL)
             key = group_key(group)
             if uses.get(key, 0) > 1:
@@ -192,16 +200,20 @@ class BatchRunner:
             for frame in persisted:
                 frame.unpersist()
 
-    def _job(self, stage: Stage, txid: int, ticks: frozenset[str]) -> StageJob:
+    def _job(self, stage: Stage, txid: int, ticks: frozenset[str],
+             time_: BatchTime | None = None) -> StageJob:
         c = self.cfg
         return StageJob(c.layout, stage, txid, frozenset(t for t in ticks if t in stage.members),
-                        c.redis_url, c.namespace, c.state_key, c.sink, c.max_attempts)
+                        c.redis_url, c.namespace, c.state_key, c.sink, c.max_attempts, time_)
 
     # -- step 4 ------------------------------------------------------------
-    def _gather(self, result: BatchResult) -> None:
+    def _gather(self, result: BatchResult, time_: BatchTime | None = None) -> None:
         layout = self.cfg.layout
         spout_seq: dict[int, int] = {}
+        reports: dict[str, list[dict[str, Any]]] = {}
         for name, stats in read_stats(self.r, self.cfg.namespace, result.txid):
+            if stats.windows is not None:
+                reports.setdefault(name, []).append(stats.windows)
             counters = result.counters.setdefault(name, dict.fromkeys(COUNTERS, 0))
             for column in COUNTERS:
                 counters[column] += getattr(stats, column)
@@ -221,6 +233,8 @@ class BatchRunner:
                 counters = result.counters.setdefault(owner, dict.fromkeys(COUNTERS, 0))
                 counters["tuples_out"] += top + 1
                 result.spout_tuples += top + 1
+        if self.clock is not None:
+            result.windows = self.clock.fold(result.txid, time_, reports)
         batchstats.drop(self.r, self.cfg.namespace, result.txid)
 
 

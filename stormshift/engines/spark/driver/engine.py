@@ -18,6 +18,9 @@ API (also used by ``bench/spark_adclicks.py``)::
 - ``batch_max_tuples``: tuples per spout task per batch (default 10,000).
 - ``sink``: ``jsonl:DIR`` (default ``<checkpoint>/sink``), ``redis:STREAM`` or ``drop``.
 - ``spark_conf``: extra settings for the session it builds (``--conf``; unused with ``spark``).
+- ``clock``: the batches' processing time, epoch ms, read once when a batch is first
+  planned (default: the wall clock; tests pass a scripted one). Windowed bolts and
+  ticks see the time recorded with the batch (``driver/windows.py``), never this clock.
 - ``read_state``: fill ``RunSummary.final_state`` at the end (each bolt task's last committed
   snapshot and the bolts' keyed maps, read back from Redis: shadow runs compare them).
 - ``run(max_tuples=N)`` takes exactly N spout tuples per run, in total over every spout and
@@ -56,6 +59,7 @@ from stormshift.engines.spark.driver.progress import (
 )
 from stormshift.engines.spark.driver.recovery import check_not_behind, durability_warning
 from stormshift.engines.spark.driver.ticks import TickRecorder, drain_ticks, tick_intervals_ms
+from stormshift.engines.spark.driver.windows import WindowClock
 from stormshift.engines.spark.layout import Layout
 from stormshift.engines.spark.source.options import now_ms, source_options
 from stormshift.engines.spark.source.source import SOURCE_NAME, SpoutSource
@@ -79,7 +83,8 @@ class SparkEngine:
                  batch_max_tuples: int | None = None, sink: str | None = None,
                  state_mode: str = "strict", spark: Any = None, namespace: str | None = None,
                  budget_ms: int = 500, max_attempts: int = 3,
-                 spark_conf: dict[str, str] | None = None, read_state: bool = False):
+                 spark_conf: dict[str, str] | None = None, read_state: bool = False,
+                 clock: Callable[[], int] | None = None):
         self.graph = graph
         self.layout = Layout(graph)
         self.master = master
@@ -97,6 +102,7 @@ class SparkEngine:
         self.max_attempts = max_attempts
         self.spark_conf = dict(spark_conf or {})
         self.read_state = read_state
+        self.clock = clock
 
     # -- setup ---------------------------------------------------------------
     def _session(self) -> Any:
@@ -192,7 +198,8 @@ class SparkEngine:
                     warned.append(text)
                     on_progress(f"warning: {text}")
 
-        runner = BatchRunner(cfg, r, commit_log, ticks, on_batch, now_ms)
+        clock = WindowClock(r, self.namespace, self.graph, os.path.join(self.checkpoint_dir, "spark"))
+        runner = BatchRunner(cfg, r, commit_log, ticks, on_batch, self.clock or now_ms, clock)
         stream = None
         budgets = spout_budgets(max_tuples, [s.name for s in self.graph.spouts])
         idle_ms = int(float(self.graph.config.get("stormshift.idle_timeout_secs", 10)) * 1000)
@@ -344,6 +351,11 @@ def _accumulate(summary: RunSummary, result: BatchResult) -> None:
         for column in ("tuples_in", "tuples_out", "acks", "fails", "errors", "dead_lettered",
                        "redriven"):
             setattr(stats, column, getattr(stats, column) + counters.get(column, 0))
+    for name, counters in result.windows.items():
+        stats = summary.components.get(name)
+        if stats is not None:
+            for column, n in counters.items():
+                stats.windows[column] = stats.windows.get(column, 0) + n
     for name, reasons in result.reasons.items():
         mine = summary.dead_letter_reasons.setdefault(name, {})
         for reason, n in reasons.items():

@@ -2,7 +2,7 @@
 
 Spark starts ``python -m pyspark.daemon WORKER_MODULE`` once per executor and
 worker module and forks one worker per concurrent task; every fork imports
-what it needs after the fork. Three costs follow (``bench/README.md``,
+what it needs after the fork. Three costs follow (``bench/history.md``,
 "worker start-up"):
 
 1. On a pip-installed pyspark, Spark puts ``python/lib/pyspark.zip`` first on

@@ -13,6 +13,8 @@ input of N) and every write is fenced or idempotent.
   dead-letter: ``adapters/retry_policy.py``);
 - ``sink.py``: leaf emits to JSON lines files or a Redis stream (the driver
   parses the ``--sink`` option and reads the files back with it too);
+- ``windowing.py``: the batch's recorded time applied to windowed bolts before their
+  tuples, ``end_of_input`` in the final batch, their reports to the driver;
 - ``counters.py``: each task's counters record (committed with its task
   transaction, read by the driver after the batch's last stage).
 

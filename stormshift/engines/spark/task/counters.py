@@ -39,6 +39,7 @@ class MemberStats:
     # distinct errors: (type, message or "", location) -> [count, first traceback, first message]
     problems: dict[tuple[str, str, str], list[Any]] = field(default_factory=dict)
     logs: list[tuple[str, str]] = field(default_factory=list)  # the member's self.logger lines
+    windows: dict[str, Any] | None = None  # a windowed bolt's batch report (task/windowing.py)
     task: int = 0  # set by read_stats
 
     def take_logs(self, lines: list[tuple[str, str]]) -> None:
@@ -75,7 +76,7 @@ class MemberStats:
     def pack(self) -> bytes:
         return msgpack.packb([*(getattr(self, c) for c in COUNTERS), list(self.maxseq.items()),
                               self.reasons, [[*k, *v] for k, v in self.problems.items()],
-                              [list(line) for line in self.logs]],
+                              [list(line) for line in self.logs], self.windows],
                              use_bin_type=True)
 
 
@@ -92,5 +93,7 @@ def read_stats(r: Any, namespace: str, txid: int) -> Iterator[tuple[str, MemberS
             stats.problems = {tuple(p[:3]): list(p[3:]) for p in values[len(COUNTERS) + 2]}
         if len(values) > len(COUNTERS) + 3:
             stats.logs = [(level, text) for level, text in values[len(COUNTERS) + 3]]
+        if len(values) > len(COUNTERS) + 4:
+            stats.windows = values[len(COUNTERS) + 4]
         stats.task = int(task)
         yield name, stats

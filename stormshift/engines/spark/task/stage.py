@@ -59,6 +59,10 @@ from stormshift.engines.spark.task.poison import (
 from stormshift.engines.spark.task.poison import encode_error as _encode_error
 from stormshift.engines.spark.task.sink import SinkSpec, write_files
 from stormshift.engines.spark.task.taskstate import TaskCache, config_of, dump_state, open_task
+from stormshift.engines.spark.task.windowing import BatchTime
+from stormshift.engines.spark.task.windowing import finish as finish_windows
+from stormshift.engines.spark.task.windowing import report as report_windows
+from stormshift.engines.spark.task.windowing import start as start_windows
 from stormshift.errors import ComponentFailure, TupleError
 from stormshift.state import batchstats
 
@@ -81,6 +85,7 @@ class StageJob:
     state_key: bytes
     sink: SinkSpec
     max_attempts: int = 3
+    time: BatchTime | None = None  # windows and end of input (``windowing.py``)
 
 
 class _Redo(Exception):
@@ -109,6 +114,7 @@ class _Member:
         self.output = MemberOutput(job.layout, name, task, out, queues, job.sink.kind != "drop",
                                    self.stats)
         self.host: Any = None
+        self.window_counters: dict[str, int] | None = None  # at the start (windowing.py)
 
     # -- lifecycle -------------------------------------------------------
     def open(self) -> None:
@@ -143,6 +149,7 @@ class _Member:
             stage_dead_letter(txn, *letter)
         if job.sink.kind == "redis" and self.output.leaves:
             txn.sink(job.sink.target, self.output.leaves)
+        self.stats.windows = report_windows(self)
         txn.counters(self.stats.pack())
         txn.commit()
         self.host.deliver_to(None)  # the cached instance must not hold this batch's rows
@@ -203,8 +210,9 @@ class _Member:
         stats.dead_lettered += 1
         stats.reasons[reason] = stats.reasons.get(reason, 0) + 1
 
-    def tick(self) -> None:
-        """Deliver this batch's planned tick (BatchingBolt flushes follow it). An emit of the
+    def tick(self, call: Any = None) -> None:
+        """Deliver this batch's planned tick (BatchingBolt flushes follow it), or ``call``
+        an engine hook of the instance the same way (``windowing.py``). An emit of the
         flush that cannot be encoded is dropped, counted as an error (no tuple to dead-letter).
         A flush that raises: ``_flush_failed``; held tuples the flush ``fail()``ed are
         dead-lettered (reason ``fail``)."""
@@ -212,7 +220,9 @@ class _Member:
         held = held_tuples(host.instance) if host.batching else {}
         fails_before = len(outbox.fails)
         try:
-            if getattr(host, "is_tickless", False):
+            if call is not None:
+                call()
+            elif getattr(host, "is_tickless", False):
                 host.flush_tickless()
             else:
                 host.tick()
@@ -352,7 +362,9 @@ def _run_members(job: StageJob, task: int, table: pa.Table, r: Any) -> R.RowBuil
 
 def _run_member(job: StageJob, member: _Member, position: int, table: pa.Table,
                 queues: dict[str, list[QueueItem]], ctx: dict[str, Any]) -> None:
-    """One run of a member over its input: the partition's rows (head) or its fused queue."""
+    """One run of a member over its input: the partition's rows (head) or its fused queue,
+    between the batch's time and end of input (``windowing.py``)."""
+    start_windows(member, job.time)
     if position == 0:
         feed = HeadInput(table, job.layout, job.redis_url, job.namespace)
         member.run_chunks(faults.midway(iter(feed), ctx) if faults.active() else iter(feed))
@@ -361,3 +373,4 @@ def _run_member(job: StageJob, member: _Member, position: int, table: pa.Table,
         member.run_chunks(iter(queues[member.name]))
     if member.name in job.ticks:
         member.tick()
+    finish_windows(member, job.time)
