@@ -18,8 +18,9 @@ independent oracle (``expected.compute_windowed``: impressions and clicks per
 ad per UTC minute) before the ratio of events/s (steady state and overall) is
 printed. The target (issue 20): stormshift >= 0.5 x the baseline.
 
-The stormshift phase needs the Spark engine's windowed bolts (issue 20, being
-wired): without them it stops with a message and only the baseline is measured.
+The stormshift phase needs the Spark engine's batch mode for windowed bolts
+(``WindowedBolt.start_batch``); without it, it stops with a message and only
+the baseline is measured.
 
     python bench/windowed_adclicks.py --events 2000000 --batch 500000 --master 'local[2]'
 """
