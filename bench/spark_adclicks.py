@@ -348,20 +348,22 @@ def check_totals(totals: dict[str, dict[str, int]], data: Path) -> str:
 # ------------------------------------------------------------ stormshift -----
 
 
-def adclicks_on_files(data: Path, spout_par: int) -> Any:
+def adclicks_on_files(data: Path, spout_par: int, overrides: dict[str, Any] | None = None,
+                      keep: set[str] | None = None) -> Any:
     """examples/adclicks with its AdLogSpout read from ``data`` by JsonLinesSpout.
 
     AdLogSpout is a Python spout (``stormshift.replacements`` swaps only
     JavaSpouts), so the bench swaps it in the graph: same component name,
     same ``line`` output, ``par`` = files per batch; task ids renumbered as
-    the loader does (component-name order from 1).
+    the loader does (component-name order from 1). ``keep``: only these
+    components (and the spout), e.g. one report of ``bench/windowed_adclicks.py``.
     """
     import dataclasses
 
     from stormshift.topology.graph import freeze
     from stormshift.topology.loader import load_topology
 
-    graph = load_topology(EXAMPLE, name="adclicks")
+    graph = load_topology(EXAMPLE, name="adclicks", overrides=overrides)
     spout = graph.component("ad_log_spout")
     config = {**spout.config, "jsonlines.path": str(data), "jsonlines.bounded": True}
     swapped = dataclasses.replace(
@@ -369,6 +371,8 @@ def adclicks_on_files(data: Path, spout_par: int) -> Any:
         config=freeze(config), replaces=spout.class_path,
     )
     components = {**graph.components, spout.name: swapped}
+    if keep is not None:
+        components = {n: c for n, c in components.items() if n in keep or n == spout.name}
     first, next_id = {}, 1
     for name in sorted(components):
         first[name], next_id = next_id, next_id + components[name].par
@@ -565,9 +569,9 @@ def _per_tuple_ns(call: Any, chunks: list[list[Any]], rounds: int = 3) -> float:
 PHASES = {"baseline": run_baseline, "stormshift": run_stormshift, "hosting": run_hosting}
 
 
-def run_phase_in_subprocess(phase: str, argv: list[str]) -> dict[str, Any]:
-    """One phase in a fresh process (its own JVM, clean peak-RSS figures)."""
-    cmd = [sys.executable, __file__, "--phase", phase, *argv]
+def run_phase_in_subprocess(phase: str, argv: list[str], script: str = __file__) -> dict[str, Any]:
+    """One phase of ``script`` in a fresh process (its own JVM, clean peak-RSS figures)."""
+    cmd = [sys.executable, script, "--phase", phase, *argv]
     done = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, check=False,
                           env={**os.environ, "PYTHONPATH": str(REPO)})
     for line in reversed(done.stdout.splitlines()):

@@ -6,6 +6,7 @@ the command does, without click.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -117,10 +118,11 @@ def print_summary(graph: TopologyGraph, summary: Any, console: Console, top: int
         console.print(line, highlight=False, markup=False)
     print_problems(summary, console)
     for component, stream in sorted(summary.outputs):
-        latest = summary.latest(component, stream)
+        fields = graph.stream_fields(component, stream)
+        key_len = _declared_key_len(graph, component, stream, fields)
+        latest = summary.latest(component, stream, key_len)
         if latest:
-            fields = graph.stream_fields(component, stream)
-            key = fields[0] if fields else "key"
+            key = ", ".join(fields[:key_len]) if fields else "key"
             title = (f"{component} / {stream}: latest per {key} "
                      f"({len(latest)} keys, top {min(top, len(latest))} shown)")
             table = Table(title=title, min_width=len(title) + 2)  # title on one line if it fits
@@ -130,6 +132,19 @@ def print_summary(graph: TopologyGraph, summary: Any, console: Console, top: int
             for values in ranked[:top]:
                 table.add_row(*(str(v) for v in values))
             console.print(table)
+
+
+def _declared_key_len(graph: TopologyGraph, component: str, stream: str,
+                      fields: Sequence[str]) -> int:
+    """How many leading fields key a leaf stream: the ``key`` its ``shadow.results`` entry
+    declares when those are its first fields (e.g. ``[ad_id, minute]`` of a per-minute
+    report), else 1."""
+    declared = graph.config.get("shadow.results")
+    entry = declared.get(f"{component}:{stream}") if isinstance(declared, Mapping) else None
+    key = entry.get("key") if isinstance(entry, Mapping) else None
+    if isinstance(key, (list, tuple)) and key and tuple(fields[:len(key)]) == tuple(key):
+        return len(key)
+    return 1
 
 
 def print_problems(summary: Any, console: Console) -> None:

@@ -20,12 +20,20 @@ def heads(groups):
 
 
 def test_consumers_of_one_output_run_as_one_spark_stage():
-    # adclicks: parse feeds two fields groupings; both bolts read parse's rows in ONE
-    # mapInArrow, so parse's output is read once and needs no persist.
+    # adclicks: parse feeds five fields groupings (two on its default stream, three on
+    # "events"); all five read parse's rows in ONE mapInArrow, so parse's output is read
+    # once and needs no persist. The formatting bolts (local_or_shuffle) are fused into
+    # their windowed bolt; the sessions report (fields(user_id)) is a stage of its own.
     layout = Layout(load_topology(str(EXAMPLES / "adclicks"), name="adclicks"))
     groups, reads = stage_groups(layout)
-    assert heads(groups) == [["parse_bolt"], ["ads_ctr_bolt", "client_spent_bolt"]]
-    assert reads == [[SPOUTS], ["parse_bolt"]]
+    assert heads(groups) == [["parse_bolt"], ["ads_ctr_bolt", "client_spent_bolt",
+                                              "ad_ctr_minute_bolt", "advertiser_day_bolt",
+                                              "user_sessions_bolt"],
+                             ["user_sessions_report_bolt"]]
+    assert reads == [[SPOUTS], ["parse_bolt"], ["ads_ctr_bolt"]]
+    fused = {s.head: s.members for s in layout.stages}
+    assert fused["advertiser_day_bolt"] == ("advertiser_day_bolt", "daily_spend_bolt",
+                                            "budget_alert_bolt")
 
 
 def test_groups_follow_what_each_stage_reads():

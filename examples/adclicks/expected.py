@@ -6,6 +6,12 @@ lines alone (its own strict parser, no topology code) and totals
 - per ad: impressions, clicks, spend (integer micro-dollars), CTR;
 - per advertiser: spend.
 
+``compute_windowed`` computes the event-time reports the same way (by each
+record's ``ts``, whatever its arrival): per ad and UTC minute impressions and
+clicks; per advertiser and calendar day in the advertiser's zone, spend, and
+the days whose spend reaches the budget (one alert each); per user, the
+sessions (events at least ``gap`` apart split them), their events and clicks.
+
 ``dedup=False`` is the legacy Storm semantics: every well-formed line counts,
 client-retry duplicates included (double billing). ``dedup=True`` counts each
 ``event_id`` once (its first well-formed line) — what an exactly-once port
@@ -21,8 +27,11 @@ import json
 import os
 import sys
 from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from typing import NamedTuple, TextIO
+from zoneinfo import ZoneInfo
 
 _ID_FIELDS = ("slot_id", "advertiser_id", "ad_id", "user_id", "event_id")
 
@@ -99,6 +108,56 @@ def compute(lines: Iterable[str], dedup: bool = False) -> Expected:
     return out
 
 
+@dataclass
+class WindowedExpected:
+    """The event-time reports over a day of log lines (duplicates counted, as the totals)."""
+
+    ctr_by_ad_minute: dict[tuple[str, str], tuple[int, int]] = field(default_factory=dict)
+    spend_by_advertiser_day: dict[tuple[str, str], int] = field(default_factory=dict)
+    alerts: list[tuple[str, str]] = field(default_factory=list)  # (advertiser, day), sorted
+    sessions_by_user: dict[str, tuple[int, int, int]] = field(default_factory=dict)
+
+
+def utc_minute(ts_ms: int) -> str:
+    """``2023-11-30 14:05Z``."""
+    return datetime.fromtimestamp(ts_ms // 60_000 * 60, timezone.utc).strftime("%Y-%m-%d %H:%MZ")
+
+
+def local_day(ts_ms: int, zone: str) -> str:
+    """The calendar date of ``ts_ms`` in ``zone`` (``2023-11-30``)."""
+    return datetime.fromtimestamp(ts_ms // 1000, ZoneInfo(zone)).strftime("%Y-%m-%d")
+
+
+def compute_windowed(lines: Iterable[str], zone_of: Callable[[str], str], budget_micros: int,
+                     gap_ms: int = 30 * 60_000) -> WindowedExpected:
+    """The reports by event time (see the module docstring)."""
+    out = WindowedExpected()
+    ctr: dict[tuple[str, str], list[int]] = {}
+    times: dict[str, list[tuple[int, bool]]] = {}
+    for line in lines:
+        rec = parse_record(line)
+        if rec is None:
+            continue
+        click = rec["event_type"] == "click"
+        counts = ctr.setdefault((rec["ad_id"], utc_minute(rec["ts"])), [0, 0])
+        counts[1 if click else 0] += 1
+        adv = rec["advertiser_id"]
+        day = (adv, local_day(rec["ts"], zone_of(adv)))
+        out.spend_by_advertiser_day[day] = out.spend_by_advertiser_day.get(day, 0) + rec["cost"]
+        times.setdefault(rec["user_id"], []).append((rec["ts"], click))
+    out.ctr_by_ad_minute = {k: (v[0], v[1]) for k, v in ctr.items()}
+    out.alerts = sorted(k for k, v in out.spend_by_advertiser_day.items() if v >= budget_micros)
+    for user, events in times.items():
+        events.sort()
+        sessions, last = 0, None
+        for ts, _ in events:
+            if last is None or ts >= last + gap_ms:
+                sessions += 1
+            last = ts if last is None else max(last, ts)
+        out.sessions_by_user[user] = (sessions, len(events), sum(c for _, c in events))
+    return out
+
+
 def read_lines(path: str) -> Iterable[str]:
     """Lines of a JSON-lines file as AdLogSpout reads them (blank lines skipped)."""
     with open(path, encoding="utf-8") as f:
@@ -106,6 +165,16 @@ def read_lines(path: str) -> Iterable[str]:
             line = line.rstrip("\r\n")
             if line:
                 yield line
+
+
+def _adgen():  # noqa: ANN202 - a module
+    """The example's data generator (``src/adgen.py``), not topology code."""
+    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "src")
+    if src not in sys.path:
+        sys.path.insert(0, src)
+    import adgen
+
+    return adgen
 
 
 def generated_lines(
@@ -116,11 +185,7 @@ def generated_lines(
     late_rate: float = 0.02,
 ) -> Iterable[str]:
     """The lines AdLogSpout generates for this config (the data generator, not topology code)."""
-    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "src")
-    if src not in sys.path:
-        sys.path.insert(0, src)
-    import adgen  # lives in the example's src/
-
+    adgen = _adgen()
     cfg = adgen.GenConfig(
         seed=seed,
         events=events,
@@ -169,6 +234,26 @@ def summarize(
     return text
 
 
+def _zones() -> Callable[[str], str]:
+    """The advertisers' billing zones (account data, kept with the generator)."""
+    return _adgen().advertiser_zone  # type: ignore[no-any-return]
+
+
+def summarize_windowed(w: WindowedExpected, top: int = 5) -> None:
+    """The top advertiser-days by spend, the budget alerts, the busiest ad-minutes."""
+    print(f"{len(w.spend_by_advertiser_day)} advertiser-days; top {top} by spend:")
+    days = sorted(w.spend_by_advertiser_day.items(), key=lambda kv: (-kv[1], kv[0]))
+    for (adv, day), spend in days[:top]:
+        print(f"  {adv} {day} {_money(spend):>12}")
+    print(f"budget alerts: {', '.join(f'{adv} {day}' for adv, day in w.alerts) or 'none'}")
+    print(f"{len(w.ctr_by_ad_minute):,} ad-minutes; top {top} by clicks:")
+    minutes = sorted(w.ctr_by_ad_minute.items(), key=lambda kv: (-kv[1][1], kv[0]))
+    for (ad, minute), (imps, clicks) in minutes[:top]:
+        print(f"  {ad} {minute} {imps:>4} impressions {clicks:>3} clicks")
+    sessions = sum(s[0] for s in w.sessions_by_user.values())
+    print(f"{len(w.sessions_by_user):,} users, {sessions:,} sessions (gap 30 min)")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description="Expected adclicks totals, computed independently."
@@ -178,12 +263,19 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--malformed-rate", type=float, default=0.0)
     parser.add_argument("--path", help="read this JSON-lines file instead of generating")
     parser.add_argument("--dedup", action="store_true", help="count each event_id once")
+    parser.add_argument("--windowed", action="store_true",
+                        help="the event-time reports instead (adclicks.windows)")
+    parser.add_argument("--budget-micros", type=int, default=250_000_000,
+                        help="daily budget of --windowed's alerts (adclicks.daily_budget_micros)")
     args = parser.parse_args(argv)
     lines = (
         read_lines(args.path)
         if args.path
         else generated_lines(args.seed, args.events, malformed_rate=args.malformed_rate)
     )
+    if args.windowed:
+        summarize_windowed(compute_windowed(lines, _zones(), args.budget_micros))
+        return 0
     result = compute(lines, dedup=args.dedup)
     print(
         f"{result.lines:,} lines: {result.counted:,} counted, {result.malformed:,} malformed, "

@@ -5,25 +5,35 @@
 intersecting windows of a key. All sizes are integer milliseconds; windows
 are aligned to ``offset_ms`` after the epoch (UTC), or, for ``CalendarDays``,
 to midnight in a time zone (``zoneinfo``; a day is 23 or 25 hours long across
-a daylight-saving change).
+a daylight-saving change). A *keyed* assigner (``keyed = True``: calendar days
+whose zone depends on the key, e.g. the advertiser's own zone) is called as
+``assign(event_ms, key)``.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Protocol
+from typing import Any, Protocol
 from zoneinfo import ZoneInfo
 
 from stormshift.windows.window import Window
 
-__all__ = ["Assigner", "CalendarDays", "Sessions", "Sliding", "Tumbling"]
+__all__ = ["Assigner", "CalendarDays", "Sessions", "Sliding", "Tumbling", "assign"]
 
 
 class Assigner(Protocol):
     merging: bool
 
     def assign(self, event_ms: int) -> list[Window]: ...
+
+
+def assign(assigner: Any, event_ms: int, key: Any) -> list[Window]:
+    """The windows of an element of ``key`` (keyed assigners see the key)."""
+    if getattr(assigner, "keyed", False):
+        return assigner.assign(event_ms, key)  # type: ignore[no-any-return]
+    return assigner.assign(event_ms)  # type: ignore[no-any-return]
 
 
 def _positive(name: str, value: int) -> None:
@@ -92,16 +102,31 @@ class Sessions:
 @dataclass(frozen=True)
 class CalendarDays:
     """One window per calendar day in ``zone`` (an IANA name such as
-    ``"America/New_York"``): from that day's local midnight to the next."""
+    ``"America/New_York"``): from that day's local midnight to the next.
 
-    zone: str
+    With ``zone_of`` (``key -> zone name``) each key has its own zone (an
+    advertiser's days in the advertiser's zone); ``zone`` is then the zone of
+    keys it returns None for.
+    """
+
+    zone: str = "UTC"
+    zone_of: Callable[[Any], str | None] | None = None
     merging = False
 
     def __post_init__(self) -> None:
         ZoneInfo(self.zone)  # an unknown zone fails here, at declaration
 
-    def assign(self, event_ms: int) -> list[Window]:
-        tz = ZoneInfo(self.zone)
+    @property
+    def keyed(self) -> bool:
+        return self.zone_of is not None
+
+    def zone_for(self, key: Any) -> str:
+        if self.zone_of is None:
+            return self.zone
+        return self.zone_of(key) or self.zone
+
+    def assign(self, event_ms: int, key: Any = None) -> list[Window]:
+        tz = ZoneInfo(self.zone_for(key))
         # whole seconds decide the date: the milliseconds cannot cross a midnight
         day = datetime.fromtimestamp(event_ms // 1000, tz).date()
         start = datetime(day.year, day.month, day.day, tzinfo=tz)

@@ -169,7 +169,10 @@ class WindowedBolt(Bolt):  # type: ignore[misc]
             self._advance()
 
     def end_of_input(self) -> None:
-        """No more input will come: fire every window (watermark to the end of time)."""
+        """No more input will come: fire every window (watermark to the end of time).
+        A task that never received a tuple has nothing to fire and keeps no state."""
+        if self.windowing_state is None:
+            return
         state = self._state()
         state.tracker.end_of_input()
         self._advance()

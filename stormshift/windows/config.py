@@ -68,9 +68,11 @@ class Windowing:
         return cls(assigner=Sessions(gap_ms))
 
     @classmethod
-    def daily(cls, *, zone: str) -> Windowing:
-        """One window per calendar day, from midnight to midnight in ``zone``."""
-        return cls(assigner=CalendarDays(zone))
+    def daily(cls, *, zone: str = "UTC",
+              zone_of: Callable[[Any], str | None] | None = None) -> Windowing:
+        """One window per calendar day, from midnight to midnight in ``zone``, or
+        in each key's own zone ``zone_of(key)`` (``zone`` where it returns None)."""
+        return cls(assigner=CalendarDays(zone, zone_of))
 
     # -- event time -----------------------------------------------------------
     def with_timestamp_field(self, name: str) -> Windowing:

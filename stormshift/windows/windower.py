@@ -18,6 +18,10 @@ still held.
 
 State: ``windows`` (key order -> window -> ``WindowState``), ``keys``, the
 watermark and the timers: plain picklable data; ``snapshot()``/``restore()``.
+Two heaps index the windows by when the watermark fires them (``end_ms``) and
+expires them (``end_ms + allowed_lateness_ms``), so a watermark step costs what
+it fires, not the number of open windows; entries of windows merged away or
+already fired are skipped when popped (derived: rebuilt on ``restore``).
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from stormshift.windows.aggregation import Aggregation, Collect
-from stormshift.windows.assigners import Assigner
+from stormshift.windows.assigners import Assigner, assign
 from stormshift.windows.panes import Accumulation, Output, Pane, Retraction, TimerFired
 from stormshift.windows.triggers import Trigger, TriggerState
 from stormshift.windows.window import START_OF_TIME_MS, Timing, Window, stable_order
@@ -70,22 +74,31 @@ class Windower:
         self.keys: dict[str, Any] = {}
         self.watermark_ms = START_OF_TIME_MS
         self.timers: list[tuple[int, str, str]] = []  # heap of (at_ms, key order, tag)
+        self._due: list[tuple[int, int, str, Window]] = []  # (end, start, key order, window)
+        self._expiry: list[tuple[int, int, str, Window]] = []  # (end + lateness, start, ...)
+
+    def _track(self, kord: str, window: Window) -> None:
+        """Index a window that just got its state (new, or a merge of sessions)."""
+        heapq.heappush(self._due, (window.end_ms, window.start_ms, kord, window))
+        heapq.heappush(self._expiry, (window.end_ms + self.allowed_lateness_ms,
+                                      window.start_ms, kord, window))
 
     # -- input ----------------------------------------------------------------
     def add(self, key: Any, event_ms: int, item: Any, now_ms: int) -> AddResult:
         kord = stable_order(key)
         wm = self.watermark_ms
         accepted: list[Window] = []
-        for proto in self.assigner.assign(event_ms):
+        for proto in assign(self.assigner, event_ms, key):
             if wm >= proto.end_ms + self.allowed_lateness_ms:
                 continue  # expired for this window
             self.keys.setdefault(kord, key)
             states = self.windows.setdefault(kord, {})
-            window = self._merge(states, proto) if self.assigner.merging else proto
+            window = self._merge(kord, states, proto) if self.assigner.merging else proto
             state = states.get(window)
             if state is None:
                 state = states[window] = self._new_state()
                 state.trigger.on_time_fired = wm >= window.end_ms  # born late: no ON_TIME
+                self._track(kord, window)
             self._add_to(state, item)
             accepted.append(window)
         if not accepted:
@@ -123,10 +136,11 @@ class Windower:
             return []
         self.watermark_ms = wm = watermark_ms
         due: list[tuple[int, int, int, str, Window | str]] = []
-        for kord, states in self.windows.items():
-            for window, state in states.items():
-                if not state.trigger.on_time_fired and window.end_ms <= wm:
-                    due.append((window.end_ms, 0, window.start_ms, kord, window))
+        while self._due and self._due[0][0] <= wm:
+            _, _, kord, window = heapq.heappop(self._due)
+            state = self.windows.get(kord, {}).get(window)
+            if state is not None and not state.trigger.on_time_fired:
+                due.append((window.end_ms, 0, window.start_ms, kord, window))
         while self.timers and self.timers[0][0] <= wm:
             at_ms, kord, tag = heapq.heappop(self.timers)
             due.append((at_ms, 1, 0, kord, tag))
@@ -155,12 +169,12 @@ class Windower:
         return outputs
 
     def _expire(self, wm: int) -> list[Output]:
-        gone = sorted(
-            (window.end_ms, window.start_ms, kord, window)
-            for kord, states in self.windows.items()
-            for window in states
-            if wm >= window.end_ms + self.allowed_lateness_ms
-        )
+        found = set()
+        while self._expiry and self._expiry[0][0] <= wm:
+            _, _, kord, window = heapq.heappop(self._expiry)
+            if window in self.windows.get(kord, {}):
+                found.add((window.end_ms, window.start_ms, kord, window))
+        gone = sorted(found)
         outputs: list[Output] = []
         for _, _, kord, window in gone:
             state = self.windows[kord].pop(window)
@@ -184,7 +198,7 @@ class Windower:
             state.acc = agg.add(state.acc, item)
         state.delta = agg.add(state.delta, item)
 
-    def _merge(self, states: dict[Window, WindowState], proto: Window) -> Window:
+    def _merge(self, kord: str, states: dict[Window, WindowState], proto: Window) -> Window:
         """Sessions: merge ``proto`` with the key's windows it intersects."""
         parts = sorted(w for w in states if w.intersects(proto))
         merged = proto
@@ -205,6 +219,7 @@ class Windower:
         trigger.on_time_fired = trigger.on_time_fired and self.watermark_ms >= merged.end_ms
         state.trigger = trigger
         states[merged] = state
+        self._track(kord, merged)
         return merged
 
     def _fire(self, kord: str, window: Window, state: WindowState, timing: Timing) -> list[Output]:
@@ -237,3 +252,7 @@ class Windower:
         self.watermark_ms = int(snap["watermark_ms"])
         self.timers = list(snap["timers"])
         heapq.heapify(self.timers)
+        self._due, self._expiry = [], []
+        for kord, states in sorted(self.windows.items()):
+            for window in sorted(states):
+                self._track(kord, window)

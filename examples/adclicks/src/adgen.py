@@ -6,7 +6,9 @@ The ad servers wrote one JSON object per line:
      "event_type": "impression", "user_id": "u-001234",
      "event_id": "5f0c...", "ts": 1700006400123, "cost": 0}
 
-- ``ts`` is the event time in epoch milliseconds; a "day" is 86,400,000 ms.
+- ``ts`` is the event time in epoch milliseconds; a "day" is 86,400,000 ms of
+  arrivals, from noon UTC on Nov 30, 2023 to noon UTC on Dec 1: every
+  advertiser's local midnight (and month end) falls inside it.
 - ``cost`` is integer micro-dollars (1 USD = 1,000,000); money is never float.
   CPC ads (most of them) bill clicks at the ad's CPC and impressions at 0.
   CPM ads bill each impression ``cpm_micros // 1000`` and clicks at 0.
@@ -21,7 +23,12 @@ global ``random``, so the same config gives byte-identical output):
 - ``duplicate_rate`` of the lines are client retries: a byte-identical repeat
   of a recent record (same ``event_id``);
 - ``malformed_rate`` of the lines are corrupt (bad JSON, missing or mistyped
-  field, unknown event type); they carry no event.
+  field, unknown event type); they carry no event;
+- each advertiser bills in its own time zone (``advertiser_zone``); the
+  *boundary click*: the first click of ``boundary_advertiser`` arriving 30 s or
+  more after its month boundary (local midnight of Dec 1) is one logged at
+  23:59:59 on Nov 30 local time: it belongs to November although it arrives
+  after December's events. Only its ``ts`` is set, so every total stays the same.
 
 Lines are produced in arrival order, lazily, so a 200,000-line day costs no
 memory. Run as a script to write a file:
@@ -40,10 +47,17 @@ import sys
 from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
+from datetime import datetime, timedelta
+from zoneinfo import ZoneInfo
 
 DAY_MS = 86_400_000
-# 2023-11-15T00:00:00Z, a fixed midnight so the data never depends on the wall clock.
-DEFAULT_DAY_START_MS = 1_700_006_400_000
+# 2023-11-30T12:00:00Z, fixed so the data never depends on the wall clock.
+DEFAULT_DAY_START_MS = 1_701_345_600_000
+# Advertiser adv-NNN bills in ZONES[NNN % len(ZONES)] (its account's time zone).
+ZONES = ("America/New_York", "America/Los_Angeles", "Europe/Berlin", "Asia/Tokyo", "UTC",
+         "America/Chicago")
+BOUNDARY_ADVERTISER = "adv-000"
+_BOUNDARY_DELAY_MS = 30_000  # the boundary click arrives at least this long after midnight
 
 # Defaults of the topology config keys (see topologies/adclicks.py).
 DEFAULTS = {
@@ -78,6 +92,7 @@ class GenConfig:
     slots: int = 40
     users: int = 50_000
     cpm_share: float = 0.2  # fraction of ads billed per impression
+    boundary_advertiser: str | None = BOUNDARY_ADVERTISER  # None: no boundary click
 
     @classmethod
     def from_conf(cls, conf: dict) -> GenConfig:
@@ -104,6 +119,25 @@ class Ad:
     ctr: float
     cpc_micros: int  # cost of a click (0 for CPM ads)
     impression_micros: int  # cost of an impression (0 for CPC ads)
+
+
+def advertiser_zone(advertiser_id: str) -> str:
+    """The IANA time zone advertiser ``adv-NNN`` is billed in."""
+    return ZONES[int(advertiser_id.rpartition("-")[2]) % len(ZONES)]
+
+
+def month_boundary_ms(cfg: GenConfig, advertiser_id: str) -> int | None:
+    """The first local midnight starting a month in the advertiser's zone within the
+    generated day (None if the day holds none)."""
+    zone = ZoneInfo(advertiser_zone(advertiser_id))
+    start = datetime.fromtimestamp(cfg.day_start_ms // 1000, zone).date()
+    for n in range(3):
+        day = start + timedelta(days=n)
+        if day.day == 1:
+            ms = int(datetime(day.year, day.month, 1, tzinfo=zone).timestamp()) * 1000
+            if cfg.day_start_ms <= ms < cfg.day_start_ms + DAY_MS:
+                return ms
+    return None
 
 
 def make_ads(cfg: GenConfig, rng: random.Random) -> tuple[list[Ad], list[float]]:
@@ -197,6 +231,7 @@ def generate_lines(cfg: GenConfig) -> Iterator[str]:
     def pick_ad() -> Ad:
         return ads[min(bisect.bisect(cum, rng.random() * total), n_ads - 1)]
 
+    boundary = month_boundary_ms(cfg, cfg.boundary_advertiser) if cfg.boundary_advertiser else None
     pending: list[tuple[int, int, dict]] = []  # (arrival_ms, seq, click record)
     recent: deque[str] = deque(maxlen=_RETRY_WINDOW)
     seq = 0
@@ -219,6 +254,10 @@ def generate_lines(cfg: GenConfig) -> Iterator[str]:
             continue
         if pending and pending[0][0] <= arrival_ms:
             rec = heapq.heappop(pending)[2]
+            if (boundary is not None and rec["advertiser_id"] == cfg.boundary_advertiser
+                    and arrival_ms >= boundary + _BOUNDARY_DELAY_MS):
+                rec["ts"] = boundary - 1_000  # 23:59:59 local, on the last day of the month
+                boundary = None
         else:
             ad = pick_ad()
             slot, user = _below(rng, cfg.slots), _below(rng, cfg.users)

@@ -2,7 +2,7 @@
 
 import json
 
-from streamparse import Bolt
+from streamparse import Bolt, Stream
 
 FIELDS = ("slot_id", "advertiser_id", "ad_id", "event_type", "user_id", "event_id", "ts", "cost")
 ID_FIELDS = ("slot_id", "advertiser_id", "ad_id", "user_id", "event_id")
@@ -32,9 +32,13 @@ def parse_line(line):
 
 
 class ParseBolt(Bolt):
-    """Emits the parsed fields of a good line; fails a malformed one."""
+    """Emits the parsed fields of a good line; fails a malformed one.
 
-    outputs = list(FIELDS)
+    With ``adclicks.windows`` on, it emits them on the ``events`` stream too,
+    for the event-time reports (``bolts/windows.py``).
+    """
+
+    outputs = [Stream(list(FIELDS)), Stream(list(FIELDS), name="events")]
     auto_ack = False  # we ack good lines and fail bad ones ourselves
 
     def process(self, tup):
@@ -46,4 +50,6 @@ class ParseBolt(Bolt):
             self.fail(tup)
             return
         self.emit(values)
+        if self.storm_conf.get("adclicks.windows"):
+            self.emit(values, stream="events")
         self.ack(tup)
