@@ -206,6 +206,7 @@ class Case:
         """Every bolt task's committed snapshot, merged per component (dict attrs by key)."""
         from stormshift.state.deltas import fold_payloads
         from stormshift.state.snapshots import SnapshotStore
+        from stormshift.windows.state import WindowingState
 
         key = (self.checkpoint / "stormshift-state.key").read_text().strip().encode()
         store = SnapshotStore(r, self.namespace, key)
@@ -216,6 +217,10 @@ class Case:
                 attrs = fold_payloads(point.base, point.deltas) if point else {}
                 comp = merged.setdefault(bolt.name, {})
                 for name, value in sorted(attrs.items()):
+                    if isinstance(value, WindowingState):  # compared by event time only
+                        value = value.event_time_snapshot()
+                        comp.setdefault(name, []).append(value)
+                        continue
                     if isinstance(value, dict):
                         target = comp.setdefault(name, {})
                         overlap = set(target) & set(value)

@@ -69,6 +69,16 @@ class WindowingState:
             "previous": {k: list(v) for k, v in self.previous.items()},
         }
 
+    def event_time_snapshot(self) -> dict[str, Any]:
+        """``snapshot()`` without its processing-time fields (the task's clock, the next
+        watermark step, when each partition was last seen): they follow when batches ran,
+        so two runs of the same input -- one with a crash and replay, one without --
+        agree on everything else, and must."""
+        snap = self.snapshot()
+        del snap["processing_ms"], snap["next_watermark_ms"]
+        snap["watermark"] = {k: v for k, v in snap["watermark"].items() if k != "last_seen_ms"}
+        return snap
+
     def restore(self, snap: dict[str, Any]) -> None:
         if snap.get("format") != FORMAT:
             raise ValueError(f"windowing snapshot format {snap.get('format')!r}, this "
