@@ -223,3 +223,24 @@ def test_spec_requests_the_ticks_its_triggers_need() -> None:
 def test_count_windows_refuse_triggers() -> None:
     with pytest.raises(ValueError, match="count windows fire once"):
         Windowing.tumbling(count=3).with_trigger(Trigger(early_every_count=1)).check("x")
+
+
+def test_event_time_snapshot_leaves_out_only_what_follows_the_processing_clock() -> None:
+    """Two tasks fed the same tuples at different processing times: their snapshots differ,
+    their event-time snapshots (what the fault suite compares) do not."""
+    from stormshift.windows import Windowing
+    from stormshift.windows.state import WindowingState
+
+    def fed(clock_ms: int) -> WindowingState:
+        state = WindowingState.build(Windowing.tumbling(duration_ms=60_000).with_lag(1_000), [])
+        state.processing_ms = clock_ms
+        state.tracker.observe(("parse", "default", 1), 5_000, clock_ms)
+        assert state.windower is not None
+        state.windower.add("ad-1", 5_000, "click", clock_ms)
+        return state
+
+    early, late = fed(1_000), fed(9_000_000)
+    assert early.snapshot() != late.snapshot()
+    assert early.event_time_snapshot() == late.event_time_snapshot()
+    assert early.event_time_snapshot()["windows"] == early.snapshot()["windows"]
+    assert "last_seen_ms" not in early.event_time_snapshot()["watermark"]
