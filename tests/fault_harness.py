@@ -36,6 +36,8 @@ RUN_TIMEOUT_SECS = 240
 ROWS: list[dict[str, Any]] = []  # the table printed at the end of the test session
 
 
+_UNPICKLE_LOCK = threading.Lock()
+
 class SupervisedRedis(RedisProcess):
     """A redis-server that comes back (same port, same appendonly dir) after a SIGKILL."""
 
@@ -206,6 +208,7 @@ class Case:
         """Every bolt task's committed snapshot, merged per component (dict attrs by key)."""
         from stormshift.state.deltas import fold_payloads
         from stormshift.state.snapshots import SnapshotStore
+        from stormshift.topology.sources import use_sources
         from stormshift.windows.state import WindowingState
 
         key = (self.checkpoint / "stormshift-state.key").read_text().strip().encode()
@@ -214,7 +217,9 @@ class Case:
         for bolt in self.graph.bolts:
             for task in range(bolt.par):
                 point = store.load(bolt.name, task, committed + 1)
-                attrs = fold_payloads(point.base, point.deltas) if point else {}
+                with _UNPICKLE_LOCK:  # cases run in threads; each its own project's modules
+                    use_sources(self.graph.source_dirs)  # a snapshot may name the project's classes
+                    attrs = fold_payloads(point.base, point.deltas) if point else {}
                 comp = merged.setdefault(bolt.name, {})
                 for name, value in sorted(attrs.items()):
                     if isinstance(value, WindowingState):
