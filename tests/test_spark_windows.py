@@ -22,6 +22,7 @@ sys.path.insert(0, str(Path(__file__).parent / "spark_fixtures"))
 
 import windowtopo
 from test_windows_scenarios import _stream
+from windows_fixtures import collected
 from windows_harness import all_names, load, run_pure, spark_batches
 
 from stormshift.engines.spark import SparkEngine
@@ -43,14 +44,7 @@ def run_spark(spark: Any, redis_url: str, namespace: str, tmp_path: Path, name: 
                          clock=lambda: next(clock, times[-1]))
     summary = engine.run()
     assert summary.stop_reason == "done", summary.stop_reason
-    problems = [k.headline() for k in summary.problems.kinds()]
-    assert not problems, problems
-    out = []
-    for kind, payload in summary.output("collect", "default"):
-        item = json.loads(payload)
-        out.append(item if kind == "pane" else {kind: item})
-    counters = summary.components["windows"].windows
-    return out, {k: counters.get(k, 0) for k in ("on_time", "late_updated", "dropped_late")}, summary
+    return (*collected(summary), summary)
 
 
 @pytest.mark.parametrize("name", all_names())

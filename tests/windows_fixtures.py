@@ -113,14 +113,7 @@ def run_local(name: str, steps: list[dict[str, Any]] | None = None, bolt_par: in
         "topology.sleep.spout.wait.strategy.time.ms": tick_ms,
         "stormshift.idle_timeout_secs": 10**6})
     summary = engine.run()
-    problems = [k.headline() for k in summary.problems.kinds()]
-    assert not problems, problems
-    out = []
-    for kind, payload in summary.output("collect", "default"):
-        item = json.loads(payload)
-        out.append(item if kind == "pane" else {kind: item})
-    counters = summary.components["windows"].windows
-    return out, {k: counters.get(k, 0) for k in ("on_time", "late_updated", "dropped_late")}
+    return collected(summary)
 
 
 # -- billing by event time in the advertiser's zone (the month-boundary click) --------
@@ -226,3 +219,16 @@ def run_probe(windowing: str, clicks: list[list[Any]], tick_secs: float | None =
         "fixture.clicks": clicks, "fixture.windowing": windowing,
         "topology.sleep.spout.wait.strategy.time.ms": spout_wait_ms})
     return engine.run()
+
+
+def collected(summary: Any) -> tuple[list[Any], dict[str, int]]:
+    """A clean run's ``collect`` sink (panes, and late tuples as ``{kind: item}``) and the
+    ``windows`` bolt's on-time / late-updated / dropped-late counts."""
+    problems = [k.headline() for k in summary.problems.kinds()]
+    assert not problems, problems
+    out = []
+    for kind, payload in summary.output("collect", "default"):
+        item = json.loads(payload)
+        out.append(item if kind == "pane" else {kind: item})
+    counters = summary.components["windows"].windows
+    return out, {k: counters.get(k, 0) for k in ("on_time", "late_updated", "dropped_late")}
