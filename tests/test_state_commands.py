@@ -70,3 +70,22 @@ def test_hard_reset_clears_every_namespace_key_but_the_epochs(redis_client, ns):
     assert left == [K.epochs_key(ns)]
     assert redis_client.hgetall(K.epochs_key(ns)) == epochs and epochs
     assert CommitLog(redis_client, ns).committed() < 1
+
+
+def test_ls_names_a_namespace_a_newer_stormshift_wrote_and_lists_the_rest(redis_client, ns):
+    from stormshift.state import keys as K
+
+    fill(redis_client, ns)
+    newer = f"{ns}-newer"
+    commit(redis_client, newer, 1)
+    redis_client.hset(K.commit_key(newer), "format", K.FORMAT_VERSION + 1)
+    try:
+        out = cli("ls")
+        assert out.exit_code == 0 and f"{ns}: committed txid 1" in out.output
+        assert f"{newer}: not shown: state namespace {newer!r} was written in state format " \
+               f"{K.FORMAT_VERSION + 1}" in out.output and "--reset-state" in out.output
+        alone = cli("ls", newer)
+        assert alone.exit_code == 1 and "newer stormshift" in alone.output
+        assert json.loads(cli("ls", newer, "--json").output)["namespace"] == newer
+    finally:
+        redis_client.delete(*redis_client.keys(f"*{newer}*"))

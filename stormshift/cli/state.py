@@ -60,11 +60,21 @@ def _redis(redis_url: str | None) -> Any:
 @json_option
 def ls_cmd(namespace: str | None, redis_url: str | None, as_json: bool) -> None:
     """Namespaces, components, key counts, committed txid, epochs, snapshot sizes."""
+    from stormshift.errors import StateError
     from stormshift.state.inspect import describe, namespaces
 
     r = _redis(redis_url)
+    unreadable = []
     for ns in [namespace] if namespace else namespaces(r):
-        d = describe(r, ns)
+        try:
+            d = describe(r, ns)
+        except StateError as exc:  # another stormshift's namespace in a shared Redis
+            unreadable.append(str(exc))
+            if as_json:
+                click.echo(_dumps({"namespace": ns, "error": str(exc)}))
+            else:
+                click.echo(f"{ns}: not shown: {exc}")
+            continue
         if as_json:
             click.echo(_dumps(d))
             continue
@@ -77,6 +87,8 @@ def ls_cmd(namespace: str | None, redis_url: str | None, as_json: bool) -> None:
             sizes = d["snapshots_bytes"].get(task, {})
             snap = ", ".join(f"txid {t}: {b} B" for t, b in sorted(sizes.items())) or "no snapshot"
             click.echo(f"  task {task}: epoch {epoch}, {snap}")
+    if namespace and unreadable:
+        raise SystemExit(1)
 
 
 @state_group.command("get")

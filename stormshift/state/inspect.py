@@ -106,11 +106,12 @@ def _snapshot_sizes(r: Any, ns: str) -> dict[str, dict[int, int]]:
 
 def describe(r: Any, ns: str) -> dict[str, Any]:
     """One namespace as plain data: committed txid, checkpoints, epochs, maps and their key
-    counts, snapshot sizes, dead letters."""
+    counts, snapshot sizes, dead letters. StateError if a newer stormshift wrote it."""
     from stormshift.state.commit import CommitLog
     from stormshift.state.deadletter import DeadLetters
 
     log = CommitLog(r, ns)
+    log.check_format()  # a newer layout is not guessed at: StateError with the fix
     epochs = {k.decode(): int(v) for k, v in sorted(r.hgetall(K.epochs_key(ns)).items())}
     return {
         "namespace": ns,
