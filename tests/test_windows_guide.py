@@ -12,50 +12,19 @@ from __future__ import annotations
 
 import os
 import re
-import shlex
 import subprocess
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from guide_outputs import Shown, shown_outputs
 
 ROOT = Path(__file__).resolve().parents[1]
 GUIDE = ROOT / "migrations_guide" / "windows.md"
 _ELAPSED = re.compile(r"(spout tuples), \d+\.\d+s")
 
 
-@dataclass(frozen=True)
-class Shown:
-    line: int
-    argv: tuple[str, ...]
-    output: tuple[str, ...]
-    exit_code: int
-
-    @property
-    def id(self) -> str:
-        return f"windows.md:{self.line} {' '.join(self.argv)}"[:110]
-
-
-def shown_outputs() -> list[Shown]:
-    found: list[Shown] = []
-    lines = GUIDE.read_text(encoding="utf-8").splitlines()
-    i = 0
-    while i < len(lines):
-        if lines[i].strip() == "```text" and lines[i + 1].startswith(("$ stormshift ",
-                                                                       "$ python ")):
-            end = lines.index("```", i + 1)
-            body = lines[i + 2:end]
-            code = re.fullmatch(r"\[exit code (\d+)\]", body[-1])
-            assert code, f"windows.md:{end}: a shown output ends with [exit code N]"
-            found.append(Shown(i + 2, tuple(shlex.split(lines[i + 1][2:])),
-                               tuple(line.rstrip() for line in body[:-1]), int(code.group(1))))
-            i = end
-        i += 1
-    return found
-
-
-SHOWN = shown_outputs()
+SHOWN = shown_outputs(GUIDE, ("stormshift", "python"))
 
 
 def normalized(lines: list[str] | tuple[str, ...]) -> list[str]:
