@@ -53,13 +53,11 @@ from typing import Any
 
 from stormshift.errors import SourceDataLostError, TopologyError
 from stormshift.spouts.base import RecordDecodeError, ReplayableSpout, msg_id_for, parse_msg_id
-from stormshift.spouts.jsonlines import decode_json_fields
+from stormshift.spouts.kafka_records import RECORD_FIELDS, RecordDecoder, client_conf
 
 __all__ = ["RECORD_FIELDS", "KafkaSpout", "check_not_lost", "partition_name", "split_partition"]
 
-RECORD_FIELDS = ("key", "value", "topic", "partition", "offset", "timestamp", "headers")
 _STARTS = ("earliest", "latest", "timestamp", "committed")
-_PASS_PREFIXES = ("sasl.", "ssl.")
 _CONSUME_MAX = 10_000
 _POLL_SECS = 1.0
 _META_TIMEOUT_SECS = 10.0
@@ -125,18 +123,19 @@ class KafkaSpout(ReplayableSpout):
         if (self._start == "committed" or self._commit) and not self._group:
             raise TopologyError("kafka.start 'committed' and kafka.commit need kafka.group_id",
                                 component=name, fix='set "kafka.group_id" to the consumer group')
-        self._value_format = self._choice(conf, "value_format", ("text", "json", "bytes"), "text")
-        self._key_format = self._choice(conf, "key_format", ("text", "bytes"), "text")
         json_fields = self._conf_value(conf, "json_fields")
-        self._json_fields = tuple(map(str, json_fields)) if json_fields else None
         fields = self._conf_value(conf, "fields", ["value"])
         if isinstance(fields, str) or not fields or any(f not in RECORD_FIELDS for f in fields):
             raise TopologyError(f"kafka.fields must be a list of {list(RECORD_FIELDS)}, got {fields!r}",
                                 component=name, fix='e.g. "kafka.fields": ["key", "value"]')
-        self._fields = tuple(fields)
+        self._records = RecordDecoder(
+            name, tuple(fields),
+            self._choice(conf, "value_format", ("text", "json", "bytes"), "text"),
+            self._choice(conf, "key_format", ("text", "bytes"), "text"),
+            tuple(map(str, json_fields)) if json_fields else None)
         self._bounded = bool(self._conf_value(conf, "bounded", False))
         self._read_timeout = float(self._conf_value(conf, "read_timeout_secs", 300))
-        self._client_conf = _client_conf(conf, self._servers)
+        self._client_conf = client_conf(conf, self._servers)
         self._consumer: Any = None
         self._known: list[str] = []
         self._initial: dict[str, int] | None = None
@@ -330,21 +329,22 @@ class KafkaSpout(ReplayableSpout):
 
     def replay_read(self, partition: str, start: Any, end: Any) -> Iterator[tuple[list[Any], str]]:
         for message in self._fetch(partition, int(start), int(end)):
-            yield self._decode(partition, message), msg_id_for(partition, message.offset())
+            yield self._records.decode(partition, message), msg_id_for(partition, message.offset())
 
     def replay_values(self, partition: str, start: Any, end: Any,
                       on_error: Callable[[RecordDecodeError], None]) -> Iterator[list[list[Any]]]:
         block: list[list[Any]] = []
-        plain_text = self._fields == ("value",) and self._value_format == "text"
+        decode = self._records.decode
+        plain_text = self._records.plain_text
         for message in self._fetch(partition, int(start), int(end)):
             try:
                 if plain_text:
                     try:
                         block.append([message.value().decode("utf-8")])
                     except (AttributeError, UnicodeDecodeError):
-                        block.append(self._decode(partition, message))
+                        block.append(decode(partition, message))
                 else:
-                    block.append(self._decode(partition, message))
+                    block.append(decode(partition, message))
             except RecordDecodeError as err:
                 on_error(err)
             if len(block) >= 1024:
@@ -352,56 +352,6 @@ class KafkaSpout(ReplayableSpout):
                 block = []
         if block:
             yield block
-
-    def _decode(self, partition: str, message: Any) -> list[Any]:
-        values: list[Any] = []
-        try:
-            for field in self._fields:
-                if field == "value":
-                    values.extend(self._value(message.value()))
-                elif field == "key":
-                    values.append(self._text(message.key(), self._key_format, "key"))
-                elif field == "headers":
-                    values.append([[k, self._text(v, self._key_format, f"header {k!r}")]
-                                   for k, v in message.headers() or []])
-                elif field == "timestamp":
-                    values.append(message.timestamp()[1])
-                else:
-                    values.append({"topic": message.topic, "partition": message.partition,
-                                   "offset": message.offset}[field]())
-        except ValueError as exc:
-            raise RecordDecodeError(
-                f"Kafka topic {message.topic()!r} partition {message.partition()} offset "
-                f"{message.offset()}: {exc}", component=self._name(), partition=partition,
-                offset=message.offset(), raw=_raw(message)) from None
-        return values
-
-    def _value(self, raw: bytes | None) -> list[Any]:
-        if self._value_format == "bytes" or raw is None:
-            return [raw] * (len(self._json_fields) if self._json_fields and raw is None else 1)
-        text = self._text(raw, "text", "value")
-        if self._value_format == "text":
-            return [text]
-        if self._json_fields is None:
-            import json
-
-            try:
-                return [json.loads(text)]
-            except ValueError as exc:
-                raise ValueError(f"value is not JSON ({exc})") from None
-        values = decode_json_fields(text, self._json_fields)
-        if isinstance(values, str):
-            raise ValueError(f"value {values}")  # noqa: TRY004 - a bad record, reported as such
-        return values
-
-    @staticmethod
-    def _text(raw: bytes | None, fmt: str, what: str) -> Any:
-        if raw is None or fmt == "bytes":
-            return raw
-        try:
-            return raw.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise ValueError(f"{what} is not UTF-8 ({exc})") from None
 
     # -- committing back to the group -------------------------------------
     def replay_commit(self, offsets: Mapping[str, Any]) -> None:
@@ -439,32 +389,3 @@ class KafkaSpout(ReplayableSpout):
         for partition, offset in waiting:
             safe[partition] = min(safe.get(partition, int(offset)), int(offset) - 1)
         return safe
-
-
-def _raw(message: Any) -> dict[str, Any]:
-    def text(raw: bytes | None) -> str | None:
-        return None if raw is None else raw.decode("utf-8", errors="backslashreplace")
-
-    return {"topic": message.topic(), "partition": message.partition(), "offset": message.offset(),
-            "key": text(message.key()), "value": text(message.value())}
-
-
-def _client_conf(conf: Mapping[str, Any], servers: str) -> dict[str, Any]:
-    """confluent-kafka settings: security keys as they are, ``kafka.client.*`` unprefixed."""
-    out: dict[str, Any] = {
-        "bootstrap.servers": servers,
-        "enable.auto.commit": False,
-        "enable.auto.offset.store": False,
-        "enable.partition.eof": True,
-        "auto.offset.reset": "error",  # an offset retention deleted is an error, never a skip
-        "log.connection.close": False,
-        "log_level": 2,  # an unreachable broker is retried and reported by the spout, not logged
-        # ranges are read once they exist: no long-poll wait (500 ms by default per fetch)
-        "fetch.wait.max.ms": 10,
-    }
-    for key, value in conf.items():
-        if key.startswith(_PASS_PREFIXES) or key == "security.protocol":
-            out[key] = value
-        elif key.startswith("kafka.client."):
-            out[key[len("kafka.client."):]] = value
-    return out
