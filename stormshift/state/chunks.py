@@ -45,14 +45,14 @@ __all__ = ["ChunkHead", "ChunkLog", "ids_digest"]
 
 class ChunkHead(NamedTuple):
     start: int  # seq of the chunk's first tuple
-    count: int
+    tuples: int
     ended: bool  # the spout's input ended with this chunk
     digest: bytes  # ids_digest of its msg ids
     last_id: Any  # msg id of its last tuple (None: none, or an empty chunk)
 
     @property
     def end(self) -> int:
-        return self.start + self.count
+        return self.start + self.tuples
 
 
 def ids_digest(msg_ids: Sequence[Any]) -> bytes:
@@ -91,7 +91,7 @@ class ChunkLog:
         """Log chunk ``number``; False if it was logged already (by another attempt).
         Raises FencedError if a newer attempt took the task."""
         pack = msgpack.Packer(use_bin_type=True).pack
-        header = pack([head.start, head.count, head.ended, head.digest, _plain_id(head.last_id)])
+        header = pack([head.start, head.tuples, head.ended, head.digest, _plain_id(head.last_id)])
         payload = pack([list(entries), [_plain_id(m) for m in msg_ids]])
         (done,) = run_scripts(self.r, [("chunk_put", [self.fence_key, self.heads_key, self.data_key],
                                         [self.epoch, WAL_TXID, self.who, number, header, payload])])

@@ -22,7 +22,14 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from stormshift.engines.spark.source.offsets import after_done, counts_of, limits, next_offset, over_budget, resume
+from stormshift.engines.spark.source.offsets import (
+    after_done,
+    counts_of,
+    limits,
+    next_offset,
+    over_budget,
+    resume,
+)
 from stormshift.engines.spark.source.options import ChunkPartition, Opts
 from stormshift.errors import StateError
 
@@ -59,7 +66,7 @@ def plan_chunks(opts: Opts, start: dict, heads: Sequence[Any], idle: Sequence[bo
             if h is None:
                 raise StateError(f"spout {opts.spout!r} task {i}: chunk {x[i] - 1} was planned and "
                                  "its batch ran, but it is not logged (its chunk log was deleted?)")
-            counts[i] += h.count
+            counts[i] += h.tuples
             s[i], e[i], w[i] = h.end, e[i] or h.ended, False
         e[i] = e[i] or bool(idle[i])
     capped = over_budget(opts, counts)
@@ -110,7 +117,7 @@ class ChunkPlanner:
             if self.opts.idle_ms <= 0 or start["e"][i] or h is None:
                 out.append(False)
                 continue
-            if h.count:
+            if h.tuples:
                 self.last_new[i] = now
             idle = (now - self.last_new[i]) * 1000 >= self.opts.idle_ms
             if idle:

@@ -36,7 +36,7 @@ from stormshift.engines.spark import faults
 from stormshift.errors import StormshiftError
 from stormshift.state.chunks import ChunkHead, ChunkLog, ids_digest
 
-__all__ = ["LiveSpout", "SpoutNotDeterministic", "chunk_entries", "forget_live_spouts"]
+__all__ = ["LiveSpout", "SpoutNotDeterministic", "chunk_entries", "drain_acks", "forget_live_spouts"]
 
 _EMPTY_SLEEP_SECS = 0.001
 CATCH_UP_STALL_SECS = 60.0  # a replay that gets no emit for this long is not deterministic
@@ -154,29 +154,29 @@ class LiveSpout:
     # -- catching up ----------------------------------------------------------
     def replay(self, number: int, head: ChunkHead) -> None:
         """Re-emit chunk ``number`` (discarding the emits) and check it against its head."""
-        items, self.carry = self.carry[:head.count], self.carry[head.count:]
+        items, self.carry = self.carry[:head.tuples], self.carry[head.tuples:]
         stalled = time.monotonic()
-        while len(items) < head.count and not self.host.exhausted:
+        while len(items) < head.tuples and not self.host.exhausted:
             got = self._next(False)
             if got:
                 items += got
                 stalled = time.monotonic()
             elif time.monotonic() - stalled > CATCH_UP_STALL_SECS:
                 break
-        if len(items) > head.count:
-            items, self.carry = items[:head.count], items[head.count:] + self.carry
+        if len(items) > head.tuples:
+            items, self.carry = items[:head.tuples], items[head.tuples:] + self.carry
         msg_ids = [m for _, m in items]
-        if len(items) != head.count or ids_digest(msg_ids) != head.digest:
+        if len(items) != head.tuples or ids_digest(msg_ids) != head.digest:
             raise SpoutNotDeterministic(not_deterministic(self.spout, self.host.task_index, number,
                                                           head, msg_ids))
         self.advance(number, msg_ids)
 
 
 def not_deterministic(spout: str, task: int, number: int, head: ChunkHead, got: list[Any]) -> str:
-    what = (f"{len(got)} tuples" if len(got) != head.count else
+    what = (f"{len(got)} tuples" if len(got) != head.tuples else
             f"other msg ids (last {got[-1]!r}, logged {head.last_id!r})" if got else "other msg ids")
     return (f"spout {spout!r} task {task} is not deterministic: a fresh instance, run from "
-            f"initialize(), re-emitted {what} where its log's chunk {number} holds {head.count} "
+            f"initialize(), re-emitted {what} where its log's chunk {number} holds {head.tuples} "
             f"tuples (msg ids up to {head.last_id!r}), so it cannot take over the task on another "
             "worker. Fix: run it on the planner path (remove stormshift.spout.executor from the "
             "topology or spout config), or define resume(self, last_msg_id) on the spout class: "
@@ -252,7 +252,7 @@ def _resume(live: LiveSpout, resume: Any, number: int, log: ChunkLog) -> None:
     """A spout with a ``resume(last_msg_id)`` hook seeks past the last logged tuple; the msg
     ids of logged chunks not yet acked become its unacked ones (their acks come to it)."""
     heads = log.heads(list(range(number)))
-    last = next((h.last_id for h in reversed(heads) if h is not None and h.count), None)
+    last = next((h.last_id for h in reversed(heads) if h is not None and h.tuples), None)
     resume(last)
     acked = log.acked()
     waiting = list(range(acked, number))
@@ -294,6 +294,16 @@ def chunk_entries(opts: Any, task: int, number: int, limit: int) -> list[Any]:
     live.advance(number, msg_ids)
     faults.hit("source.after_chunk_log", spout=opts.spout, task=task, chunk=number)
     return entries
+
+
+def drain_acks(opts: Any, task: int) -> None:
+    """A read with no chunk (the task ended, or the batch that ends the run): the task's
+    instance on this worker, if any, still gets the acks of committed chunks."""
+    live = _LIVE.get(_cache_key(opts, task))
+    if live is not None and live.unacked:
+        from stormshift.engines.spark.runtime.worker import redis_for
+
+        live.drain_acks(ChunkLog(redis_for(opts.redis_url), opts.namespace, opts.spout, task).acked())
 
 
 class _Lost(Exception):

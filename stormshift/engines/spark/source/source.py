@@ -25,6 +25,9 @@ appends the emits to the write-ahead log (``stormshift.state.wal``), or, with
 so ahead of the batches (``pump.py``); ``latestOffset`` takes up to ``batch_max``
 logged tuples per task, cut at the task's ``--max-tuples`` target. Either way a tuple is logged before an offset covering it leaves.
 ``commit(end)`` acks the tuples of committed batches, then trims the log.
+With ``stormshift.spout.executor`` (``chunk_planner.py``) no spout runs here: the
+offset holds chunk numbers (``x``), and the first read of a chunk runs the spout
+and logs it (``live_spout.py``); a re-read reads the log.
 Replayable spouts (``stormshift.spouts.base``) are read through their replay
 interface and need no log. ``read`` reads its partition's range through the
 one spout-range reader (``spoutrange.py``) and sends its tuples as rows where
@@ -40,7 +43,12 @@ from typing import Any
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 
 from stormshift.engines.spark import rows as R
-from stormshift.engines.spark.source.options import ChunkPartition, Opts, ReplayPartition, WalPartition
+from stormshift.engines.spark.source.options import (
+    ChunkPartition,
+    Opts,
+    ReplayPartition,
+    WalPartition,
+)
 
 __all__ = ["SOURCE_NAME", "SpoutSource", "read_partition"]
 
@@ -137,6 +145,10 @@ def read_partition(opts: Opts, partition: InputPartition) -> Any:
 
         assert isinstance(partition, ChunkPartition)
         entries = chunk_entries(opts, rng.task, rng.chunk, partition.limit)
+    elif isinstance(partition, ChunkPartition):
+        from stormshift.engines.spark.source.live_spout import drain_acks
+
+        drain_acks(opts, rng.task)
     layout = Layout(opts.graph)
     src = opts.graph.component(opts.spout).task_id(rng.task)
     heads = sorted(layout.colocated(opts.spout))
