@@ -171,3 +171,42 @@ def test_a_spout_that_does_not_re_emit_the_same_ids_is_refused(redis_url: str, n
     text = str(err.value)
     assert "'numbers'" in text and "not deterministic" in text
     assert "planner path" in text and "resume(self, last_msg_id)" in text
+
+
+# -- pure: bringing an instance to the head by replay -----------------------------------
+def _live(**conf: Any) -> Any:
+    from stormshift.adapters.host import SpoutHost
+    from stormshift.engines.spark.layout import Layout
+    from stormshift.engines.spark.source.live_spout import LiveSpout
+
+    chunktopo.STATS.update(next_tuple=0, acked=[], resumed=[])
+    graph = load_topology(chunktopo.Counting, overrides=conf or None)
+    host = SpoutHost(graph, SPOUT, 0, colocated=Layout(graph).colocated(SPOUT))
+    host.open()
+    codes = {"default": Layout(graph).stream_code[(SPOUT, "default")]}
+    return LiveSpout(host, SPOUT, codes, {c.name: c.first_task_id for c in graph}, None, None)
+
+
+def _head(start: int, ids: list[int], ended: bool = False) -> ChunkHead:
+    from stormshift.state.chunks import ids_digest
+
+    return ChunkHead(start, len(ids), ended, ids_digest(ids), ids[-1] if ids else None)
+
+
+@pytest.mark.unit
+def test_replay_accepts_the_logged_ids_and_keeps_what_a_call_emitted_past_the_chunk() -> None:
+    live = _live(**{"chunk.per_call": 3})
+    live.replay(0, _head(0, [0, 1, 2, 3, 4]))
+    live.replay(1, _head(5, []))  # an empty chunk (the spout had nothing within the budget)
+    assert (live.number, live.seq, [m for _, m in live.carry]) == (2, 5, [5])
+    items, ended = live.collect(4, 100)
+    assert [m for _, m in items] == [5, 6, 7, 8] and not ended
+    assert [n for n, _ in live.unacked] == [0, 1]
+
+
+@pytest.mark.unit
+def test_replay_refuses_other_ids_or_fewer_tuples_naming_the_spout_and_the_fix() -> None:
+    with pytest.raises(SpoutNotDeterministic, match=r"'numbers' task 0 .*chunk 0 .*planner path"):
+        _live().replay(0, _head(0, [0, 1, 7]))
+    with pytest.raises(SpoutNotDeterministic, match="re-emitted 10 tuples where its log's chunk 0 holds 11"):
+        _live(**{"chunk.limit": 10}).replay(0, _head(0, list(range(11))))
