@@ -21,11 +21,13 @@ measures, each phase in its own process:
    ``own_inline`` the same with ``lead_batches`` = 0 (no pump).
 4. ``own_exec`` -- the same with the spout on executors (``stormshift.spout.executor``:
    each batch's read runs ``next_tuple`` and logs its chunk); ``own_exec_par2`` with two
-   spout tasks (scaling with executors). The planner phase also drives executor mode
+   spout tasks (scaling with executors), beside ``pipeline_par2`` (the free spout in the
+   same shape: 2 tasks, ``--batch`` each per batch). The planner phase also drives executor mode
    without Spark (``executor``: planner calls and each chunk's read in one process).
 
 Ratio printed: spout events/s / pipeline events/s (target >= 1), own / pipeline, own_exec /
-own_inline (executor vs planner path) and own_exec_par2 / own_exec.
+own_inline (executor vs planner path), own_exec_par2 / own_exec and / pipeline_par2; in
+executor mode, the catch-ups (instances built, tuples re-emitted to reach the log's head).
 ``--profile`` prints where the planner's time goes (cProfile, per tuple). Usage::
 
     python bench/spout_throughput.py --events 300000 --batch 50000 [--baseline-rev main]
@@ -227,18 +229,39 @@ def run_on_spark(args: argparse.Namespace, graph: Any) -> dict[str, Any]:
             started = time.perf_counter()
             summary = engine.run(on_progress=lambda line: batches.extend(sa._batch_of(line)))
             elapsed = time.perf_counter() - started
+            catch_up = chunk_stats(args.redis, namespace, graph)
         finally:
             spark.stop()
             sa._delete_namespace(args.redis, namespace)
     sizes, durations = [n for n, _ in batches], [ms for _, ms in batches]
     return {"events": sum(sizes), "elapsed_s": elapsed, "events_per_s": sum(sizes) / elapsed,
             "steady_events_per_s": sa.steady_rate(sizes, durations), "batches": len(sizes),
-            "stop_reason": summary.stop_reason}
+            "stop_reason": summary.stop_reason, "catch_up": catch_up}
+
+
+def chunk_stats(url: str, namespace: str, graph: Any) -> dict[str, int]:
+    """Executor mode: instances built, and tuples re-emitted to reach a log's head, summed
+    over the spout's tasks (``state/chunks.py``; empty on the planner path)."""
+    import redis
+
+    from stormshift.state.chunks import ChunkLog
+
+    r, total = redis.Redis.from_url(url), {}
+    for task in range(graph.component(SPOUT).par):
+        for name, n in ChunkLog(r, namespace, SPOUT, task).stats().items():
+            total[name] = total.get(name, 0) + n
+    return total
 
 
 def run_pipeline(args: argparse.Namespace) -> dict[str, Any]:
     data = sa.ensure_data(args.events, args.batch, 1, Path(args.data_root))
     return run_on_spark(args, sa.adclicks_on_files(data, 1))
+
+
+def run_pipeline_par2(args: argparse.Namespace) -> dict[str, Any]:
+    """The pipeline in own_exec_par2's shape: 2 spout tasks, ``--batch`` lines each per batch."""
+    data = sa.ensure_data(args.events, 2 * args.batch, 2, Path(args.data_root))
+    return run_on_spark(args, sa.adclicks_on_files(data, 2))
 
 
 def run_own(args: argparse.Namespace) -> dict[str, Any]:
@@ -258,8 +281,9 @@ def run_own_exec_par2(args: argparse.Namespace) -> dict[str, Any]:
 
 
 PHASES = {"planner": run_planner, "pipeline": run_pipeline, "own": run_own,
-          "own_inline": run_own_inline, "own_exec": run_own_exec, "own_exec_par2": run_own_exec_par2}
-SPARK_PHASES = ("pipeline", "own", "own_inline", "own_exec", "own_exec_par2")
+          "own_inline": run_own_inline, "own_exec": run_own_exec, "own_exec_par2": run_own_exec_par2,
+          "pipeline_par2": run_pipeline_par2}
+SPARK_PHASES = ("pipeline", "own", "own_inline", "own_exec", "pipeline_par2", "own_exec_par2")
 
 
 # ------------------------------------------------------------------ main -----
@@ -320,6 +344,10 @@ def report(args: argparse.Namespace, results: dict[str, dict[str, Any]]) -> None
             print(f"{label:>13} on Spark: {rate(results[label])}")
     for label in SPARK_PHASES[1:]:
         own = results.get(label, {}).get("events_per_s")
+        if results.get(label, {}).get("catch_up"):
+            print(f"  {label} catch-ups: {results[label]['catch_up']}")
+        if label == "pipeline_par2":
+            continue
         if own and pipe:
             print(f"  {label} (adclicks with its own spout) / pipeline with a free spout: {own / pipe:.2f}")
     ex, inline = (results.get(k, {}).get("events_per_s") for k in ("own_exec", "own_inline"))
@@ -328,6 +356,9 @@ def report(args: argparse.Namespace, results: dict[str, dict[str, Any]]) -> None
     par2 = results.get("own_exec_par2", {}).get("events_per_s")
     if ex and par2:
         print(f"  own_exec_par2 / own_exec (spout par 2 vs 1, executor mode): {par2 / ex:.2f}")
+    pipe2 = results.get("pipeline_par2", {}).get("events_per_s")
+    if pipe2 and par2:
+        print(f"  own_exec_par2 / pipeline_par2 (same shape, free spout): {par2 / pipe2:.2f}")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -338,8 +369,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--master", default="local[2]")
     p.add_argument("--redis", default="redis://127.0.0.1:6379")
     p.add_argument("--data-root", default=os.path.join(tempfile.gettempdir(), "stormshift-bench"))
-    p.add_argument("--only", default="planner,pipeline,own,own_inline,own_exec,own_exec_par2",
-                   help="comma list of: planner, pipeline, own, own_inline, own_exec, own_exec_par2")
+    p.add_argument("--only", default="planner,pipeline,own,own_inline,own_exec,pipeline_par2,own_exec_par2",
+                   help="comma list of: planner, pipeline, own, own_inline, own_exec, pipeline_par2, "
+                        "own_exec_par2")
     p.add_argument("--baseline-rev", action="append", default=[],
                    help="also run the planner phase on this commit's code (repeatable)")
     p.add_argument("--profile", action="store_true",

@@ -19,6 +19,7 @@ sys.path.insert(0, str(Path(__file__).parent / "spark_fixtures"))
 
 import chunktopo
 
+from stormshift.engines.spark.runtime.worker import redis_for
 from stormshift.engines.spark.source.chunk_planner import plan_chunks
 from stormshift.engines.spark.source.live_spout import (
     SpoutNotDeterministic,
@@ -27,7 +28,7 @@ from stormshift.engines.spark.source.live_spout import (
 )
 from stormshift.engines.spark.source.options import Opts, source_options
 from stormshift.engines.spark.source.planner import make_planner
-from stormshift.state.chunks import ChunkHead
+from stormshift.state.chunks import ChunkHead, ChunkLog
 from stormshift.topology.loader import load_topology
 
 SPOUT = "numbers"
@@ -142,6 +143,8 @@ def test_fresh_workers_and_retried_reads_read_the_same_tuples(redis_url: str, na
     assert drive(opts, fresh_every=2, retry_every=3) == expected(2, 1000)
     acked = set(chunktopo.STATS["acked"])  # each instance acks what it emitted or re-emitted
     assert acked <= {n for row in expected(2, 1000) for n in row} and len(acked) >= 2 * (1000 - 2 * 128)
+    stats = [ChunkLog(redis_for(redis_url), namespace, SPOUT, i).stats() for i in range(2)]
+    assert all(s["fresh"] >= 4 and s["replayed"] > 0 for s in stats), stats
 
 
 @pytest.mark.redis
@@ -160,6 +163,8 @@ def test_a_resume_hook_seeks_instead_of_replaying(redis_url: str, namespace: str
     assert drive(opts, fresh_every=2) == expected(1, 1000)
     assert chunktopo.STATS["resumed"][:2] == [99, 299]
     assert chunktopo.STATS["next_tuple"] <= 1000 + 20  # no replay from the start
+    stats = ChunkLog(redis_for(redis_url), namespace, SPOUT, 0).stats()
+    assert stats["resumed"] >= 4 and "replayed" not in stats, stats
 
 
 @pytest.mark.redis

@@ -21,6 +21,8 @@ Words:
 - *ack mark*: chunks below it are in committed batches (the planner's
   ``commit``); the instance acks their msg ids before its next read. One
   integer per task: the ack channel never grows.
+- *stats*: how often a read had to build an instance and how many tuples it
+  re-emitted to reach the head (``count``; nothing reads them to decide).
 
 Writes of a chunk are fenced by the epoch the read attempt took (``fencing``)
 and first-writer-wins per chunk number (``chunk_put``): a second attempt
@@ -77,6 +79,7 @@ class ChunkLog:
         self.heads_key = K.chunk_key(namespace, component, task_index, "heads")
         self.data_key = K.chunk_key(namespace, component, task_index, "data")
         self.acked_key = K.chunk_key(namespace, component, task_index, "acked")
+        self.stats_key = K.chunk_key(namespace, component, task_index, "stats")
         self.fence_key = K.fence_key(namespace, K.task_group(component, task_index))
         self.who = K.who(component, task_index)
         self.epoch = 0
@@ -130,6 +133,17 @@ class ChunkLog:
         raw = self.r.get(self.acked_key)
         return int(raw) if raw is not None else 0
 
+    def count(self, **fields: int) -> None:
+        """Add to the task's catch-up counters (``fresh`` instances built, ``resumed``,
+        ``replayed`` tuples re-emitted to reach the head): for benches and tests."""
+        pipe = self.r.pipeline(transaction=False)
+        for name, n in sorted(fields.items()):
+            pipe.hincrby(self.stats_key, name, n)
+        pipe.execute()
+
+    def stats(self) -> dict[str, int]:
+        return {k.decode(): int(v) for k, v in self.r.hgetall(self.stats_key).items()}
+
     # -- planner side ----------------------------------------------------------
     def ack_through(self, mark: int, trimmed_from: int) -> None:
         """Chunks below ``mark`` are in committed batches: raise the ack mark (never lower
@@ -141,7 +155,7 @@ class ChunkLog:
         pipe.execute()
 
     def delete(self) -> None:
-        self.r.delete(self.heads_key, self.data_key, self.acked_key)
+        self.r.delete(self.heads_key, self.data_key, self.acked_key, self.stats_key)
 
 
 def _head(raw: bytes) -> ChunkHead:

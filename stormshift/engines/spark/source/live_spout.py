@@ -232,18 +232,25 @@ def _at_head(opts: Any, task: int, number: int, log: ChunkLog) -> LiveSpout:
     """This worker's instance of the task, brought to chunk ``number`` (module doc)."""
     key = _cache_key(opts, task)
     live = _LIVE.pop(key, None)
+    stats: dict[str, int] = {}
     if live is None or live.number > number:
         live = _fresh(opts, task, log)
+        stats["fresh"] = 1
         resume = getattr(live.host.instance, "resume", None)
         if callable(resume) and number > 0:
             _resume(live, resume, number, log)
+            stats["resumed"] = 1
     if live.number < number:
+        seq = live.seq
         todo = list(range(live.number, number))
         for n, head in zip(todo, log.heads(todo)):
             if head is None:
                 raise SpoutNotDeterministic(f"spout {opts.spout!r} task {task}: chunk {n} is not "
                                             "logged; cannot bring an instance to the log's head")
             live.replay(n, head)
+        stats["replayed"] = live.seq - seq
+    if stats:
+        log.count(**stats)
     _LIVE[key] = live
     return live
 
