@@ -102,7 +102,7 @@ def test_adclicks_own_spout_on_executors_exact_after_a_kill(name: str, runner: C
         assert out.retried >= 1 and len(out.exit_codes) == 1, (out.retried, out.exit_codes)
         # task 1's next chunk was logged by a worker without its instance: it re-ran the
         # generator up to the log's head, checked against the logged chunks
-        assert out.chunk_stats.get("replayed", 0) >= 1000, out.chunk_stats
+        assert out.chunk_stats.get("replayed", 0) > 0, out.chunk_stats
     _assert_expected_totals(out)
     assert out.finals() == base.finals()
     assert out.emit_counts() == base.emit_counts()  # no event counted twice, none lost
