@@ -215,3 +215,22 @@ def test_replay_refuses_other_ids_or_fewer_tuples_naming_the_spout_and_the_fix()
         _live().replay(0, _head(0, [0, 1, 7]))
     with pytest.raises(SpoutNotDeterministic, match="re-emitted 10 tuples where its log's chunk 0 holds 11"):
         _live(**{"chunk.limit": 10}).replay(0, _head(0, list(range(11))))
+
+
+@pytest.mark.redis
+def test_a_chunk_is_logged_once_and_a_zombie_attempt_is_fenced(redis_url: str, namespace: str) -> None:
+    from stormshift.errors import FencedError
+    from stormshift.state.chunks import ids_digest
+
+    r = redis_for(redis_url)
+    zombie, attempt = (ChunkLog(r, namespace, SPOUT, 0) for _ in range(2))
+    zombie.take_epoch()
+    attempt.take_epoch()
+    head = ChunkHead(0, 1, False, ids_digest([7]), 7)
+    with pytest.raises(FencedError):
+        zombie.put(0, head, [(0, [2], b"\x91\x07")], [7])
+    assert attempt.put(0, head, [(0, [2], b"\x91\x07")], [7])
+    assert not attempt.put(0, head._replace(tuples=2), [(0, [2], b"\x91\x08")] * 2, [8, 9])
+    assert attempt.payload(0) == ([[0, [2], b"\x91\x07"]], [7]) and attempt.head(0) == head
+    attempt.ack_through(1, 0)
+    assert attempt.payload(0) is None and attempt.head(0) == head and attempt.acked() == 1
