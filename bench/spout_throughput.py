@@ -19,8 +19,15 @@ measures, each phase in its own process:
    nothing), ``--until-done``, sink ``drop``, ``--master`` (``local[2]``).
 3. ``own`` -- adclicks on ``SparkEngine`` with its own spout: the whole thing;
    ``own_inline`` the same with ``lead_batches`` = 0 (no pump).
+4. ``own_exec`` -- the same with the spout on executors (``stormshift.spout.executor``:
+   each batch's read runs ``next_tuple`` and logs its chunk); ``own_exec_par2`` with two
+   spout tasks (scaling with executors), beside ``pipeline_par2`` (the free spout in the
+   same shape: 2 tasks, ``--batch`` each per batch). The planner phase also drives executor mode
+   without Spark (``executor``: planner calls and each chunk's read in one process).
 
-Ratio printed: spout events/s / pipeline events/s (target >= 1), and own / pipeline.
+Ratio printed: spout events/s / pipeline events/s (target >= 1), own / pipeline, own_exec /
+own_inline (executor vs planner path), own_exec_par2 / own_exec and / pipeline_par2; in
+executor mode, the catch-ups (instances built, tuples re-emitted to reach the log's head).
 ``--profile`` prints where the planner's time goes (cProfile, per tuple). Usage::
 
     python bench/spout_throughput.py --events 300000 --batch 50000 [--baseline-rev main]
@@ -50,13 +57,29 @@ sys.path.insert(0, str(BENCH))
 import spark_adclicks as sa  # the bench's own helpers, beside this file
 
 
-def adclicks_graph(events: int, lead_batches: int | None = None) -> Any:
+def adclicks_graph(events: int, lead_batches: int | None = None, executor: bool = False,
+                   spout_par: int = 1) -> Any:
+    """The example as it is (its own spout), with ``spout_par`` tasks of it (task ids
+    renumbered as the loader does: ``spark_adclicks.adclicks_on_files``)."""
+    import dataclasses
+
+    from stormshift.topology.graph import freeze
     from stormshift.topology.loader import load_topology
 
     overrides: dict[str, Any] = {"adclicks.events": events}
     if lead_batches is not None:
         overrides["stormshift.spout.lead_batches"] = lead_batches
-    return load_topology(EXAMPLE, name="adclicks", overrides=overrides)
+    if executor:
+        overrides["stormshift.spout.executor"] = True
+    graph = load_topology(EXAMPLE, name="adclicks", overrides=overrides)
+    if spout_par == graph.component(SPOUT).par:
+        return graph
+    components = {**graph.components, SPOUT: dataclasses.replace(graph.component(SPOUT), par=spout_par)}
+    first, next_id = {}, 1
+    for name in sorted(components):
+        first[name], next_id = next_id, next_id + components[name].par
+    renumbered = {n: dataclasses.replace(c, first_task_id=first[n]) for n, c in components.items()}
+    return dataclasses.replace(graph, components=freeze(renumbered))
 
 
 # --------------------------------------------------------------- planner -----
@@ -104,6 +127,39 @@ def drive_planner(args: argparse.Namespace, lead: int | None, profile: bool) -> 
     return out
 
 
+def drive_chunks(args: argparse.Namespace) -> dict[str, Any]:
+    """Executor mode without Spark: ``ChunkPlanner``'s calls and, between them, each batch's
+    read as an executor does it (``live_spout.chunk_entries``: ``next_tuple`` -> emit ->
+    msgpack -> chunk logged in a real Redis, acks before the next read), in this process.
+    Events/s = tuples read / wall time: the spout's own rate in executor mode."""
+    from stormshift.engines.spark.source.live_spout import chunk_entries
+    from stormshift.engines.spark.source.options import Opts, source_options
+    from stormshift.engines.spark.source.planner import make_planner
+
+    namespace = f"bench-spout-{uuid.uuid4().hex[:12]}"
+    opts = Opts.parse(source_options(
+        adclicks_graph(args.events, executor=True), SPOUT, redis_url=args.redis, namespace=namespace,
+        batch_max=args.batch, budget_ms=args.budget_ms, max_total=None, tick_ms=0))
+    planner = make_planner(opts)
+    try:
+        start, batches, read = planner.initial_offset(), 0, 0
+        started, cpu = time.perf_counter(), time.process_time()
+        while not start.get("fin"):
+            end = planner.latest_offset(start)
+            for part in planner.partitions(start, end):
+                if part.number >= 0:
+                    read += len(chunk_entries(opts, part.task, part.number, part.limit))
+            batches += 1
+            planner.commit(end)
+            start = end
+        elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
+    finally:
+        planner.close()
+        sa._delete_namespace(args.redis, namespace)
+    return {"events": read, "elapsed_s": elapsed, "events_per_s": read / elapsed,
+            "batches": batches, "cpu_us": cpu * 1e6 / max(read, 1)}
+
+
 def top_functions(profiler: cProfile.Profile, tuples: int, n: int = 18) -> list[str]:
     """The ``n`` functions with the most own time, in µs per tuple (all threads that ran
     under the profiler: cProfile sees only the thread that enabled it, see ``--profile``)."""
@@ -146,6 +202,10 @@ def run_planner(args: argparse.Namespace) -> dict[str, Any]:
     out: dict[str, Any] = {"hosting": hosted_rates(args)}
     for mode, lead in (("pump", 2), ("inline", 0)):
         out[mode] = drive_planner(args, lead, False)
+    try:
+        out["executor"] = drive_chunks(args)
+    except ImportError:  # a --baseline-rev without executor-side spouts
+        pass
     if args.profile:  # a run of its own: the profiler's cost stays out of the figures above
         out["inline"]["profile"] = drive_planner(args, 0, True)["profile"]
     return out
@@ -169,18 +229,39 @@ def run_on_spark(args: argparse.Namespace, graph: Any) -> dict[str, Any]:
             started = time.perf_counter()
             summary = engine.run(on_progress=lambda line: batches.extend(sa._batch_of(line)))
             elapsed = time.perf_counter() - started
+            catch_up = chunk_stats(args.redis, namespace, graph)
         finally:
             spark.stop()
             sa._delete_namespace(args.redis, namespace)
     sizes, durations = [n for n, _ in batches], [ms for _, ms in batches]
     return {"events": sum(sizes), "elapsed_s": elapsed, "events_per_s": sum(sizes) / elapsed,
             "steady_events_per_s": sa.steady_rate(sizes, durations), "batches": len(sizes),
-            "stop_reason": summary.stop_reason}
+            "stop_reason": summary.stop_reason, "catch_up": catch_up}
+
+
+def chunk_stats(url: str, namespace: str, graph: Any) -> dict[str, int]:
+    """Executor mode: instances built, and tuples re-emitted to reach a log's head, summed
+    over the spout's tasks (``state/chunks.py``; empty on the planner path)."""
+    import redis
+
+    from stormshift.state.chunks import ChunkLog
+
+    r, total = redis.Redis.from_url(url), {}
+    for task in range(graph.component(SPOUT).par):
+        for name, n in ChunkLog(r, namespace, SPOUT, task).stats().items():
+            total[name] = total.get(name, 0) + n
+    return total
 
 
 def run_pipeline(args: argparse.Namespace) -> dict[str, Any]:
     data = sa.ensure_data(args.events, args.batch, 1, Path(args.data_root))
     return run_on_spark(args, sa.adclicks_on_files(data, 1))
+
+
+def run_pipeline_par2(args: argparse.Namespace) -> dict[str, Any]:
+    """The pipeline in own_exec_par2's shape: 2 spout tasks, ``--batch`` lines each per batch."""
+    data = sa.ensure_data(args.events, 2 * args.batch, 2, Path(args.data_root))
+    return run_on_spark(args, sa.adclicks_on_files(data, 2))
 
 
 def run_own(args: argparse.Namespace) -> dict[str, Any]:
@@ -191,8 +272,18 @@ def run_own_inline(args: argparse.Namespace) -> dict[str, Any]:
     return run_on_spark(args, adclicks_graph(args.events, lead_batches=0))
 
 
+def run_own_exec(args: argparse.Namespace) -> dict[str, Any]:
+    return run_on_spark(args, adclicks_graph(args.events, executor=True))
+
+
+def run_own_exec_par2(args: argparse.Namespace) -> dict[str, Any]:
+    return run_on_spark(args, adclicks_graph(args.events, executor=True, spout_par=2))
+
+
 PHASES = {"planner": run_planner, "pipeline": run_pipeline, "own": run_own,
-          "own_inline": run_own_inline}
+          "own_inline": run_own_inline, "own_exec": run_own_exec, "own_exec_par2": run_own_exec_par2,
+          "pipeline_par2": run_pipeline_par2}
+SPARK_PHASES = ("pipeline", "own", "own_inline", "own_exec", "pipeline_par2", "own_exec_par2")
 
 
 # ------------------------------------------------------------------ main -----
@@ -240,19 +331,34 @@ def report(args: argparse.Namespace, results: dict[str, dict[str, Any]]) -> None
         h = res["hosting"]
         print(f"{label}: bare generator {h['bare_us']:.2f} µs/tuple, hosted next_tuple "
               f"{h['hosted_us']:.2f} µs/tuple")
-        for mode in ("pump", "inline"):
+        for mode in ("pump", "inline", "executor"):
+            if mode not in res:
+                continue
             m = res[mode]
             ratio = f"   spout / pipeline {m['events_per_s'] / pipe:.2f}" if pipe else ""
             print(f"  {mode:>6}: {rate(m)}, CPU {m['cpu_us']:.2f} µs/tuple{ratio}")
             for row in m.get("profile", []):
                 print(f"          {row}")
-    for label in ("pipeline", "own", "own_inline"):
+    for label in SPARK_PHASES:
         if label in results:
-            print(f"{label:>10} on Spark: {rate(results[label])}")
-    for label in ("own", "own_inline"):
+            print(f"{label:>13} on Spark: {rate(results[label])}")
+    for label in SPARK_PHASES[1:]:
         own = results.get(label, {}).get("events_per_s")
+        if results.get(label, {}).get("catch_up"):
+            print(f"  {label} catch-ups: {results[label]['catch_up']}")
+        if label == "pipeline_par2":
+            continue
         if own and pipe:
             print(f"  {label} (adclicks with its own spout) / pipeline with a free spout: {own / pipe:.2f}")
+    ex, inline = (results.get(k, {}).get("events_per_s") for k in ("own_exec", "own_inline"))
+    if ex and inline:
+        print(f"  own_exec (spout on executors) / own_inline (planner path, no pump): {ex / inline:.2f}")
+    par2 = results.get("own_exec_par2", {}).get("events_per_s")
+    if ex and par2:
+        print(f"  own_exec_par2 / own_exec (spout par 2 vs 1, executor mode): {par2 / ex:.2f}")
+    pipe2 = results.get("pipeline_par2", {}).get("events_per_s")
+    if pipe2 and par2:
+        print(f"  own_exec_par2 / pipeline_par2 (same shape, free spout): {par2 / pipe2:.2f}")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -263,8 +369,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--master", default="local[2]")
     p.add_argument("--redis", default="redis://127.0.0.1:6379")
     p.add_argument("--data-root", default=os.path.join(tempfile.gettempdir(), "stormshift-bench"))
-    p.add_argument("--only", default="planner,pipeline,own,own_inline",
-                   help="comma list of: planner, pipeline, own, own_inline")
+    p.add_argument("--only", default="planner,pipeline,own,own_inline,own_exec,pipeline_par2,own_exec_par2",
+                   help="comma list of: planner, pipeline, own, own_inline, own_exec, pipeline_par2, "
+                        "own_exec_par2")
     p.add_argument("--baseline-rev", action="append", default=[],
                    help="also run the planner phase on this commit's code (repeatable)")
     p.add_argument("--profile", action="store_true",

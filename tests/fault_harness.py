@@ -90,6 +90,7 @@ class Outcome:
     events: list[dict[str, Any]] = field(default_factory=list)
     dead_letters: int = 0
     logs: list[str] = field(default_factory=list)
+    chunk_stats: dict[str, int] = field(default_factory=dict)  # executor-side spouts' catch-ups
 
     def finals(self) -> dict[str, dict[Any, Any]]:
         """Per leaf stream: key (first value) -> last emitted values (the running totals)."""
@@ -199,10 +200,22 @@ class Case:
         out.redis_restarts = self.redis.restarts
         out.dead_letters = DeadLetters(r, self.namespace).count()
         out.state = self._snapshots(r, out.committed)
+        out.chunk_stats = self._chunk_stats(r)
         events = self.fault_dir / "events.jsonl"
         if events.exists():
             out.events = [json.loads(line) for line in events.read_text().splitlines() if line]
         out.fenced += sum(1 for z in out.zombie_outcomes() if z.startswith("FencedError"))
+
+    def _chunk_stats(self, r: Any) -> dict[str, int]:
+        """Executor-side spouts' catch-up counters, summed over spouts and tasks."""
+        from stormshift.state.chunks import ChunkLog
+
+        total: dict[str, int] = {}
+        for spout in self.graph.spouts:
+            for task in range(spout.par):
+                for name, n in ChunkLog(r, self.namespace, spout.name, task).stats().items():
+                    total[name] = total.get(name, 0) + n
+        return total
 
     def _snapshots(self, r: Any, committed: int) -> dict[str, dict[str, Any]]:
         """Every bolt task's committed snapshot, merged per component (dict attrs by key)."""

@@ -194,6 +194,12 @@ def wal_seen_key(ns: str, component: str, task_index: int, bucket: int | str) ->
     return task_key(ns, component, task_index, f"wal-seen:{bucket}")
 
 
+def chunk_key(ns: str, component: str, task_index: int, part: str) -> str:
+    """An executor-side spout task's chunk log (``state/chunks.py``): ``heads`` (hash chunk
+    number -> header), ``data`` (hash chunk number -> tuples) and ``acked`` (the ack mark)."""
+    return task_key(ns, component, task_index, f"chunk-{part}")
+
+
 def dedup_key(ns: str, name: str, kind: str, slot: int) -> str:
     return group_key(ns, name_group(name), f"dd:{name}:{kind}:{slot}")
 

@@ -270,6 +270,17 @@ end
 return 1
 """
 
+# KEYS: fence, chunk heads hash, chunk data hash. ARGV: epoch, txid, who, chunk number,
+# header, payload. One chunk per number: a second writer finds it and writes nothing (0).
+CHUNK_PUT = _FENCE + r"""
+local err = fence(KEYS[1], ARGV[3], ARGV[1], ARGV[2])
+if err then return redis.error_reply(err) end
+if redis.call('HEXISTS', KEYS[2], ARGV[4]) == 1 then return 0 end
+redis.call('HSET', KEYS[2], ARGV[4], ARGV[5])
+redis.call('HSET', KEYS[3], ARGV[4], ARGV[6])
+return 1
+"""
+
 # KEYS: fence, live bucket hashes newest first. ARGV: epoch, txid, who, ttl_ms, ids...
 # id -> first txid that saw it; a duplicate is an id seen under ANOTHER txid (a replay of
 # the same batch is not its own duplicate). Returns 1/0 per id.
@@ -379,6 +390,7 @@ SCRIPTS: dict[str, str] = {
     "snapshot_put": SNAPSHOT_PUT,
     "fenced_call": FENCED_CALL,
     "wal_append": WAL_APPEND,
+    "chunk_put": CHUNK_PUT,
     "dlq_add_fenced": DLQ_ADD_FENCED,
     "sink_put": SINK_PUT,
     "stats_put": STATS_PUT,

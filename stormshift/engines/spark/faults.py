@@ -19,6 +19,8 @@ O_EXCL marker file), so a restarted run goes past it. Points:
 - ``task.midway`` (txid, component, task, attempt): half the task's input processed;
 - ``task.before_close`` (txid, component, task, attempt): the member ran, its commit not sent;
 - ``source.after_wal_append`` (spout, task, head): a chunk logged, offset not yet planned.
+- ``source.after_chunk_log`` (spout, task, chunk): an executor-side spout's read logged
+  its chunk, no row sent yet (``source/live_spout.py``).
 
 Actions: ``kill_run`` (SIGKILL the run's whole process group: driver, JVM,
 planner, workers -- the harness starts each run in its own session),

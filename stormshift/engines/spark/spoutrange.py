@@ -44,12 +44,15 @@ class SpoutRange:
     task: int
     wal: tuple[int, int] | None = None
     replay: tuple[tuple[str, Any, Any], ...] = ()
+    chunk: int | None = None  # an executor-side spout's chunk number (``state/chunks.py``)
 
     def cell(self, head: str) -> bytes:
         """``v`` of the ``READ`` row for ``head``'s task: a chunk of one item, the range
         (offsets come from Spark's JSON offset log: msgpack takes them)."""
-        where: dict[str, Any] = {"wal": list(self.wal)} if self.wal is not None else {
-            "replay": [list(r) for r in self.replay]}
+        where: dict[str, Any] = (
+            {"chunk": self.chunk} if self.chunk is not None else
+            {"wal": list(self.wal)} if self.wal is not None else
+            {"replay": [list(r) for r in self.replay]})
         return R.chunk_of([{"spout": self.spout, "task": self.task, "head": head, **where}])
 
     @classmethod
@@ -57,7 +60,8 @@ class SpoutRange:
         """``(range, head)`` of a decoded ``READ`` row's item."""
         wal = item.get("wal")
         return cls(item["spout"], item["task"], None if wal is None else (wal[0], wal[1]),
-                   tuple(tuple(r) for r in item.get("replay", ()))), item["head"]  # type: ignore[misc]
+                   tuple(tuple(r) for r in item.get("replay", ())),  # type: ignore[misc]
+                   item.get("chunk")), item["head"]
 
 
 class Run(NamedTuple):
@@ -79,11 +83,27 @@ class Run(NamedTuple):
         return self.items if self.packed else [pack(v) for v in self.items]
 
 
-def read_range(rng: SpoutRange, layout: Any, redis_url: str, namespace: str) -> Iterator[Run]:
-    """The runs of ``rng``, in order (module doc)."""
+def read_range(rng: SpoutRange, layout: Any, redis_url: str, namespace: str,
+               entries: Iterable[Any] | None = None) -> Iterator[Run]:
+    """The runs of ``rng``, in order (module doc); ``entries``: a chunk's, already at hand."""
+    if rng.chunk is not None:
+        return _entry_runs(entries if entries is not None else _chunk(rng, redis_url, namespace))
     if rng.wal is not None:
         return _wal_runs(rng, redis_url, namespace)
     return _replay_runs(rng, layout, redis_url, namespace)
+
+
+def _chunk(rng: SpoutRange, redis_url: str, namespace: str) -> list[Any]:
+    from stormshift.engines.spark.runtime.worker import redis_for
+    from stormshift.errors import StateError
+    from stormshift.state.chunks import ChunkLog
+
+    assert rng.chunk is not None
+    got = ChunkLog(redis_for(redis_url), namespace, rng.spout, rng.task).payload(rng.chunk)
+    if got is None:
+        raise StateError(f"spout {rng.spout!r} task {rng.task}: chunk {rng.chunk} is not logged "
+                         "(its batch committed and it was trimmed, or its log was deleted)")
+    return got[0]
 
 
 def _wal_runs(rng: SpoutRange, redis_url: str, namespace: str) -> Iterator[Run]:
@@ -92,7 +112,11 @@ def _wal_runs(rng: SpoutRange, redis_url: str, namespace: str) -> Iterator[Run]:
 
     assert rng.wal is not None
     start, end = rng.wal
-    entries = WriteAheadLog(redis_for(redis_url), namespace, rng.spout, rng.task).read(start, end)
+    return _entry_runs(WriteAheadLog(redis_for(redis_url), namespace, rng.spout, rng.task).read(start, end))
+
+
+def _entry_runs(entries: Iterable[Any]) -> Iterator[Run]:
+    """Logged entries ``[code, targets, packed]`` as runs."""
     run: list[bytes] = []
     run_code, run_targets, first = -1, None, 0
     size = R.CHUNK_TUPLES

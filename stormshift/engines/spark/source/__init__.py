@@ -8,13 +8,17 @@ Runs in three places (pyspark 4.3, ``python_streaming_source_runner``):
   instances live there, generic spouts' emits go to the write-ahead log before
   an offset is returned, committed batches are acked; problems, warnings and
   log lines go to the driver through ``spout_report.py``;
+- with ``stormshift.spout.executor`` a generic spout's planner (``chunk_planner.py``)
+  hosts no instance: it numbers chunks, and the executors' reads run the spout
+  (``live_spout.py``, one live instance per task kept in each Python worker);
 - executors run ``read`` on a pickled copy of the reader, which reads its
   partition's range through ``../spoutrange.py`` (a stage head that reads its
   spout's ranges itself uses the same reader inside its task).
 
 Crosses the boundary: offsets as JSON (Spark's offset log: ``t`` / ``p``,
 ``done``, ``fin``, ``k``, ``n``, ``capped``; see ``source.py``), input partitions
-pickled to the executors (``options.WalPartition`` / ``ReplayPartition``),
+pickled to the executors (``options.WalPartition`` / ``ReplayPartition`` /
+``ChunkPartition``),
 Arrow rows out of ``read`` (``rows.py``: ``BEACON``, ``TUPLE`` and ``READ`` rows), and Redis:
 the write-ahead log and dead letters (``state/``), the spout reports
 (``state/keys.py`` ``spout_report_key``: written by the planner, read and

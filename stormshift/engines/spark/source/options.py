@@ -17,7 +17,7 @@ from typing import Any
 from pyspark import cloudpickle
 from pyspark.sql.datasource import InputPartition
 
-__all__ = ["Opts", "ReplayPartition", "WalPartition", "now_ms", "source_options"]
+__all__ = ["ChunkPartition", "Opts", "ReplayPartition", "WalPartition", "now_ms", "source_options"]
 
 
 def source_options(graph: Any, spout: str, *, redis_url: str, namespace: str, batch_max: int,
@@ -59,6 +59,15 @@ class WalPartition(InputPartition):
     def __init__(self, task: int, start: int, end: int):
         super().__init__((task, start, end))
         self.task, self.start, self.end = task, start, end
+
+
+class ChunkPartition(InputPartition):
+    """An executor-side spout task's input of one batch: chunk ``number`` (-1: none) of at
+    most ``limit`` tuples (``chunk_planner.py``)."""
+
+    def __init__(self, task: int, number: int, limit: int):
+        super().__init__((task, number, limit))
+        self.task, self.number, self.limit = task, number, limit
 
 
 class ReplayPartition(InputPartition):

@@ -2,7 +2,8 @@
 
 ``make_planner`` picks one per source: ``WalPlanner`` (``wal_planner.py``) hosts a
 generic spout's tasks and logs their emits before an offset leaves this process;
-``ReplayPlanner`` asks a replayable spout for its offsets. Both speak the offset
+``ReplayPlanner`` asks a replayable spout for its offsets; ``ChunkPlanner``
+(``chunk_planner.py``) numbers the chunks an executor-side spout logs in its reads. Both speak the offset
 format described in ``source`` (built by ``offsets.py``).
 """
 
@@ -10,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from stormshift.engines.spark.source.chunk_planner import ChunkPlanner, executor_mode
 from stormshift.engines.spark.source.offsets import (
     after_done,
     counts_of,
@@ -21,7 +23,7 @@ from stormshift.engines.spark.source.offsets import (
 from stormshift.engines.spark.source.options import Opts, ReplayPartition
 from stormshift.engines.spark.source.wal_planner import WalPlanner
 
-__all__ = ["ReplayPlanner", "WalPlanner", "make_planner"]
+__all__ = ["ChunkPlanner", "ReplayPlanner", "WalPlanner", "make_planner"]
 
 
 def make_planner(opts: Opts) -> Any:
@@ -33,6 +35,8 @@ def make_planner(opts: Opts) -> Any:
     cls = import_component_class(comp.class_path, opts.graph.source_dirs)
     if hasattr(cls, "replay_partitions"):
         return ReplayPlanner(opts)
+    if executor_mode(opts.graph, opts.spout):
+        return ChunkPlanner(opts)
     return WalPlanner(opts)
 
 

@@ -25,6 +25,9 @@ appends the emits to the write-ahead log (``stormshift.state.wal``), or, with
 so ahead of the batches (``pump.py``); ``latestOffset`` takes up to ``batch_max``
 logged tuples per task, cut at the task's ``--max-tuples`` target. Either way a tuple is logged before an offset covering it leaves.
 ``commit(end)`` acks the tuples of committed batches, then trims the log.
+With ``stormshift.spout.executor`` (``chunk_planner.py``) no spout runs here: the
+offset holds chunk numbers (``x``), and the first read of a chunk runs the spout
+and logs it (``live_spout.py``); a re-read reads the log.
 Replayable spouts (``stormshift.spouts.base``) are read through their replay
 interface and need no log. ``read`` reads its partition's range through the
 one spout-range reader (``spoutrange.py``) and sends its tuples as rows where
@@ -40,7 +43,12 @@ from typing import Any
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 
 from stormshift.engines.spark import rows as R
-from stormshift.engines.spark.source.options import Opts, ReplayPartition, WalPartition
+from stormshift.engines.spark.source.options import (
+    ChunkPartition,
+    Opts,
+    ReplayPartition,
+    WalPartition,
+)
 
 __all__ = ["SOURCE_NAME", "SpoutSource", "read_partition"]
 
@@ -114,6 +122,10 @@ def spout_range(spout: str, partition: InputPartition) -> Any:
         return SpoutRange(spout, partition.task, wal=(partition.start, partition.end))
     if isinstance(partition, ReplayPartition):
         return SpoutRange(spout, partition.task, replay=tuple(tuple(r) for r in partition.ranges))
+    if isinstance(partition, ChunkPartition):
+        if partition.number < 0:
+            return SpoutRange(spout, partition.task, wal=(0, 0))  # nothing this batch
+        return SpoutRange(spout, partition.task, chunk=partition.number)
     raise TypeError(f"{spout}: unknown input partition {type(partition).__name__}")
 
 
@@ -127,6 +139,16 @@ def read_partition(opts: Opts, partition: InputPartition) -> Any:
     from stormshift.engines.spark.spoutrange import read_range
 
     rng = spout_range(opts.spout, partition)
+    entries = None
+    if rng.chunk is not None:  # an executor-side spout: its first read logs the chunk
+        from stormshift.engines.spark.source.live_spout import chunk_entries
+
+        assert isinstance(partition, ChunkPartition)
+        entries = chunk_entries(opts, rng.task, rng.chunk, partition.limit)
+    elif isinstance(partition, ChunkPartition):
+        from stormshift.engines.spark.source.live_spout import drain_acks
+
+        drain_acks(opts, rng.task)
     layout = Layout(opts.graph)
     src = opts.graph.component(opts.spout).task_id(rng.task)
     heads = sorted(layout.colocated(opts.spout))
@@ -139,7 +161,7 @@ def read_partition(opts: Opts, partition: InputPartition) -> Any:
         return out.batches()
     pack = msgpack.Packer(use_bin_type=True).pack
     add = out.add
-    for run in read_range(rng, layout, opts.redis_url, opts.namespace):
+    for run in read_range(rng, layout, opts.redis_url, opts.namespace, entries):
         seq, code, dests = run.first, run.code, run.dests
         for packed in run.packed_values(pack):
             for dest in dests:
