@@ -53,7 +53,7 @@ import spark_adclicks as sa  # the bench's own helpers, beside this file
 def adclicks_graph(events: int, lead_batches: int | None = None) -> Any:
     from stormshift.topology.loader import load_topology
 
-    overrides: dict[str, Any] = {"adclicks.events": events}
+    overrides: dict[str, Any] = {"adclicks.events": events, "adclicks.windows": False}
     if lead_batches is not None:
         overrides["stormshift.spout.lead_batches"] = lead_batches
     return load_topology(EXAMPLE, name="adclicks", overrides=overrides)
