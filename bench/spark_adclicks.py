@@ -357,16 +357,14 @@ def adclicks_on_files(data: Path, spout_par: int, overrides: dict[str, Any] | No
     same ``line`` output, ``par`` = files per batch; task ids renumbered as
     the loader does (component-name order from 1). ``keep``: only these
     components (and the spout), e.g. one report of ``bench/windowed_adclicks.py``.
-    ``overrides`` go over ``adclicks.windows=false``: the legacy topology, which the
-    benches built on this one measure (the event-time reports: ``windowed_adclicks.py``).
     """
     import dataclasses
 
     from stormshift.topology.graph import freeze
     from stormshift.topology.loader import load_topology
 
-    graph = load_topology(EXAMPLE, name="adclicks",
-                          overrides={"adclicks.windows": False, **(overrides or {})})
+    # the legacy topology unless asked (the event-time reports: windowed_adclicks.py)
+    graph = load_topology(EXAMPLE, name="adclicks", overrides={"adclicks.windows": False, **(overrides or {})})
     spout = graph.component("ad_log_spout")
     config = {**spout.config, "jsonlines.path": str(data), "jsonlines.bounded": True}
     swapped = dataclasses.replace(

@@ -84,6 +84,7 @@ class Outcome:
     exit_codes: list[int] = field(default_factory=list)
     summary: dict[str, Any] = field(default_factory=dict)
     sink: dict[tuple[str, str], list[list[Any]]] = field(default_factory=dict)
+    declared: dict[str, Any] = field(default_factory=dict)  # label -> ResultSpec (shadow.results)
     state: dict[str, dict[str, Any]] = field(default_factory=dict)  # component -> attr -> merged
     committed: int = -1
     retried: int = 0
@@ -92,7 +93,6 @@ class Outcome:
     events: list[dict[str, Any]] = field(default_factory=list)
     dead_letters: int = 0
     logs: list[str] = field(default_factory=list)
-    declared: dict[str, Any] = field(default_factory=dict)  # label -> ResultSpec (shadow.results)
 
     def finals(self) -> dict[str, dict[Any, Any]]:
         """Per leaf stream: key -> last emitted values (the running totals). The key is the
