@@ -66,7 +66,7 @@ def adclicks_graph(events: int, lead_batches: int | None = None, executor: bool 
     from stormshift.topology.graph import freeze
     from stormshift.topology.loader import load_topology
 
-    overrides: dict[str, Any] = {"adclicks.events": events}
+    overrides: dict[str, Any] = {"adclicks.events": events, "adclicks.windows": False}
     if lead_batches is not None:
         overrides["stormshift.spout.lead_batches"] = lead_batches
     if executor:

@@ -107,7 +107,8 @@ def _progress_printer(console: Console | None) -> Any:
 
 def print_summary(graph: TopologyGraph, summary: Any, console: Console, top: int = 10) -> None:
     """The per-component table (and the windowed bolts' lateness counts), the accounting
-    line(s), then the latest value per key of each leaf stream."""
+    line(s), then the latest value per key of each leaf stream (in the topology's order,
+    the ``top`` keys with the largest last number), and where every emit went."""
     console.print(summary.table())
     windows = summary.window_table()
     if windows is not None:
@@ -117,21 +118,51 @@ def print_summary(graph: TopologyGraph, summary: Any, console: Console, top: int
     for line in accounting_lines(summary):
         console.print(line, highlight=False, markup=False)
     print_problems(summary, console)
-    for component, stream in sorted(summary.outputs):
+    for component, stream in leaf_order(graph, summary.outputs):
         fields = graph.stream_fields(component, stream)
         key_len = _declared_key_len(graph, component, stream, fields)
         latest = summary.latest(component, stream, key_len)
         if latest:
             key = ", ".join(fields[:key_len]) if fields else "key"
-            title = (f"{component} / {stream}: latest per {key} "
-                     f"({len(latest)} keys, top {min(top, len(latest))} shown)")
+            ranked = sorted(latest.values(), key=_rank_key, reverse=True)
+            by = f"by {fields[-1]}" if fields and _ranked_by_number(ranked) else "shown"
+            label = component if stream == "default" else f"{component}:{stream}"
+            title = (f"{label}: latest per {key} "
+                     f"({len(latest)} keys, top {min(top, len(latest))} {by})")
             table = Table(title=title, min_width=len(title) + 2)  # title on one line if it fits
             for f in fields:
                 table.add_column(f, overflow="fold")
-            ranked = sorted(latest.values(), key=_rank_key, reverse=True)
             for values in ranked[:top]:
                 table.add_row(*(str(v) for v in values))
             console.print(table)
+    where = _sink_line(summary.sink)
+    if where:
+        console.print(where, highlight=False, markup=False, soft_wrap=True)
+
+
+def leaf_order(graph: TopologyGraph, outputs: Mapping[tuple[str, str], Any]) -> list[tuple[str, str]]:
+    """The ``(component, stream)`` keys of ``outputs`` in the topology's order (components
+    as the graph lists them, upstream first; each one's streams as it declares them), so a
+    topology's first results come first; anything the graph does not name last, sorted."""
+    rank = {(c.name, s): (i, j) for i, c in enumerate(graph) for j, s in enumerate(c.outputs)}
+    return sorted(outputs, key=lambda k: (0, *rank[k]) if k in rank else (1, 0, 0, *k))
+
+
+def _ranked_by_number(ranked: Sequence[list[Any]]) -> bool:
+    last = ranked[0][-1] if ranked and ranked[0] else None
+    return isinstance(last, (int, float)) and not isinstance(last, bool)
+
+
+def _sink_line(sink: str | None) -> str | None:
+    """Where every emit of the leaf streams is (the tables show the latest per key)."""
+    if not sink:
+        return None
+    kind, _, target = sink.partition(":")
+    if kind == "jsonl":
+        return f"every emit of the leaf streams: {target}/<component>/<stream>/*.jsonl"
+    if kind == "redis":
+        return f"every emit of the leaf streams: Redis stream {target}"
+    return None
 
 
 def _declared_key_len(graph: TopologyGraph, component: str, stream: str,

@@ -27,6 +27,8 @@ from typing import Any
 import redis
 from state_fixtures import RedisProcess
 
+from stormshift.shadow.results import materialize, result_specs
+
 REPO = Path(__file__).resolve().parent.parent
 # Exit codes of a run that finished: clean (0), or with dead letters (3: adclicks has
 # malformed lines); anything else is a crash the harness restarts after (cli/exit_codes.py).
@@ -82,6 +84,7 @@ class Outcome:
     exit_codes: list[int] = field(default_factory=list)
     summary: dict[str, Any] = field(default_factory=dict)
     sink: dict[tuple[str, str], list[list[Any]]] = field(default_factory=dict)
+    declared: dict[str, Any] = field(default_factory=dict)  # label -> ResultSpec (shadow.results)
     state: dict[str, dict[str, Any]] = field(default_factory=dict)  # component -> attr -> merged
     committed: int = -1
     retried: int = 0
@@ -93,17 +96,31 @@ class Outcome:
     chunk_stats: dict[str, int] = field(default_factory=dict)  # executor-side spouts' catch-ups
 
     def finals(self) -> dict[str, dict[Any, Any]]:
-        """Per leaf stream: key (first value) -> last emitted values (the running totals)."""
+        """Per leaf stream: key -> last emitted values (the running totals). The key is the
+        first value, or the fields the topology's ``shadow.results`` declares (adclicks'
+        ``[ad_id, minute]``), with the values it declares."""
         out: dict[str, dict[Any, Any]] = {}
         for (comp, stream), rows in sorted(self.sink.items()):
+            spec = self.declared.get(f"{comp}:{stream}")
+            if spec is not None:
+                out[spec.label] = {_key(k): g.value for k, g in materialize(spec, rows).items()}
+                continue
             last = out.setdefault(f"{comp}:{stream}", {})
             for values in rows:
                 last[values[0]] = values[1:]
         return out
 
     def emit_counts(self) -> dict[str, Counter[Any]]:
-        """Per leaf stream: how many emits each key got (one per processed event)."""
-        return {f"{c}:{s}": Counter(v[0] for v in rows) for (c, s), rows in sorted(self.sink.items())}
+        """Per leaf stream: how many emits each key got (a running total: one per processed
+        event; a window: one per pane, early, on-time and late)."""
+        out: dict[str, Counter[Any]] = {}
+        for (comp, stream), rows in sorted(self.sink.items()):
+            spec = self.declared.get(f"{comp}:{stream}")
+            if spec is not None:
+                out[spec.label] = Counter({_key(k): g.count for k, g in materialize(spec, rows).items()})
+            else:
+                out[f"{comp}:{stream}"] = Counter(v[0] for v in rows)
+        return out
 
     @property
     def leaf_tuples(self) -> int:
@@ -194,6 +211,7 @@ class Case:
 
         r = redis.Redis.from_url(self.redis.url)
         out.sink = read_jsonl_outputs(str(self.sink_dir))
+        out.declared = {s.label: s for s in result_specs(self.graph) if not s.inferred}
         out.committed = CommitLog(r, self.namespace).committed()
         counters = {k.decode(): int(v) for k, v in r.hgetall(attempts_key(self.namespace)).items()}
         out.retried, out.fenced = counters.get("retried", 0), counters.get("fenced", 0)
@@ -312,6 +330,10 @@ def table() -> str:
     text = ["  ".join(cell.ljust(w) for cell, w in zip(line, widths)) for line in lines]
     text.insert(1, "  ".join("-" * w for w in widths))
     return "\n".join(text)
+
+
+def _key(key: tuple[Any, ...]) -> Any:
+    return key[0] if len(key) == 1 else key
 
 
 def _windows_outcome(state: Any) -> dict[str, Any]:

@@ -50,7 +50,7 @@ def _run(**overrides: Any) -> Any:
 
 @pytest.fixture(scope="module")
 def windowed_run() -> Any:
-    return _run(**{"adclicks.windows": True, "adclicks.daily_budget_micros": BUDGET})
+    return _run(**{"adclicks.daily_budget_micros": BUDGET})  # adclicks.windows: on by default
 
 
 @pytest.fixture(scope="module")
@@ -111,14 +111,23 @@ def test_month_boundary_click_is_billed_to_november(windowed_run: Any, oracle: A
     assert click["cost"] > 0
 
 
-def test_windows_are_off_by_default() -> None:
-    """Until the Spark engine runs windowed bolts, the default topology's outputs are the
-    two legacy leaf streams and the windowed bolts see nothing."""
-    summary = _run(**{"adclicks.events": 2000})
-    assert sorted(summary.outputs) == [("ads_ctr_bolt", "default"),
-                                       ("client_spent_bolt", "default")]
-    assert summary["ad_ctr_minute_bolt"].tuples_in == 0
-    assert summary["parse_bolt"].tuples_out == 2000
+def test_windows_are_on_by_default_and_the_switch_turns_them_off() -> None:
+    """By default the event-time reports run beside the legacy totals (parse_bolt emits
+    every good line on ``events`` too); ``adclicks.windows=false`` leaves the legacy
+    topology alone: its two leaf streams, the windowed bolts seeing nothing."""
+    on = _run(**{"adclicks.events": 2000})
+    # (no advertiser-day reaches the $250 budget in 2,000 events: no alert)
+    assert sorted(on.outputs) == [
+        ("ads_ctr_bolt", "default"), ("client_spent_bolt", "default"),
+        ("daily_spend_bolt", "default"), ("minute_ctr_bolt", "default"),
+        ("user_sessions_report_bolt", "default")]
+    assert on["ad_ctr_minute_bolt"].tuples_in == 2000
+    assert on["parse_bolt"].tuples_out == 2 * 2000
+    off = _run(**{"adclicks.events": 2000, "adclicks.windows": False})
+    assert sorted(off.outputs) == [("ads_ctr_bolt", "default"),
+                                   ("client_spent_bolt", "default")]
+    assert off["ad_ctr_minute_bolt"].tuples_in == 0
+    assert off["parse_bolt"].tuples_out == 2000
 
 
 def test_calendar_days_in_each_keys_own_zone() -> None:

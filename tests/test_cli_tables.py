@@ -115,3 +115,27 @@ def test_window_table_shows_lateness_per_windowed_bolt_in_80_columns() -> None:
     assert "count_per_advertiser_bolt" in text and "123456789" in text
     assert "deserialize_and_validate_bolt" not in text
     assert "droppedlate" in text and "latestream" in text
+
+
+def test_print_summary_shows_leaf_streams_in_topology_order_and_where_every_emit_is() -> None:
+    """adclicks' legacy totals first, then its event-time reports, each titled by what
+    ranks it; the sink's folder last (the tables show the latest per key only)."""
+    graph = load_topology(str(ROOT / "examples" / "adclicks"))
+    made = RunSummary.for_graph(graph, "spark")
+    for component, row in [("user_sessions_report_bolt", ["u-1", 2, 5, 1]),
+                           ("budget_alert_bolt", ["adv-000", "2023-11-30", 250, 251]),
+                           ("minute_ctr_bolt", ["ad-1", "2023-11-30 23:59Z", 4, "25.00%", 1]),
+                           ("daily_spend_bolt", ["adv-000", "2023-11-30", "America/New_York", 9]),
+                           ("client_spent_bolt", ["adv-000", 9]),
+                           ("ads_ctr_bolt", ["ad-1", 4, 1, 9])]:
+        made.outputs[(component, "default")] = [row]
+    made.sink = "jsonl:/data/sink"
+    console = Console(width=80, record=True, file=open("/dev/null", "w"))  # noqa: SIM115
+    print_summary(graph, made, console)
+    lines = console.export_text().splitlines()
+    fits(lines)
+    titles = [line.split(":")[0].strip() for line in lines if ": latest per " in line]
+    assert titles == ["ads_ctr_bolt", "client_spent_bolt", "minute_ctr_bolt", "daily_spend_bolt",
+                      "budget_alert_bolt", "user_sessions_report_bolt"]
+    assert any("latest per ad_id, minute (1 keys, top 1 by clicks)" in line for line in lines)
+    assert lines[-1] == "every emit of the leaf streams: /data/sink/<component>/<stream>/*.jsonl"

@@ -6,9 +6,13 @@ workers and redis-server with appendonly and fsync always), injects one
 fault (``stormshift/engines/spark/faults.py``), restarts the run after every
 crash until it reaches the end of its input, and then compares:
 
-- the final per-key totals in the sink (the last running total per ad and
-  per advertiser / per word) and how many emits each key got;
-- the bolts' committed per-task state in Redis (their snapshots, merged);
+- the final per-key results in the sink (the last running total per ad and
+  per advertiser / per word; adclicks' event-time reports by the keys its
+  ``shadow.results`` declares: the last pane per ad-minute and per
+  advertiser-day, the budget alerts, each user's sessions) and how many emits
+  each key got (one per event; one per pane);
+- the bolts' committed per-task state in Redis (their snapshots, merged; a
+  windowed bolt's windowing state by event time: ``fault_harness._windows_outcome``);
 - the dead letters (adclicks includes malformed lines);
 
 with those of the failure-free run. The master is ``local[2,3]``: Spark
@@ -31,7 +35,11 @@ from fault_harness import FINISHED, REPO, ROWS, Case, CaseRunner, Outcome
 pytestmark = [pytest.mark.faults, pytest.mark.spark, pytest.mark.redis]
 
 EVENTS, SEED, BATCH = 6_000, 7, 1_500
-ADCLICKS = {"adclicks.events": EVENTS, "adclicks.seed": SEED, "adclicks.malformed_rate": 0.002}
+# adclicks.windows is on (the default): the event-time reports run too; a $5 daily budget so
+# that some advertiser-days (8 of 6,000 events' 109) emit a budget alert
+BUDGET = 5_000_000
+ADCLICKS = {"adclicks.events": EVENTS, "adclicks.seed": SEED, "adclicks.malformed_rate": 0.002,
+            "adclicks.daily_budget_micros": BUDGET}
 ADCLICKS_ARGS = ["--until-done", "--master", "local[2,3]", "--batch-max-tuples", str(BATCH)]
 WORDS = 16_000
 WORDCOUNT_ARGS = ["--max-tuples", str(WORDS), "--master", "local[2,3]", "--batch-max-tuples", "4000"]
@@ -59,6 +67,14 @@ ADCLICKS_FAULTS = {
         False),
     "spout-reemit": (
         [fault("r", "source.after_wal_append", "restart", spout="ad_log_spout", head=4500)], False),
+    # the windowed bolts' tasks (each fused with its formatting bolt): faults that keep the
+    # driver alive, in one run (one JVM start); the driver kills above hit them with the rest
+    "windowed-worker-kill+zombie+redis-restart": ([
+        fault("k", "task.midway", "kill_self", txid=1, component="ad_ctr_minute_bolt", task=1),
+        fault("z", "task.before_close", "zombie", secs=120, txid=2, component="user_sessions_bolt",
+              task=0),
+        fault("r", "task.midway", "kill_redis", txid=3, component="advertiser_day_bolt", task=0),
+    ], False),
 }
 
 # wordcount's spout gives no msg ids (Storm's unreliable emit): a restarted spout's
@@ -74,8 +90,10 @@ WORDCOUNT_FAULTS = {
 
 
 # adclicks with its spout at parse's par (2): parse runs on the source's partitions (no
-# shuffle, spout task i -> parse task i: stormshift/engines/spark/layout.py). Same events,
-# so its results must equal the plain adclicks baseline. 3,000 events per batch: txids 0..1.
+# shuffle, spout task i -> parse task i: stormshift/engines/spark/layout.py). 3,000 events
+# per batch: txids 0..1. Same events, so its final results must equal the plain adclicks
+# baseline's; its emits and windowing state (which records came late depends on where the
+# batches were cut and on the partitions' watermarks) equal its own failure-free run's.
 LOCAL_FAULTS = {
     "worker-kill+zombie": ([
         fault("k", "task.midway", "kill_self", txid=1, component="parse_bolt", task=1),
@@ -109,9 +127,8 @@ def _case(tmp: Path, project: str, plan: list[dict[str, Any]] | None) -> Case:
 
 def _plans(project: str) -> dict[str, list[dict[str, Any]] | None]:
     """Case key -> fault plan, for every case of ``project`` (baseline: no plan)."""
-    if project == "adclicks-local":  # compared with the adclicks baseline
-        return {f"{project}:{n}": plan for n, (plan, _) in LOCAL_FAULTS.items()}
-    table = ADCLICKS_FAULTS if project == "adclicks" else WORDCOUNT_FAULTS
+    table = {"adclicks": ADCLICKS_FAULTS, "wordcount": WORDCOUNT_FAULTS,
+             "adclicks-local": LOCAL_FAULTS}[project]
     return {f"{project}:baseline": None, **{f"{project}:{n}": plan for n, (plan, _) in table.items()}}
 
 
@@ -127,7 +144,8 @@ def runner(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFact
                    "adclicks-local" if "source_partitions" in item.name else "adclicks")
         name = getattr(item, "callspec", None) and item.callspec.params.get("name")
         base = "wordcount" if project == "wordcount" else "adclicks"
-        keys = [f"{base}:baseline"] + ([f"{project}:{name}"] if name else [])
+        keys = list(dict.fromkeys([f"{base}:baseline", f"{project}:baseline"]))
+        keys += [f"{project}:{name}"] if name else []
         for key in keys:
             runner.submit(key, lambda key=key: _make(tmp_path_factory, key, plans[key]))
     yield runner
@@ -148,6 +166,14 @@ def _outcome(runner: CaseRunner, factory: pytest.TempPathFactory, project: str, 
 def baseline_adclicks(runner: CaseRunner, tmp_path_factory: pytest.TempPathFactory) -> Outcome:
     out = _outcome(runner, tmp_path_factory, "adclicks", "baseline")
     _row("adclicks", "none (baseline)", out, "exact" if out.exit_codes == [3] else "FAILED")
+    return out
+
+
+@pytest.fixture(scope="module")
+def baseline_adclicks_local(runner: CaseRunner, tmp_path_factory: pytest.TempPathFactory) -> Outcome:
+    out = _outcome(runner, tmp_path_factory, "adclicks-local", "baseline")
+    _row("adclicks, spout par 2", "none (baseline)", out,
+         "exact" if out.exit_codes == [3] else "FAILED")
     return out
 
 
@@ -173,6 +199,22 @@ def test_baseline_adclicks_equals_the_independent_computation(baseline_adclicks:
     assert {k: v[0] for k, v in finals["client_spent_bolt:default"].items()} == exp.spend_by_advertiser
     assert baseline_adclicks.dead_letters == exp.malformed > 0
     assert baseline_adclicks.exit_codes == [3]  # finished, with the malformed lines dead-lettered
+    # the event-time reports, by each record's ts (compute_windowed: the lines alone)
+    adgen = importlib.util.spec_from_file_location("adclicks_adgen", REPO / "examples/adclicks/src/adgen.py")
+    assert adgen and adgen.loader
+    adgen_mod = importlib.util.module_from_spec(adgen)
+    sys.modules[adgen.name] = adgen_mod
+    adgen.loader.exec_module(adgen_mod)
+    lines = expected_mod.generated_lines(seed=SEED, events=EVENTS, malformed_rate=0.002)
+    win = expected_mod.compute_windowed(lines, adgen_mod.advertiser_zone, BUDGET)
+    assert {k: (v[0], v[2]) for k, v in finals["minute_ctr_bolt:default"].items()} == \
+        win.ctr_by_ad_minute
+    assert {k: v[1] for k, v in finals["daily_spend_bolt:default"].items()} == \
+        win.spend_by_advertiser_day
+    assert sorted(finals["budget_alert_bolt:default"]) == win.alerts != []
+    assert baseline_adclicks.emit_counts()["budget_alert_bolt:default"] == {k: 1 for k in win.alerts}
+    assert {k: tuple(v) for k, v in finals["user_sessions_report_bolt:default"].items()} == \
+        win.sessions_by_user
 
 
 @pytest.mark.parametrize(("name", "plan"), _params(ADCLICKS_FAULTS))
@@ -180,10 +222,14 @@ def test_adclicks_fault_changes_nothing(name: str, plan: list[dict[str, Any]], b
                                         runner: CaseRunner, tmp_path_factory: pytest.TempPathFactory) -> None:
     out = _outcome(runner, tmp_path_factory, "adclicks", name)
     result = _compare(out, baseline_adclicks)
-    _row("adclicks", name, out, result, storm=_storm(name))
+    windowed = name.startswith("windowed-")  # Storm had no windowed bolts: no legacy column
+    _row("adclicks", name, out, result, storm="" if windowed else _storm(name))
     assert out.events, f"{name}: the fault never fired (check its 'when')"
+    assert {e["fault"] for e in out.events if "fault" in e} == {f["name"] for f in plan}, \
+        "every fault fired"
     assert result == "exact", result
-    _check_fault_specifics(name, out)
+    for part in name.removeprefix("windowed-").split("+"):
+        _check_fault_specifics(_PARTS.get(part, part), out)
 
 
 @pytest.mark.parametrize(("name", "plan"), _params(WORDCOUNT_FAULTS))
@@ -195,20 +241,32 @@ def test_wordcount_fault_changes_nothing(name: str, plan: list[dict[str, Any]], 
     assert {e["fault"] for e in out.events} == {f["name"] for f in plan}, "every fault fired"
     assert result == "exact", result
     for part in name.split("+"):
-        _check_fault_specifics({"worker-kill": "worker-mid-task", "zombie": "zombie-attempt",
-                                "redis-restart": "redis-restart-mid-batch"}[part], out)
+        _check_fault_specifics(_PARTS[part], out)
+
+
+# the parts of a combined case -> the single fault whose checks apply
+_PARTS = {"worker-kill": "worker-mid-task", "zombie": "zombie-attempt",
+          "redis-restart": "redis-restart-mid-batch"}
 
 
 @pytest.mark.parametrize(("name", "plan"), _params(LOCAL_FAULTS))
 def test_adclicks_fault_on_source_partitions_changes_nothing(
-        name: str, plan: list[dict[str, Any]], baseline_adclicks: Outcome, runner: CaseRunner,
+        name: str, plan: list[dict[str, Any]], baseline_adclicks: Outcome,
+        baseline_adclicks_local: Outcome, runner: CaseRunner,
         tmp_path_factory: pytest.TempPathFactory) -> None:
     out = _outcome(runner, tmp_path_factory, "adclicks-local", name)
-    result = _compare(out, baseline_adclicks)
+    result = _compare(out, baseline_adclicks_local)
     _row("adclicks, spout par 2", name, out, result,
          storm=_storm("worker-mid-task"))
     assert {e["fault"] for e in out.events} == {f["name"] for f in plan}, "every fault fired"
     assert result == "exact", result
+    # whatever the layout and the batches: the same results, one running total per event
+    local = baseline_adclicks_local
+    assert local.finals() == baseline_adclicks.finals()
+    assert local.dead_letters == baseline_adclicks.dead_letters
+    legacy = ("ads_ctr_bolt:default", "client_spent_bolt:default")
+    assert [local.emit_counts()[s] for s in legacy] == \
+        [baseline_adclicks.emit_counts()[s] for s in legacy]
     _check_fault_specifics("worker-mid-task", out)
     _check_fault_specifics("zombie-attempt", out)
 

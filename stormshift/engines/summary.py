@@ -41,7 +41,9 @@ end of input, a batch whose tuples all failed); ``log_file`` where components'
   tree's completion, as Storm's UI reports it (0 when not measured).
 
 ``outputs`` keeps what leaf streams (streams nobody subscribes to) emitted,
-in emit order, so the CLI can show final results and tests can compare.
+in emit order, so the CLI can show final results and tests can compare;
+``sink`` says where the engine wrote them (``jsonl:DIR`` / ``redis:STREAM``, as
+``--sink`` takes it; None: kept in memory only, or dropped).
 ``final_state`` (per bolt, when the engine was asked for it: shadow runs)
 holds what the bolt's tasks kept at the end: each task's user attributes
 (``adapters/attributes.py``) and the bolt's keyed state maps by name.
@@ -145,6 +147,7 @@ class RunSummary:
     warnings: list[str] = field(default_factory=list)
     log_file: str | None = None
     final_state: dict[str, ComponentState] = field(default_factory=dict)
+    sink: str | None = None
 
     def warn(self, message: str) -> None:
         """Record a warning once (the CLI prints warnings as they come and in the summary)."""
@@ -216,6 +219,7 @@ class RunSummary:
             "error_kinds": self.problems.to_list(),
             "warnings": list(self.warnings),
             "log_file": self.log_file,
+            "sink": self.sink,
             "dead_letter_reasons": {c: dict(r) for c, r in self.dead_letter_reasons.items()},
             "accounting": self.accounting(),
         }

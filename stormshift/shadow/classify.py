@@ -24,7 +24,7 @@ Storm would have had without the failures). A divergence is then
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from stormshift.shadow.compare import Divergence, DivergenceKind, StreamComparison
@@ -119,17 +119,23 @@ def _direction(d: Divergence) -> int:
         return -1
     if d.kind is DivergenceKind.COUNT_DIFFERS and d.legacy_count != d.port_count:
         return 1 if d.legacy_count > d.port_count else -1
-    signs = {
-        (x > y) - (x < y)
-        for x, y in zip(_numbers(d.legacy), _numbers(d.port), strict=False)
-        if x != y
-    }
+    signs = {(x > y) - (x < y) for x, y in _number_pairs(d.legacy, d.port) if x != y}
     return signs.pop() if len(signs) == 1 else 0
 
 
-def _numbers(value: Any) -> list[float]:
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        return [value]  # a final-state value
-    if not isinstance(value, list):
-        return []
-    return [v if isinstance(v, (int, float)) and not isinstance(v, bool) else 0 for v in value]
+def _number_pairs(a: Any, b: Any) -> Iterator[tuple[float, float]]:
+    """The numbers at the same place in two values: a leaf stream's fields position by
+    position, a final-state value nested as it is (a user's sessions ``{start: [end,
+    events, clicks]}``: lists by position, dicts by the keys both have)."""
+    if _is_number(a) and _is_number(b):
+        yield a, b
+    elif isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        for x, y in zip(a, b, strict=False):
+            yield from _number_pairs(x, y)
+    elif isinstance(a, Mapping) and isinstance(b, Mapping):
+        for key in sorted(set(a) & set(b), key=str):
+            yield from _number_pairs(a[key], b[key])
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)

@@ -243,6 +243,8 @@ class SparkEngine:
         read_spout_reports(r, self.namespace, summary, spouts)
         _count_spout_dead_letters(summary, dead_letters.since(dl_mark))
         summary.elapsed_ms = (time.perf_counter() - started) * 1000
+        if self.sink.kind != "drop":
+            summary.sink = f"{self.sink.kind}:{self.sink.target}"
         if self.sink.kind == "jsonl":
             summary.outputs = read_jsonl_outputs(self.sink.target)
         if self.read_state:
