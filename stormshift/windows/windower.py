@@ -95,9 +95,9 @@ class Windower:
             if wm >= proto.end_ms + lateness:
                 continue  # expired for this window
             if states is None:
+                self.keys.setdefault(kord, key)
                 states = self.windows.get(kord)
                 if states is None:
-                    self.keys.setdefault(kord, key)
                     states = self.windows[kord] = {}
             window = self._merge(kord, states, proto) if self.assigner.merging else proto
             state = states.get(window)
