@@ -107,9 +107,9 @@ def restore(instance: Any, point: Any) -> None:
     snap = instance._stormshift_snap = Snapshotter(point.version, len(point.deltas),
                                                    len(point.base), point.delta_bytes)
     snap.adopt(instance, known=frozenset(folded))
-    state = state_of(instance, snap.tracked)
+    state, rest = _state_and_rest(instance, snap.tracked)
     # Attributes initialize() made that the restore point lacks are new: written whole.
-    snap.names, snap.rest = tuple(n for n in state if n in folded), snap.rest_pickle(state)
+    snap.names, snap.rest = tuple(n for n in state if n in folded), rest
 
 
 class Snapshotter:
