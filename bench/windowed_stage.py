@@ -121,12 +121,12 @@ def check(sink_dir: str, data: Path) -> str:
 def measure(args: argparse.Namespace) -> dict[str, Any]:
     from stormshift.engines.spark.layout import Layout
     from stormshift.engines.spark.runtime.daemon import freeze_modules
-    from stormshift.engines.spark.task.sink import SinkSpec
     from stormshift.engines.spark.runtime.worker import redis_for
     from stormshift.engines.spark.task import stage as stage_module
+    from stormshift.engines.spark.task.sink import SinkSpec
     from stormshift.engines.spark.task.stage import StageJob
-    from stormshift.state.commit import CommitLog
     from stormshift.engines.spark.task.windowing import BatchTime
+    from stormshift.state.commit import CommitLog
     from stormshift.windows.watermark import WatermarkTracker
     from stormshift.windows.window import END_OF_TIME_MS, START_OF_TIME_MS
 
