@@ -112,3 +112,19 @@ def test_member_output_routes_chunks_fuses_and_counts_leaves():
     leaf = MemberOutput(layout, "totals", 0, R.RowBuilder(), {}, keep_leaves=True, stats=MemberStats())
     leaf.deliver("default", ["k", 1], ())
     assert leaf.leaves == [("default", ["k", 1])] and leaf.stats.leaf == 1
+
+
+def test_a_sink_keeps_only_the_leaf_streams_it_names():
+    from stormshift.engines.spark.task.sink import keep_streams
+    from stormshift.errors import StormshiftError
+
+    layout = Layout(load_topology(outtopo.FusedTopo))
+    spec = keep_streams(SinkSpec("jsonl", "/tmp/x"), ["totals:default"], layout.leaf_streams)
+    assert spec.kept_streams("totals") == {"default"} and spec.kept_streams("encoder") == set()
+    assert keep_streams(spec, None, layout.leaf_streams) is spec
+    with pytest.raises(StormshiftError, match="not leaf streams"):
+        keep_streams(SinkSpec("drop"), ["encoder:default"], layout.leaf_streams)
+    counted = MemberOutput(layout, "totals", 0, R.RowBuilder(), {}, keep_leaves=True,
+                           stats=MemberStats(), only=frozenset())
+    counted.deliver("default", ["k", 1], ())
+    assert counted.leaves == [] and counted.stats.leaf == 1  # counted, as a drop sink counts it

@@ -67,6 +67,7 @@ class WindowedBolt(Bolt):  # type: ignore[misc]
         self.windowing_state: WindowingState | None = None
         self._stormshift_batched = False  # batch mode (module doc); derived, not state
         self._stormshift_seen: dict[tuple[str, str, int], int] = {}
+        self._stormshift_shapes: dict[tuple[str, str], tuple[Any, ...]] = {}  # _shape, derived
 
     @classmethod
     def spec(cls, name: str | None = None, inputs: Any = None, par: int | None = None,
@@ -112,25 +113,42 @@ class WindowedBolt(Bolt):  # type: ignore[misc]
 
     # -- what the engine calls --------------------------------------------------
     def _receive(self, tup: Any) -> None:
-        state = self._state()
-        cfg = self.windowing
+        state = self.windowing_state
+        if state is None or "_stormshift_fields" not in self.__dict__:
+            state = self._state()
+        shape = self._stormshift_shapes.get((tup.component, tup.stream))
+        if shape is None:
+            shape = self._shape(tup.component, tup.stream)
+        fields, event_time, ts_at, key_at = shape
         now = state.processing_ms
-        event_ms = self._event_ms(tup) if cfg.event_time else now
-        fields = tuple(self._stormshift_fields.get((tup.component, tup.stream), ()))
         values = tuple(tup.values)
-        item = WindowedTuple(tup.id, tup.component, tup.stream, tup.task, values, fields,
-                             event_ms)
-        key = self._key(item)
-        per_tuple = cfg.watermark_interval_ms is None and not self._stormshift_batched
-        if state.windower is not None:
-            if cfg.event_time:
+        if ts_at is not None and type(values[ts_at]) is int:
+            event_ms = values[ts_at]
+        else:  # an extractor, processing time, or an error _event_ms raises
+            event_ms = self._event_ms(tup) if event_time else now
+        item = tuple.__new__(WindowedTuple, (tup.id, tup.component, tup.stream, tup.task, values,
+                                             fields, event_ms))
+        if key_at is None:  # a key field the stream lacks: _key raises its KeyError
+            key = self._key(item)
+        elif len(key_at) == 1:
+            key = values[key_at[0]]
+        else:
+            key = tuple([values[i] for i in key_at]) if key_at else None
+        windower = state.windower
+        if windower is not None:
+            if event_time:
                 self._observe((tup.component, tup.stream, tup.task), event_ms, now)
-            added = state.windower.add(key, event_ms, item, now)
-            self._count(added.kind, item)
-            self._handle(added.outputs)
-            if per_tuple:
+            added = windower.add(key, event_ms, item, now)
+            if added.kind == "on_time":
+                state.counters["on_time"] += 1
+            else:
+                self._count(added.kind, item)
+            if added.outputs:
+                self._handle(added.outputs)
+            if not self._stormshift_batched and self.windowing.watermark_interval_ms is None:
                 self._advance()
             return
+        per_tuple = self.windowing.watermark_interval_ms is None and not self._stormshift_batched
         assert state.counter is not None
         if state.buffer is None:  # count windows in arrival order
             self._count("on_time", item)
@@ -144,6 +162,20 @@ class WindowedBolt(Bolt):  # type: ignore[misc]
             state.buffer.hold(key, event_ms, item)
         if per_tuple:
             self._advance()
+
+    def _shape(self, component: str, stream: str) -> tuple[Any, ...]:
+        """Per input stream, read once: ``(fields, event time?, position of the timestamp
+        field, positions of the key fields)``; a position None when the stream lacks the field
+        (``_event_ms`` / ``_key`` then raise per tuple, as they say)."""
+        cfg = self.windowing
+        fields = tuple(self._stormshift_fields.get((component, stream), ()))
+        keys = self._stormshift_key_fields
+        key_at = tuple(fields.index(f) for f in keys) if all(f in fields for f in keys) else None
+        ts = cfg.timestamp_field if cfg.timestamp_extractor is None else None
+        ts_at = fields.index(ts) if ts is not None and ts in fields else None
+        shape = (fields, cfg.event_time, ts_at, key_at)
+        self._stormshift_shapes[(component, stream)] = shape
+        return shape
 
     def _observe(self, partition: tuple[str, str, int], event_ms: int, now: int) -> None:
         if not self._stormshift_batched:

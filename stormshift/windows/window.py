@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 from enum import Enum
+from json.encoder import encode_basestring_ascii as _json_str
 from typing import Any
 
 __all__ = [
@@ -61,5 +62,11 @@ class Timing(str, Enum):
 
 
 def stable_order(value: Any) -> str:
-    """A total, run-independent sort key for keys and values (JSON text)."""
+    """A total, run-independent sort key for keys and values (JSON text). A plain ``str`` or
+    ``int`` (the usual key, computed per tuple) is encoded as ``json.dumps`` would, directly."""
+    kind = type(value)
+    if kind is str:
+        return _json_str(value)  # type: ignore[no-any-return]
+    if kind is int:
+        return int.__repr__(value)
     return json.dumps(value, sort_keys=True, default=repr, separators=(",", ":"))

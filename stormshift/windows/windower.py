@@ -87,29 +87,37 @@ class Windower:
     def add(self, key: Any, event_ms: int, item: Any, now_ms: int) -> AddResult:
         kord = stable_order(key)
         wm = self.watermark_ms
-        accepted: list[Window] = []
+        lateness = self.allowed_lateness_ms
+        agg_add = self.aggregation.add
+        accepted: list[tuple[Window, WindowState]] = []
+        states: dict[Window, WindowState] | None = None
         for proto in assign(self.assigner, event_ms, key):
-            if wm >= proto.end_ms + self.allowed_lateness_ms:
+            if wm >= proto.end_ms + lateness:
                 continue  # expired for this window
-            self.keys.setdefault(kord, key)
-            states = self.windows.setdefault(kord, {})
+            if states is None:
+                self.keys.setdefault(kord, key)
+                states = self.windows.get(kord)
+                if states is None:
+                    states = self.windows[kord] = {}
             window = self._merge(kord, states, proto) if self.assigner.merging else proto
             state = states.get(window)
             if state is None:
                 state = states[window] = self._new_state()
                 state.trigger.on_time_fired = wm >= window.end_ms  # born late: no ON_TIME
                 self._track(kord, window)
-            self._add_to(state, item)
-            accepted.append(window)
+            if state.acc is not None:
+                state.acc = agg_add(state.acc, item)
+            state.delta = agg_add(state.delta, item)
+            accepted.append((window, state))
         if not accepted:
             return AddResult("dropped", [])
         outputs: list[Output] = []
         late = False
-        for window in accepted:
-            state = self.windows[kord][window]
+        trigger = self.trigger
+        for window, state in accepted:
             complete = wm >= window.end_ms
             late = late or complete
-            timing = state.trigger.on_element(self.trigger, complete, now_ms)
+            timing = state.trigger.on_element(trigger, complete, now_ms)
             if timing is not None:
                 outputs += self._fire(kord, window, state, timing)
         return AddResult("late" if late else "on_time", outputs)
@@ -156,6 +164,8 @@ class Windower:
 
     def on_processing_time(self, now_ms: int) -> list[Output]:
         """Fire panes whose processing-time trigger came due by ``now_ms``."""
+        if not self.trigger.uses_processing_time:  # no window ever has a deadline: skip the walk
+            return []
         due = []
         for kord, states in self.windows.items():
             for window, state in states.items():
@@ -191,12 +201,6 @@ class Windower:
         agg = self.aggregation
         keep_all = self.accumulation is not Accumulation.DISCARDING
         return WindowState(acc=agg.init() if keep_all else None, delta=agg.init())
-
-    def _add_to(self, state: WindowState, item: Any) -> None:
-        agg = self.aggregation
-        if state.acc is not None:
-            state.acc = agg.add(state.acc, item)
-        state.delta = agg.add(state.delta, item)
 
     def _merge(self, kord: str, states: dict[Window, WindowState], proto: Window) -> Window:
         """Sessions: merge ``proto`` with the key's windows it intersects."""

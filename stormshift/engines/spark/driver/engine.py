@@ -16,7 +16,8 @@ API (also used by ``bench/spark_adclicks.py``)::
 - ``trigger_secs``: processing-time trigger (0: next batch as soon as one ends).
 - ``until_done``: stop once every spout reached end of input and its last batch committed.
 - ``batch_max_tuples``: tuples per spout task per batch (default 10,000).
-- ``sink``: ``jsonl:DIR`` (default ``<checkpoint>/sink``), ``redis:STREAM`` or ``drop``.
+- ``sink``: ``jsonl:DIR`` (default ``<checkpoint>/sink``), ``redis:STREAM`` or ``drop``;
+  ``sink_streams``: the leaf streams it keeps (``component:stream``; default all).
 - ``spark_conf``: extra settings for the session it builds (``--conf``; unused with ``spark``).
 - ``clock``: the batches' processing time, epoch ms, read once when a batch is first
   planned (default: the wall clock; tests pass a scripted one). Windowed bolts and
@@ -64,7 +65,7 @@ from stormshift.engines.spark.layout import Layout
 from stormshift.engines.spark.source.options import now_ms, source_options
 from stormshift.engines.spark.source.source import SOURCE_NAME, SpoutSource
 from stormshift.engines.spark.source.spout_report import clear_spout_reports, read_spout_reports
-from stormshift.engines.spark.task.sink import parse_sink, read_jsonl_outputs
+from stormshift.engines.spark.task.sink import keep_streams, parse_sink, read_jsonl_outputs
 from stormshift.engines.summary import ComponentState, RunSummary
 from stormshift.errors import RunFailedError, StormshiftError
 from stormshift.state.runrecords import clear_stop, request_stop
@@ -84,7 +85,7 @@ class SparkEngine:
                  state_mode: str = "strict", spark: Any = None, namespace: str | None = None,
                  budget_ms: int = 500, max_attempts: int = 3,
                  spark_conf: dict[str, str] | None = None, read_state: bool = False,
-                 clock: Callable[[], int] | None = None):
+                 clock: Callable[[], int] | None = None, sink_streams: list[str] | None = None):
         self.graph = graph
         self.layout = Layout(graph)
         self.master = master
@@ -94,7 +95,8 @@ class SparkEngine:
         self.trigger_secs = trigger_secs
         self.until_done = until_done
         self.batch_max = batch_max_tuples or DEFAULT_BATCH_MAX
-        self.sink = parse_sink(sink, os.path.join(self.checkpoint_dir, "sink"))
+        self.sink = keep_streams(parse_sink(sink, os.path.join(self.checkpoint_dir, "sink")),
+                                 sink_streams, self.layout.leaf_streams)
         self.state_mode = state_mode
         self.spark = spark
         self.namespace = namespace or _safe(graph.name)

@@ -8,7 +8,8 @@ tasks); here its targets become one of three things:
   emit its seq);
 - items in a fused consumer's in-process queue (same task index, no
   shuffle), merged into chunks of consecutive emits of one stream;
-- a leaf emit (no consumer): the sink's, or only counted by a drop sink.
+- a leaf emit (no consumer): the sink's, or only counted (a drop sink, or a stream
+  the sink does not keep: ``SinkSpec.streams``).
 
 ``deliver`` is handed to the host's fast ``emit`` (``BoltHost.deliver_to``),
 so a bolt's emit lands in the rows at once, without an ``Emit`` object and a
@@ -38,7 +39,9 @@ class MemberOutput:
     """One member's output for one batch: ``deliver`` per emit, ``leaves`` for the sink."""
 
     def __init__(self, layout: Any, name: str, task: int, out: R.RowBuilder,
-                 queues: dict[str, list[QueueItem]], keep_leaves: bool, stats: Any):
+                 queues: dict[str, list[QueueItem]], keep_leaves: bool, stats: Any,
+                 only: frozenset[str] | None = None):
+        """``keep_leaves``: False for a drop sink; ``only``: the leaf streams kept (None: all)."""
         comp = layout.graph.component(name)
         self.task_id = comp.task_id(task)
         self.out, self.queues, self.stats = out, queues, stats
@@ -47,6 +50,8 @@ class MemberOutput:
         self.leaf_streams = frozenset(s for (c, s) in layout.leaf_streams if c == name)
         self.fused = frozenset(queues)
         self.keep_leaves = keep_leaves  # a drop sink only counts leaf emits
+        self.kept = frozenset(s for s in self.leaf_streams
+                              if keep_leaves and (only is None or s in only))
         self.leaves: list[tuple[str, list[Any]]] = []
         self.bad: list[BaseException] = []  # encode errors since the stage last looked
         self.deliver = self._compile()
@@ -59,14 +64,14 @@ class MemberOutput:
         pack = msgpack.Packer(use_bin_type=True).pack
         add_emit, task_id, queues = self.out.add_emit, self.task_id, self.queues
         stats, bad = self.stats, self.bad
-        leaf_streams, keep_leaves, leaves = self.leaf_streams, self.keep_leaves, self.leaves
+        leaf_streams, kept, leaves = self.leaf_streams, self.kept, self.leaves
 
         def deliver(stream: str, values: list[Any], targets: Any) -> None:
             if not targets:  # a leaf emit: the sink's (a drop sink only counts it)
                 stats.tuples_out += 1
                 if stream in leaf_streams:
                     stats.leaf += 1
-                    if keep_leaves:
+                    if stream in kept:
                         leaves.append((stream, list(values)))
                 return
             by_targets = plans[stream]

@@ -10,20 +10,24 @@ that makes a re-run of the same batch overwrite instead of append:
   (``state/task_txn.py`` step 6; layout and marker: ``state/sinkstream.py``):
   a re-run finds the marker and writes nothing;
 - ``drop`` -> counted in the summary, not kept.
+
+``SinkSpec.streams`` keeps only some leaf streams (``SparkEngine(sink_streams=...)``):
+the others are counted as a drop sink counts them -- say a stream that feeds bolts in
+the full topology and is a leaf only in a cut-down one.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from stormshift.errors import StormshiftError
 
-__all__ = ["SinkSpec", "parse_sink", "read_jsonl_outputs", "write_files"]
+__all__ = ["SinkSpec", "keep_streams", "parse_sink", "read_jsonl_outputs", "write_files"]
 
 Leaf = tuple[str, list[Any]]  # (stream, values)
 
@@ -32,6 +36,14 @@ Leaf = tuple[str, list[Any]]  # (stream, values)
 class SinkSpec:
     kind: str  # "jsonl" | "redis" | "drop"
     target: str = ""
+    streams: frozenset[str] | None = None  # the leaf streams kept, "component:stream"; None: all
+
+    def kept_streams(self, component: str) -> frozenset[str] | None:
+        """The streams of ``component`` whose leaf emits this sink keeps (None: every one);
+        the others are only counted, as a drop sink counts them."""
+        if self.streams is None:
+            return None
+        return frozenset(s for c, _, s in (n.partition(":") for n in self.streams) if c == component)
 
 
 def parse_sink(text: str | None, default_dir: str) -> SinkSpec:
@@ -46,6 +58,19 @@ def parse_sink(text: str | None, default_dir: str) -> SinkSpec:
     raise StormshiftError(
         f"sink {text!r} is not understood; fix: use jsonl:DIR, redis:STREAM or drop"
     )
+
+
+def keep_streams(spec: SinkSpec, names: Iterable[str] | None,
+                 leaf_streams: Iterable[tuple[str, str]]) -> SinkSpec:
+    """``spec`` keeping only the leaf streams ``names`` (``component:stream``; None: all)."""
+    if names is None:
+        return spec
+    wanted, leaves = frozenset(names), sorted(f"{c}:{s}" for c, s in leaf_streams)
+    unknown = sorted(wanted - set(leaves))
+    if unknown:
+        raise StormshiftError(f"sink streams {unknown} are not leaf streams of the topology; "
+                              f"fix: name some of {leaves}")
+    return replace(spec, streams=wanted)
 
 
 def write_files(spec: SinkSpec, component: str, task: int, txid: int, leaves: Sequence[Leaf]) -> None:

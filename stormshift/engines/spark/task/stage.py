@@ -118,7 +118,7 @@ class _Member:
         self.kernel: Kernel | None = None  # batch mode, from run_chunks
         self.stats = MemberStats()
         self.output = MemberOutput(job.layout, name, task, out, queues, job.sink.kind != "drop",
-                                   self.stats)
+                                   self.stats, job.sink.kept_streams(name))
         self.host: Any = None
         self.window_counters: dict[str, int] | None = None  # at the start (windowing.py)
 

@@ -47,17 +47,36 @@ def state_of(instance: Any, tracked: dict[str, Any] | None = None) -> dict[str, 
     """The picklable user attributes of ``instance`` (its state), by name, sorted; the
     ``tracked`` dicts of a ``Snapshotter`` count as picklable (their keys are pickled as
     they change, not tried whole every batch)."""
-    state: dict[str, Any] = {}
     tracked = tracked or {}
-    for name in sorted(vars(instance)):
+    return {name: value for name, value in _candidates(instance).items()
+            if tracked.get(name) is value or _picklable(value)}  # unpicklable: re-made by initialize()
+
+
+def _candidates(instance: Any) -> dict[str, Any]:
+    """The user attributes that may be state (not yet tried for pickling), sorted by name."""
+    out: dict[str, Any] = {}
+    attrs = vars(instance)
+    for name in sorted(attrs):
         if name in FRAMEWORK_ATTRS or name.startswith("_stormshift"):
             continue
-        value = vars(instance)[name]
+        value = attrs[name]
         if isinstance(value, _NOT_STATE) or callable(value) and not hasattr(value, "__dict__"):
             continue
-        if tracked.get(name) is value or _picklable(value):  # unpicklable: re-made by initialize()
-            state[name] = value
-    return state
+        out[name] = value
+    return out
+
+
+def _state_and_rest(instance: Any, tracked: dict[str, Any]) -> tuple[dict[str, Any], bytes]:
+    """``state_of`` and the ``rest_pickle`` of it, pickling the untracked attributes once:
+    when they pickle together each one pickles, so none needs a try of its own (a large
+    untracked attribute -- a windowed bolt's ``windowing_state`` -- was pickled twice)."""
+    candidates = _candidates(instance)
+    try:
+        rest = cloudpickle.dumps({n: v for n, v in candidates.items() if tracked.get(n) is not v})
+    except Exception:  # noqa: BLE001 - one is not state: find it as state_of does
+        state = state_of(instance, tracked)
+        return state, cloudpickle.dumps({n: v for n, v in state.items() if tracked.get(n) is not v})
+    return candidates, rest
 
 
 def _picklable(value: Any) -> bool:
@@ -88,9 +107,9 @@ def restore(instance: Any, point: Any) -> None:
     snap = instance._stormshift_snap = Snapshotter(point.version, len(point.deltas),
                                                    len(point.base), point.delta_bytes)
     snap.adopt(instance, known=frozenset(folded))
-    state = state_of(instance, snap.tracked)
+    state, rest = _state_and_rest(instance, snap.tracked)
     # Attributes initialize() made that the restore point lacks are new: written whole.
-    snap.names, snap.rest = tuple(n for n in state if n in folded), snap.rest_pickle(state)
+    snap.names, snap.rest = tuple(n for n in state if n in folded), rest
 
 
 class Snapshotter:
@@ -136,8 +155,7 @@ class Snapshotter:
 
     def payload(self, instance: Any, txid: int) -> tuple[bytes, str, int]:
         """``(payload, kind, prev)`` of the version ``txid`` (kind ``base`` or ``delta``)."""
-        state = state_of(instance, self.tracked)
-        rest = self.rest_pickle(state)
+        state, rest = _state_and_rest(instance, self.tracked)
         names = tuple(state)
         if self.version < 0 or D.should_compact(self.deltas, self.delta_bytes, self.base_bytes):
             payload = cloudpickle.dumps(state)
