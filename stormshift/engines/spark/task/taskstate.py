@@ -17,8 +17,9 @@ instance attributes (a word-count bolt's ``Counter``). For batch *N* a task:
 
 Dict-like attributes are swapped for change-tracking ones (``state/tracked.py``)
 after ``initialize()``, after a restore and after each snapshot (for attributes
-made later); other attributes are pickled together, and written when their
-pickle changed. Attributes pystorm itself owns (pipes, locks, logger, conf,
+made later); a keyed state object (``state/keyed.py``: a windowed bolt's windows)
+writes its shared part and the entries it changed; other attributes are pickled
+together, and written when their pickle changed. Attributes pystorm itself owns (pipes, locks, logger, conf,
 context) and values that cannot be pickled are not state: they come from
 ``initialize()``. A change of ``par`` re-splits dict state keyed by the
 fields grouping, or is refused (``state/rescale.py``).
@@ -35,6 +36,7 @@ from pyspark import cloudpickle
 
 from stormshift.adapters.attributes import FRAMEWORK_ATTRS
 from stormshift.state import deltas as D
+from stormshift.state.keyed import KeyedParts, is_keyed, stored
 from stormshift.state.tracked import TRACKABLE, track
 
 __all__ = ["FRAMEWORK_ATTRS", "CachedTask", "Snapshotter", "TaskCache", "config_of", "restore",
@@ -55,9 +57,14 @@ def state_of(instance: Any, tracked: dict[str, Any] | None = None) -> dict[str, 
         value = vars(instance)[name]
         if isinstance(value, _NOT_STATE) or callable(value) and not hasattr(value, "__dict__"):
             continue
-        if tracked.get(name) is value or _picklable(value):  # unpicklable: re-made by initialize()
+        if tracked.get(name) is value or is_keyed(value) or _picklable(value):
+            # unpicklable: re-made by initialize(); keyed: pickled by its entries
             state[name] = value
     return state
+
+
+def _keyed_delta(value: Any) -> Any:
+    return value.keyed_delta()
 
 
 def _picklable(value: Any) -> bool:
@@ -91,6 +98,7 @@ def restore(instance: Any, point: Any) -> None:
     state = state_of(instance, snap.tracked)
     # Attributes initialize() made that the restore point lacks are new: written whole.
     snap.names, snap.rest = tuple(n for n in state if n in folded), snap.rest_pickle(state)
+    snap.keyed = {n: v for n, v in folded.items() if is_keyed(v)}
 
 
 class Snapshotter:
@@ -109,7 +117,9 @@ class Snapshotter:
         self.tracked: dict[str, Any] = {}  # attribute -> the tracked object put there
         self.names: tuple[str, ...] = ()  # state attributes as of ``version``
         self.rest: bytes | None = None  # pickle of the untracked attributes as of ``version``
+        self.keyed: dict[str, Any] = {}  # attribute -> the keyed state object as of ``version``
         self._pending: tuple[str, int, bytes, tuple[str, ...]] | None = None
+        self._keyed_now: dict[str, Any] = {}
 
     def adopt(self, instance: Any, known: frozenset[str] = frozenset()) -> bool:
         """Swap plain dict-like attributes for tracked ones; True if any was. Left as they
@@ -132,7 +142,8 @@ class Snapshotter:
         return True
 
     def rest_pickle(self, state: dict[str, Any]) -> bytes:
-        return cloudpickle.dumps({n: v for n, v in state.items() if self.tracked.get(n) is not v})
+        return cloudpickle.dumps({n: v for n, v in state.items()
+                                  if self.tracked.get(n) is not v and not is_keyed(v)})
 
     def payload(self, instance: Any, txid: int) -> tuple[bytes, str, int]:
         """``(payload, kind, prev)`` of the version ``txid`` (kind ``base`` or ``delta``)."""
@@ -140,12 +151,20 @@ class Snapshotter:
         rest = self.rest_pickle(state)
         names = tuple(state)
         if self.version < 0 or D.should_compact(self.deltas, self.delta_bytes, self.base_bytes):
-            payload = cloudpickle.dumps(state)
+            payload = cloudpickle.dumps(stored(state))
+            self._keyed_now = {n: v for n, v in state.items() if is_keyed(v)}
             self._pending = ("base", len(payload), rest, names)
             return payload, "base", -1
         keys: dict[str, Any] = {}
         whole: dict[str, Any] = {}
+        keyed: dict[str, Any] = {}
         for name, value in state.items():
+            if is_keyed(value):  # its changed entries, or whole (as parts) when new
+                if self.keyed.get(name) is value:
+                    keyed[name] = _keyed_delta(value)
+                else:
+                    whole[name] = KeyedParts.of(value)
+                continue
             if self.tracked.get(name) is not value:
                 continue
             if name not in self.names:  # new since the version: no keys to build on
@@ -158,11 +177,13 @@ class Snapshotter:
                 continue
             if kd is not None:
                 keys[name] = kd
+        self._keyed_now = {n: v for n, v in state.items() if is_keyed(v)}
         if rest != self.rest:
-            whole.update({n: v for n, v in state.items() if self.tracked.get(n) is not v})
+            whole.update({n: v for n, v in state.items()
+                          if self.tracked.get(n) is not v and not is_keyed(v)})
         dropped = [n for n in self.names if n not in state]
         try:
-            payload = cloudpickle.dumps(D.make_delta(keys, whole, dropped))
+            payload = cloudpickle.dumps(D.make_delta(keys, whole, dropped, keyed))
         except Exception:  # noqa: BLE001 - a value that cannot be pickled: not state
             for name in [n for n in keys if not _picklable(keys[n])]:
                 del self.tracked[name]  # from now on tried whole, like any attribute
@@ -179,6 +200,9 @@ class Snapshotter:
         else:
             self.deltas, self.delta_bytes = self.deltas + 1, self.delta_bytes + size
         self.version, self.rest, self.names, self._pending = txid, rest, names, None
+        self.keyed = self._keyed_now
+        for value in self.keyed.values():
+            value.keyed_mark()
         attrs = vars(instance)
         for name, value in list(self.tracked.items()):
             if attrs.get(name) is value:
