@@ -143,3 +143,43 @@ def test_live_instances_are_cached_per_wiring_so_a_rescaled_run_builds_new_ones(
     assert config_of(two, two.component("numbers")) != config_of(three, three.component("numbers"))
     assert config_of(two, two.component("sums")) == config_of(
         load_topology(sparktopo.Replayable), two.component("sums"))
+
+
+def test_a_windowed_bolts_chain_is_resplit_per_key(redis_client, ns):
+    """Each old task's base + delta chain (written by its Snapshotter) folds back into
+    its windows, re-split by key; the new bases hold every key once, on its task."""
+    from stormshift.engines.spark.task.taskstate import Snapshotter
+    from stormshift.windows import Count, Windowing
+    from stormshift.windows.state import WindowingState
+
+    windowing = Windowing.tumbling(duration_ms=10).with_timestamp_field("t").with_aggregation(
+        Count())
+
+    class Task:
+        def __init__(self):
+            self.windowing_state = WindowingState.build(windowing, [])
+
+    store = SnapshotStore(redis_client, ns, KEY)
+    store.check_par("counter", 2)
+    tasks = [Task() for _ in range(2)]
+    snaps = [Snapshotter() for _ in range(2)]
+    for txid, words in ((1, list(WORDS)[:120]), (2, list(WORDS)[100:])):
+        for word in words:
+            tasks[hash_one(word) % 2].windowing_state.windower.add(word, txid, None, 0)
+        for task, (inst, snap) in enumerate(zip(tasks, snaps)):
+            payload, kind, prev = snap.payload(inst, txid)
+            store.save("counter", task, txid, acquire_epoch(redis_client, ns, "counter", task),
+                       payload, kind, prev)
+            snap.written(inst, txid)
+        commit(redis_client, ns, txid)
+    assert any(f.startswith(b"d:") for f in redis_client.hkeys(K.snapshot_key(ns, "counter", 0)))
+    p = ensure_par(redis_client, store, bolt(3), pickle.dumps)
+    assert p.keys == len(WORDS)
+    counts = {}
+    for task in range(3):
+        ws = committed_attributes(redis_client, ns, KEY, "counter", task)["windowing_state"]
+        for kord, states in ws.windower.windows.items():
+            word = ws.windower.keys[kord]
+            assert hash_one(word) % 3 == task
+            counts[word] = sum(s.delta for s in states.values())
+    assert counts == {w: 2 if 100 <= i < 120 else 1 for i, w in enumerate(WORDS)}

@@ -6,7 +6,9 @@ was built on (``prev``). A delta holds, per tracked dict attribute
 (``state/tracked.py``), the keys the batch deleted, the keys it inserted (in
 order: folding appends them, so iteration order comes back as it was) and the
 values of every inserted or changed key; attributes written whole (new,
-replaced, not dict-like, or cleared); attributes that are gone. Restore =
+replaced, not dict-like, or cleared); per keyed state object (``state/keyed.py``:
+a windowed bolt's windows) its shared part, the entries the batch deleted and the
+entries it changed; attributes that are gone. Restore =
 base folded with its deltas in txid order; the fold is a pure function of the
 versions, so a replayed batch (same txid, same delta) restores the same state.
 Payloads are pickled; ``fold_payloads`` is only ever given bytes whose HMAC
@@ -19,15 +21,18 @@ import pickle
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from stormshift.state.keyed import apply_keyed, to_live
 from stormshift.state.tracked import changes_of
 
 __all__ = ["COMPACT_MAX_DELTAS", "COMPACT_RATIO", "attr_delta", "fold", "fold_payloads",
            "make_delta", "should_compact"]
 
-DELTA_FORMAT = 1
+DELTA_FORMAT = 2  # 2: a "keyed" section (format 1 deltas, without it, are read too)
+READS = (1, 2)
 COMPACT_RATIO = 0.5  # a new base once the deltas since the last one reach this share of it
 COMPACT_MAX_DELTAS = 512  # ... or this many deltas (bounds a restore's fold and the hash)
 KeyDelta = tuple[list[Any], list[Any], dict[Any, Any]]  # (deleted, inserted, values)
+KeyedDelta = tuple[Any, list[Any], dict[Any, Any]]  # (shared, deleted, values): keyed.py
 
 
 def attr_delta(value: Any) -> KeyDelta | None:
@@ -52,10 +57,12 @@ def attr_delta(value: Any) -> KeyDelta | None:
 
 
 def make_delta(keys: Mapping[str, KeyDelta], whole: Mapping[str, Any],
-               dropped: Sequence[str]) -> dict[str, Any]:
+               dropped: Sequence[str], keyed: Mapping[str, KeyedDelta] | None = None
+               ) -> dict[str, Any]:
     """One batch's delta as plain data (sorted by attribute name)."""
     return {"format": DELTA_FORMAT, "keys": dict(sorted(keys.items())),
-            "whole": dict(sorted(whole.items())), "drop": sorted(dropped)}
+            "whole": dict(sorted(whole.items())), "drop": sorted(dropped),
+            "keyed": dict(sorted((keyed or {}).items()))}
 
 
 def _apply_keys(target: Any, delta: KeyDelta) -> None:
@@ -69,18 +76,21 @@ def _apply_keys(target: Any, delta: KeyDelta) -> None:
 
 
 def fold(base: Mapping[str, Any], deltas: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """The state after ``deltas`` (oldest first) on ``base``: attributes by name."""
+    """The state after ``deltas`` (oldest first) on ``base``: attributes by name, keyed
+    state objects built back from their parts."""
     state = dict(base)
     for delta in deltas:
-        if delta.get("format") != DELTA_FORMAT:
+        if delta.get("format") not in READS:
             raise ValueError(f"snapshot delta format {delta.get('format')!r}, this stormshift "
-                             f"reads {DELTA_FORMAT}")
+                             f"reads {READS}")
         for name in delta["drop"]:
             state.pop(name, None)
         state.update(delta["whole"])
         for name, kd in delta["keys"].items():
             _apply_keys(state[name], kd)
-    return state
+        for name, kd in delta.get("keyed", {}).items():
+            state[name] = apply_keyed(state[name], kd)
+    return to_live(state)
 
 
 def fold_payloads(base: bytes, deltas: Sequence[bytes]) -> dict[str, Any]:

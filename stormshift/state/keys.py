@@ -27,7 +27,10 @@ import zlib
 
 # 2: snapshots are chains of a base and deltas (fields b:T, d:T:P; format 1 wrote a
 # bare txid, read as a base). Format-1 code cannot read format-2 snapshots.
-FORMAT_VERSION = 2
+# 3: a keyed state object (a windowed bolt's windows) is stored as per-key entries
+# (``state/keyed.py``: ``KeyedParts`` in bases, a "keyed" section in deltas); format-2
+# code cannot read it. Format-2 snapshots (a windowing state pickled whole) are read.
+FORMAT_VERSION = 3
 KEY_GROUPS = 64
 PREFIX = "ss"
 COMMITTED_FIELD = "__committed"

@@ -282,8 +282,7 @@ class WindowedBolt(Bolt):  # type: ignore[misc]
                 self.on_timer(out.key, out.at_ms, out.tag)
 
     def _retract(self, out: Retraction) -> None:
-        emitted = self._state().emitted.pop(
-            (stable_order(out.key), out.window.start_ms, out.window.end_ms), [])
+        emitted = self._state().take_emitted(stable_order(out.key), out.window)
         for stream, values in emitted:
             self.emit(values, stream=retraction_stream(stream))
 
@@ -294,15 +293,15 @@ class WindowedBolt(Bolt):  # type: ignore[misc]
         expired: list[WindowedTuple] = []
         if collects and pane.timing is Timing.ON_TIME:
             now_ids = {t.id for t in pane.result}
-            expired = [t for t in state.previous.get(kord, []) if t.id not in now_ids]
-            state.previous[kord] = list(pane.result)
+            expired = [t for t in state.previous_of(kord) if t.id not in now_ids]
+            state.set_previous(kord, pane.key, list(pane.result))
         view = TupleWindow(pane, expired, collects, self.component_name)
         if self.windowing.accumulation is not Accumulation.RETRACTING:
             type(self).process(self, view)
             return
         emitted = self._recording(view)
         if not pane.is_final:
-            state.emitted[(kord, pane.window.start_ms, pane.window.end_ms)] = emitted
+            state.keep_emitted(kord, pane.window, emitted)
 
     def _recording(self, view: TupleWindow) -> list[tuple[str, list[Any]]]:
         """Run ``process(view)``, keeping what it emitted (to retract it later)."""

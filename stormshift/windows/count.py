@@ -35,6 +35,7 @@ class _Open:
 
 @dataclass
 class _KeyCount:
+    key: Any = None  # the key itself (a rescale routes it)
     seen: int = 0
     open: dict[int, _Open] = field(default_factory=dict)  # window number -> accumulator
 
@@ -48,10 +49,14 @@ class CountWindower:
         self.slide = slide
         self.aggregation = aggregation
         self.keys: dict[str, _KeyCount] = {}
+        self.touched: set[str] = set()  # key orders changed since cleared (derived)
 
     def add(self, key: Any, event_ms: int, item: Any) -> list[Pane]:
         kord = stable_order(key)
-        state = self.keys.setdefault(kord, _KeyCount())
+        state = self.keys.get(kord)
+        if state is None:
+            state = self.keys[kord] = _KeyCount(key)
+        self.touched.add(kord)
         state.seen = n = state.seen + 1
         agg = self.aggregation
         first_k = -(-n // self.slide)
@@ -75,6 +80,7 @@ class CountWindower:
 
     def restore(self, snap: dict[str, Any]) -> None:
         self.keys = dict(snap["keys"])
+        self.touched = set()
 
 
 class ReleaseBuffer:
@@ -98,7 +104,7 @@ class ReleaseBuffer:
         return out
 
     def snapshot(self) -> dict[str, Any]:
-        return {"heap": list(self.heap), "seq": self.seq}
+        return {"heap": sorted(self.heap, key=lambda e: e[:3]), "seq": self.seq}
 
     def restore(self, snap: dict[str, Any]) -> None:
         self.heap = list(snap["heap"])

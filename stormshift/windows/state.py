@@ -13,16 +13,26 @@ component snapshots carry it as they carry any bolt attribute. Its
      "counters": {"on_time", "late_updated", "dropped_late", "late_stream": int},
      "emitted": {(key order, start_ms, end_ms): [(stream, values)]},  # to retract
      "previous": {key order: [WindowedTuple]}}                        # get_expired
+
+In a task's snapshot chain it is a keyed state object (``state/keyed.py``): one
+entry per key and a shared part (``keyed.py``), so a batch writes the keys it
+touched and a rescale sends each key to its new task. The bolt reaches the
+per-key parts it keeps itself (``emitted``, ``previous``) through the methods
+below, which note the key as touched.
 """
 
 from __future__ import annotations
 
+import json
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from stormshift.windows import keyed as KE
 from stormshift.windows.config import Windowing
 from stormshift.windows.count import CountWindower, ReleaseBuffer
 from stormshift.windows.watermark import WatermarkTracker
+from stormshift.windows.window import Window
 from stormshift.windows.windower import Windower
 
 __all__ = ["COUNTERS", "FORMAT", "WindowingState"]
@@ -40,9 +50,37 @@ class WindowingState:
     processing_ms: int = 0
     next_watermark_ms: int | None = None
     counters: dict[str, int] = field(default_factory=lambda: dict.fromkeys(COUNTERS, 0))
-    emitted: dict[tuple[str, int, int], list[tuple[str, list[Any]]]] = field(
+    # key order -> (start_ms, end_ms) -> what the pane emitted: [(stream, values)]
+    emitted: dict[str, dict[tuple[int, int], list[tuple[str, list[Any]]]]] = field(
         default_factory=dict)
-    previous: dict[str, list[Any]] = field(default_factory=dict)
+    previous: dict[str, tuple[Any, list[Any]]] = field(default_factory=dict)  # (key, tuples)
+    marked: set[str] = field(default_factory=set)  # derived: keys touched here (emitted, ...)
+    held_since: int = 0  # derived: the buffer's seq when the state was last written
+
+    # -- what the bolt keeps per key --------------------------------------------
+    def take_emitted(self, kord: str, window: Window) -> list[tuple[str, list[Any]]]:
+        """What the pane of ``window`` emitted (to retract), forgotten."""
+        mine = self.emitted.get(kord)
+        if not mine:
+            return []
+        self.marked.add(kord)
+        out = mine.pop((window.start_ms, window.end_ms), [])
+        if not mine:
+            del self.emitted[kord]
+        return out
+
+    def keep_emitted(self, kord: str, window: Window, emitted: list[tuple[str, list[Any]]]
+                     ) -> None:
+        self.marked.add(kord)
+        self.emitted.setdefault(kord, {})[(window.start_ms, window.end_ms)] = emitted
+
+    def previous_of(self, kord: str) -> list[Any]:
+        found = self.previous.get(kord)
+        return [] if found is None else found[1]
+
+    def set_previous(self, kord: str, key: Any, tuples: list[Any]) -> None:
+        self.marked.add(kord)
+        self.previous[kord] = (key, tuples)
 
     @classmethod
     def build(cls, windowing: Windowing, expected: list[Any]) -> WindowingState:
@@ -65,8 +103,9 @@ class WindowingState:
             "windows": windows.snapshot(),
             "buffer": None if self.buffer is None else self.buffer.snapshot(),
             "counters": dict(self.counters),
-            "emitted": {k: list(v) for k, v in self.emitted.items()},
-            "previous": {k: list(v) for k, v in self.previous.items()},
+            "emitted": {(k, s, e): list(v) for k, spans in sorted(self.emitted.items())
+                        for (s, e), v in sorted(spans.items())},
+            "previous": {k: list(v[1]) for k, v in sorted(self.previous.items())},
         }
 
     def event_time_snapshot(self) -> dict[str, Any]:
@@ -92,5 +131,58 @@ class WindowingState:
         if self.buffer is not None and snap["buffer"] is not None:
             self.buffer.restore(snap["buffer"])
         self.counters = dict(snap["counters"])
-        self.emitted = {k: list(v) for k, v in snap["emitted"].items()}
-        self.previous = {k: list(v) for k, v in snap["previous"].items()}
+        self.emitted = {}
+        for (k, s, e), v in snap["emitted"].items():
+            self.emitted.setdefault(k, {})[(s, e)] = list(v)
+        keys = self.windower.keys if self.windower is not None else {}
+        self.previous = {k: (keys.get(k, json.loads(k)), list(v))
+                         for k, v in snap["previous"].items()}
+        self.marked = set()
+        self.held_since = self.buffer.seq if self.buffer is not None else 0
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """Unpickle, reading a state pickled whole by an older stormshift (flat
+        ``emitted``, ``previous`` without keys, no change marks) into today's layout."""
+        if "marked" not in state:
+            flat, state["emitted"] = state["emitted"], {}
+            for (k, s, e), v in flat.items():
+                state["emitted"].setdefault(k, {})[(s, e)] = v
+            w = state["windower"]
+            keys = w.keys if w is not None else {}
+            state["previous"] = {k: (keys.get(k, json.loads(k)), v)
+                                 for k, v in state["previous"].items()}
+            state["marked"], state["held_since"] = set(), 0
+            for part in (w, state["counter"]):
+                if part is not None and not hasattr(part, "touched"):
+                    part.touched = set()
+        self.__dict__.update(state)
+
+    # -- a keyed state object (state/keyed.py; the parts: keyed.py) -------------
+    def keyed_parts(self) -> tuple[Any, dict[Hashable, Any]]:
+        entries = KE.entries_of(self, None)
+        return KE.shared_of(self), {k: e for k, e in entries.items() if e is not None}
+
+    def keyed_delta(self) -> tuple[Any, list[Hashable], dict[Hashable, Any]]:
+        entries = KE.entries_of(self, KE.touched(self, self.held_since))
+        deleted: list[Hashable] = [k for k, e in entries.items() if e is None]
+        return KE.shared_of(self), deleted, {k: e for k, e in entries.items() if e is not None}
+
+    def keyed_mark(self) -> None:
+        self.marked = set()
+        for part in (self.windower, self.counter):
+            if part is not None:
+                part.touched = set()
+        if self.buffer is not None:
+            self.held_since = self.buffer.seq
+
+    @classmethod
+    def from_keyed(cls, shared: Any, entries: Mapping[Hashable, Any]) -> WindowingState:
+        return KE.build(cls, shared, entries)  # type: ignore[arg-type, no-any-return]
+
+    @classmethod
+    def keyed_key(cls, entry: Any) -> Any:
+        return entry.key
+
+    @classmethod
+    def keyed_merge(cls, shareds: Sequence[Any], task: int, par: int) -> Any:
+        return KE.merge_shared(shareds, task, par)

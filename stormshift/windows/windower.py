@@ -18,6 +18,9 @@ still held.
 
 State: ``windows`` (key order -> window -> ``WindowState``), ``keys``, the
 watermark and the timers: plain picklable data; ``snapshot()``/``restore()``.
+``touched`` (derived) names the keys whose windows, timers or key changed since
+the owner last cleared it: a task's snapshot writes only those keys
+(``state.py``, ``keyed.py``).
 Two heaps index the windows by when the watermark fires them (``end_ms``) and
 expires them (``end_ms + allowed_lateness_ms``), so a watermark step costs what
 it fires, not the number of open windows; entries of windows merged away or
@@ -76,6 +79,7 @@ class Windower:
         self.timers: list[tuple[int, str, str]] = []  # heap of (at_ms, key order, tag)
         self._due: list[tuple[int, int, str, Window]] = []  # (end, start, key order, window)
         self._expiry: list[tuple[int, int, str, Window]] = []  # (end + lateness, start, ...)
+        self.touched: set[str] = set()  # key orders changed since cleared (module doc)
 
     def _track(self, kord: str, window: Window) -> None:
         """Index a window that just got its state (new, or a merge of sessions)."""
@@ -111,6 +115,7 @@ class Windower:
             accepted.append((window, state))
         if not accepted:
             return AddResult("dropped", [])
+        self.touched.add(kord)
         outputs: list[Output] = []
         late = False
         trigger = self.trigger
@@ -127,6 +132,7 @@ class Windower:
         kord = stable_order(key)
         self.keys.setdefault(kord, key)
         heapq.heappush(self.timers, (at_ms, kord, tag))
+        self.touched.add(kord)
 
     def due_timers(self) -> list[Output]:
         """Timers set at or below the current watermark since it last moved (user code
@@ -134,6 +140,7 @@ class Windower:
         fired: list[Output] = []
         while self.timers and self.timers[0][0] <= self.watermark_ms:
             at_ms, kord, tag = heapq.heappop(self.timers)
+            self.touched.add(kord)
             fired.append(TimerFired(self.keys[kord], at_ms, tag))
         return fired
 
@@ -151,6 +158,7 @@ class Windower:
                 due.append((window.end_ms, 0, window.start_ms, kord, window))
         while self.timers and self.timers[0][0] <= wm:
             at_ms, kord, tag = heapq.heappop(self.timers)
+            self.touched.add(kord)
             due.append((at_ms, 1, 0, kord, tag))
         outputs: list[Output] = []
         for at_ms, kind, _, kord, what in sorted(due, key=lambda d: d[:4]):
@@ -187,6 +195,7 @@ class Windower:
         gone = sorted(found)
         outputs: list[Output] = []
         for _, _, kord, window in gone:
+            self.touched.add(kord)
             state = self.windows[kord].pop(window)
             if state.trigger.count:  # a batched late pane still pending
                 outputs += self._fire(kord, window, state, Timing.LATE)
@@ -228,6 +237,7 @@ class Windower:
 
     def _fire(self, kord: str, window: Window, state: WindowState, timing: Timing) -> list[Output]:
         agg, key = self.aggregation, self.keys[kord]
+        self.touched.add(kord)
         outputs: list[Output] = []
         new = agg.result(state.delta)
         result = new if state.acc is None else agg.result(state.acc)
@@ -247,7 +257,7 @@ class Windower:
             "windows": {k: dict(v) for k, v in self.windows.items()},
             "keys": dict(self.keys),
             "watermark_ms": self.watermark_ms,
-            "timers": list(self.timers),
+            "timers": sorted(self.timers),  # the heap's layout follows its history
         }
 
     def restore(self, snap: dict[str, Any]) -> None:
@@ -256,7 +266,7 @@ class Windower:
         self.watermark_ms = int(snap["watermark_ms"])
         self.timers = list(snap["timers"])
         heapq.heapify(self.timers)
-        self._due, self._expiry = [], []
+        self._due, self._expiry, self.touched = [], [], set()
         for kord, states in sorted(self.windows.items()):
             for window in sorted(states):
                 self._track(kord, window)

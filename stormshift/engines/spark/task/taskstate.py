@@ -17,8 +17,9 @@ instance attributes (a word-count bolt's ``Counter``). For batch *N* a task:
 
 Dict-like attributes are swapped for change-tracking ones (``state/tracked.py``)
 after ``initialize()``, after a restore and after each snapshot (for attributes
-made later); other attributes are pickled together, and written when their
-pickle changed. Attributes pystorm itself owns (pipes, locks, logger, conf,
+made later); a keyed state object (``state/keyed.py``: a windowed bolt's windows)
+writes its shared part and the entries it changed; other attributes are pickled
+together, and written when their pickle changed. Attributes pystorm itself owns (pipes, locks, logger, conf,
 context) and values that cannot be pickled are not state: they come from
 ``initialize()``. A change of ``par`` re-splits dict state keyed by the
 fields grouping, or is refused (``state/rescale.py``).
@@ -35,6 +36,7 @@ from pyspark import cloudpickle
 
 from stormshift.adapters.attributes import FRAMEWORK_ATTRS
 from stormshift.state import deltas as D
+from stormshift.state.keyed import KeyedParts, is_keyed, stored
 from stormshift.state.tracked import TRACKABLE, track
 
 __all__ = ["FRAMEWORK_ATTRS", "CachedTask", "Snapshotter", "TaskCache", "config_of", "restore",
@@ -46,10 +48,11 @@ _NOT_STATE = (types.FunctionType, types.MethodType, types.BuiltinFunctionType, t
 def state_of(instance: Any, tracked: dict[str, Any] | None = None) -> dict[str, Any]:
     """The picklable user attributes of ``instance`` (its state), by name, sorted; the
     ``tracked`` dicts of a ``Snapshotter`` count as picklable (their keys are pickled as
-    they change, not tried whole every batch)."""
+    they change, not tried whole every batch), and so do keyed objects (pickled by their
+    entries); an unpicklable attribute is re-made by ``initialize()``."""
     tracked = tracked or {}
     return {name: value for name, value in _candidates(instance).items()
-            if tracked.get(name) is value or _picklable(value)}  # unpicklable: re-made by initialize()
+            if tracked.get(name) is value or is_keyed(value) or _picklable(value)}
 
 
 def _candidates(instance: Any) -> dict[str, Any]:
@@ -66,17 +69,27 @@ def _candidates(instance: Any) -> dict[str, Any]:
     return out
 
 
+def _rest(state: dict[str, Any], tracked: dict[str, Any]) -> dict[str, Any]:
+    """What a version pickles whole: neither a tracked dict (its keys go as they change) nor
+    a keyed object (its entries do)."""
+    return {n: v for n, v in state.items() if tracked.get(n) is not v and not is_keyed(v)}
+
+
 def _state_and_rest(instance: Any, tracked: dict[str, Any]) -> tuple[dict[str, Any], bytes]:
     """``state_of`` and the ``rest_pickle`` of it, pickling the untracked attributes once:
     when they pickle together each one pickles, so none needs a try of its own (a large
-    untracked attribute -- a windowed bolt's ``windowing_state`` -- was pickled twice)."""
+    untracked attribute was pickled twice)."""
     candidates = _candidates(instance)
     try:
-        rest = cloudpickle.dumps({n: v for n, v in candidates.items() if tracked.get(n) is not v})
+        rest = cloudpickle.dumps(_rest(candidates, tracked))
     except Exception:  # noqa: BLE001 - one is not state: find it as state_of does
         state = state_of(instance, tracked)
-        return state, cloudpickle.dumps({n: v for n, v in state.items() if tracked.get(n) is not v})
+        return state, cloudpickle.dumps(_rest(state, tracked))
     return candidates, rest
+
+
+def _keyed_delta(value: Any) -> Any:
+    return value.keyed_delta()
 
 
 def _picklable(value: Any) -> bool:
@@ -110,6 +123,7 @@ def restore(instance: Any, point: Any) -> None:
     state, rest = _state_and_rest(instance, snap.tracked)
     # Attributes initialize() made that the restore point lacks are new: written whole.
     snap.names, snap.rest = tuple(n for n in state if n in folded), rest
+    snap.keyed = {n: v for n, v in folded.items() if is_keyed(v)}
 
 
 class Snapshotter:
@@ -128,7 +142,9 @@ class Snapshotter:
         self.tracked: dict[str, Any] = {}  # attribute -> the tracked object put there
         self.names: tuple[str, ...] = ()  # state attributes as of ``version``
         self.rest: bytes | None = None  # pickle of the untracked attributes as of ``version``
+        self.keyed: dict[str, Any] = {}  # attribute -> the keyed state object as of ``version``
         self._pending: tuple[str, int, bytes, tuple[str, ...]] | None = None
+        self._keyed_now: dict[str, Any] = {}
 
     def adopt(self, instance: Any, known: frozenset[str] = frozenset()) -> bool:
         """Swap plain dict-like attributes for tracked ones; True if any was. Left as they
@@ -151,19 +167,27 @@ class Snapshotter:
         return True
 
     def rest_pickle(self, state: dict[str, Any]) -> bytes:
-        return cloudpickle.dumps({n: v for n, v in state.items() if self.tracked.get(n) is not v})
+        return cloudpickle.dumps(_rest(state, self.tracked))
 
     def payload(self, instance: Any, txid: int) -> tuple[bytes, str, int]:
         """``(payload, kind, prev)`` of the version ``txid`` (kind ``base`` or ``delta``)."""
         state, rest = _state_and_rest(instance, self.tracked)
         names = tuple(state)
         if self.version < 0 or D.should_compact(self.deltas, self.delta_bytes, self.base_bytes):
-            payload = cloudpickle.dumps(state)
+            payload = cloudpickle.dumps(stored(state))
+            self._keyed_now = {n: v for n, v in state.items() if is_keyed(v)}
             self._pending = ("base", len(payload), rest, names)
             return payload, "base", -1
         keys: dict[str, Any] = {}
         whole: dict[str, Any] = {}
+        keyed: dict[str, Any] = {}
         for name, value in state.items():
+            if is_keyed(value):  # its changed entries, or whole (as parts) when new
+                if self.keyed.get(name) is value:
+                    keyed[name] = _keyed_delta(value)
+                else:
+                    whole[name] = KeyedParts.of(value)
+                continue
             if self.tracked.get(name) is not value:
                 continue
             if name not in self.names:  # new since the version: no keys to build on
@@ -176,11 +200,13 @@ class Snapshotter:
                 continue
             if kd is not None:
                 keys[name] = kd
+        self._keyed_now = {n: v for n, v in state.items() if is_keyed(v)}
         if rest != self.rest:
-            whole.update({n: v for n, v in state.items() if self.tracked.get(n) is not v})
+            whole.update({n: v for n, v in state.items()
+                          if self.tracked.get(n) is not v and not is_keyed(v)})
         dropped = [n for n in self.names if n not in state]
         try:
-            payload = cloudpickle.dumps(D.make_delta(keys, whole, dropped))
+            payload = cloudpickle.dumps(D.make_delta(keys, whole, dropped, keyed))
         except Exception:  # noqa: BLE001 - a value that cannot be pickled: not state
             for name in [n for n in keys if not _picklable(keys[n])]:
                 del self.tracked[name]  # from now on tried whole, like any attribute
@@ -197,6 +223,9 @@ class Snapshotter:
         else:
             self.deltas, self.delta_bytes = self.deltas + 1, self.delta_bytes + size
         self.version, self.rest, self.names, self._pending = txid, rest, names, None
+        self.keyed = self._keyed_now
+        for value in self.keyed.values():
+            value.keyed_mark()
         attrs = vars(instance)
         for name, value in list(self.tracked.items()):
             if attrs.get(name) is value:

@@ -1,0 +1,101 @@
+"""Keyed state objects: a bolt attribute stored as one small shared part and per-key entries.
+
+A windowed bolt keeps its windows in one attribute (``WindowedBolt.windowing_state``),
+not a dict, yet most of it is per key: each key's windows, timers and what its panes
+emitted. An attribute whose value follows the ``KeyedState`` protocol below is stored
+that way in a task's snapshot chain (``state/deltas.py``): a base holds
+``KeyedParts(cls, shared, entries)``; a delta holds the shared part and only the
+entries a batch changed or deleted, so a batch writes what it touched, not the
+number of open windows, and a rescale (``state/rescale.py``) sends each entry to the
+task the fields grouping routes its key to.
+
+Protocol, in call order:
+
+- ``keyed_parts()`` -> ``(shared, {entry id: entry})``: everything (a base, a rescale);
+- ``keyed_delta()`` -> ``(shared, deleted ids, {entry id: entry})``: what changed since
+  the last ``keyed_mark()`` (or since the object was built), ids sorted;
+- ``keyed_mark()``: the version holding those changes landed;
+- ``cls.from_keyed(shared, entries)``: the object again (restore; entries in any order);
+- ``cls.keyed_key(entry)``: the grouping value(s) of an entry's key (rescale routing);
+- ``cls.keyed_merge(shareds, task, par)``: the shared part of new task ``task`` of
+  ``par`` from the old tasks' shared parts, deterministically (rescale).
+
+Pure: no Redis, no pickling; the engine's ``Snapshotter`` and ``deltas.fold`` use it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+__all__ = ["KeyedParts", "KeyedState", "apply_keyed", "is_keyed", "stored", "to_live"]
+
+
+@runtime_checkable
+class KeyedState(Protocol):
+    def keyed_parts(self) -> tuple[Any, dict[Hashable, Any]]: ...
+
+    def keyed_delta(self) -> tuple[Any, list[Hashable], dict[Hashable, Any]]: ...
+
+    def keyed_mark(self) -> None: ...
+
+    @classmethod
+    def from_keyed(cls, shared: Any, entries: Mapping[Hashable, Any]) -> Any: ...
+
+    @classmethod
+    def keyed_key(cls, entry: Any) -> Any: ...
+
+    @classmethod
+    def keyed_merge(cls, shareds: Sequence[Any], task: int, par: int) -> Any: ...
+
+
+_METHODS = ("keyed_parts", "keyed_delta", "keyed_mark", "from_keyed", "keyed_key",
+            "keyed_merge")
+
+
+def is_keyed(value: Any) -> bool:
+    """Whether ``value`` follows the protocol (asked of its type: a user's proxy object
+    answering every attribute is not taken for one)."""
+    cls = type(value)
+    return cls is not type and all(callable(getattr(cls, m, None)) for m in _METHODS)
+
+
+@dataclass
+class KeyedParts:
+    """A keyed state object as stored (bases, folds): its class and its parts."""
+
+    cls: type
+    shared: Any
+    entries: dict[Hashable, Any] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, value: Any) -> KeyedParts:
+        shared, entries = value.keyed_parts()
+        return cls(type(value), shared, dict(entries))
+
+    def build(self) -> Any:
+        return self.cls.from_keyed(self.shared, self.entries)  # type: ignore[attr-defined]
+
+
+def stored(state: Mapping[str, Any]) -> dict[str, Any]:
+    """``state`` (attributes by name) with keyed objects as ``KeyedParts`` (a base)."""
+    return {n: KeyedParts.of(v) if is_keyed(v) else v for n, v in state.items()}
+
+
+def apply_keyed(target: Any, delta: tuple[Any, Sequence[Hashable], Mapping[Hashable, Any]]
+                ) -> KeyedParts:
+    """One delta's keyed section applied to ``target`` (parts, or a live object stored
+    whole by an older version): the new shared part, entries deleted, entries set."""
+    parts = target if isinstance(target, KeyedParts) else KeyedParts.of(target)
+    shared, deleted, values = delta
+    parts.shared = shared
+    for k in deleted:
+        parts.entries.pop(k, None)
+    parts.entries.update(values)
+    return parts
+
+
+def to_live(state: dict[str, Any]) -> dict[str, Any]:
+    """A folded state's ``KeyedParts`` built back into their objects."""
+    return {n: v.build() if isinstance(v, KeyedParts) else v for n, v in state.items()}
