@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import sys
 import tempfile
 import time
@@ -105,8 +106,10 @@ def run_baseline(cluster: StandaloneCluster, args: argparse.Namespace, tmp: Path
     confs = {**APP_CONFS, **event_log_confs(events_dir), **cluster_confs(),
              "spark.driver.host": "127.0.0.1"}
     # the job's session is built inside spark_adclicks: its JVM's arguments come from here
-    submit = " ".join([f"--py-files {BENCH / 'spark_adclicks.py'}",
-                       *(f"--conf {k}={v}" for k, v in confs.items()), "pyspark-shell"])
+    words = ["--py-files", str(BENCH / "spark_adclicks.py")]
+    for key, value in confs.items():
+        words += ["--conf", f"{key}={value}"]
+    submit = shlex.join([*words, "pyspark-shell"])  # pyspark splits it with shlex
     os.environ["PYSPARK_SUBMIT_ARGS"] = submit
     os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
     try:
