@@ -551,7 +551,9 @@ def _bare_bolt(graph: Any, component: str) -> Any:
 
     cls = import_component_class(graph.component(component).class_path, graph.source_dirs)
     bolt = cls(input_stream=io.BytesIO(), output_stream=io.BytesIO(), rdb_signal=None)
-    bolt.initialize(dict(graph.component(component).config), {})
+    conf = dict(graph.component(component).config)
+    bolt.storm_conf = conf  # as pystorm's handshake sets it (ParseBolt reads adclicks.windows)
+    bolt.initialize(conf, {})
     bolt.emit = bolt.ack = bolt.fail = lambda *a, **k: None
     process = bolt.process
 
