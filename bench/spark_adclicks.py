@@ -46,10 +46,16 @@ HASH_TAG = "{bench-adclicks}"
 # ---------------------------------------------------------------- data -------
 
 
-def ensure_data(events: int, batch: int, files_per_batch: int, root: Path) -> Path:
-    """Write the day once (same seed, same bytes); reuse it while the config matches."""
+def ensure_data(events: int, batch: int, files_per_batch: int, root: Path, ads: int | None = None,
+                uniform_ads: bool = False) -> Path:
+    """Write the day once (same seed, same bytes); reuse it while the config matches.
+    ``ads``/``uniform_ads``: adgen's catalogue size and popularity (None/False: its defaults)."""
     lines_per_file = max(1, batch // files_per_batch)
-    out = root / f"adclicks-seed{SEED}-{events}-{lines_per_file}"
+    gen = {"ads": ads} if ads is not None else {}
+    if uniform_ads:
+        gen["uniform_ads"] = True
+    suffix = "".join(f"-{k}{v}" for k, v in sorted(gen.items()))
+    out = root / f"adclicks-seed{SEED}-{events}-{lines_per_file}{suffix}"
     marker = out / "_COMPLETE"
     if marker.exists():
         return out
@@ -57,7 +63,7 @@ def ensure_data(events: int, batch: int, files_per_batch: int, root: Path) -> Pa
     import adgen  # the example's own generator
 
     out.mkdir(parents=True, exist_ok=True)
-    lines = adgen.generate_lines(adgen.GenConfig(seed=SEED, events=events))
+    lines = adgen.generate_lines(adgen.GenConfig(seed=SEED, events=events, **gen))
     part, written = 0, 0
     while written < events:
         count = min(lines_per_file, events - written)
@@ -349,7 +355,7 @@ def check_totals(totals: dict[str, dict[str, int]], data: Path) -> str:
 
 
 def adclicks_on_files(data: Path, spout_par: int, overrides: dict[str, Any] | None = None,
-                      keep: set[str] | None = None) -> Any:
+                      keep: set[str] | None = None, bolt_par: int | None = None) -> Any:
     """examples/adclicks with its AdLogSpout read from ``data`` by JsonLinesSpout.
 
     AdLogSpout is a Python spout (``stormshift.replacements`` swaps only
@@ -357,6 +363,7 @@ def adclicks_on_files(data: Path, spout_par: int, overrides: dict[str, Any] | No
     same ``line`` output, ``par`` = files per batch; task ids renumbered as
     the loader does (component-name order from 1). ``keep``: only these
     components (and the spout), e.g. one report of ``bench/windowed_adclicks.py``.
+    ``bolt_par``: every bolt's par (None: the topology's), e.g. ``bench/scale_sweep.py``.
     """
     import dataclasses
 
@@ -372,6 +379,9 @@ def adclicks_on_files(data: Path, spout_par: int, overrides: dict[str, Any] | No
         config=freeze(config), replaces=spout.class_path,
     )
     components = {**graph.components, spout.name: swapped}
+    if bolt_par is not None:
+        components = {n: c if n == spout.name else dataclasses.replace(c, par=bolt_par)
+                      for n, c in components.items()}
     if keep is not None:
         components = {n: c for n, c in components.items() if n in keep or n == spout.name}
     first, next_id = {}, 1
@@ -387,7 +397,7 @@ def run_stormshift(args: argparse.Namespace, data: Path) -> dict[str, Any]:
     except ImportError as exc:
         raise SystemExit(f"stormshift path not runnable: stormshift.engines.spark.SparkEngine is "
                          f"missing ({exc}); the Spark engine has not landed yet") from None
-    graph = adclicks_on_files(data, args.files_per_batch)
+    graph = adclicks_on_files(data, args.files_per_batch, bolt_par=args.bolt_par)
     namespace = f"bench-adclicks-{uuid.uuid4().hex[:12]}"  # fresh state, removed afterwards
     batches: list[tuple[int, float]] = []
     with RssSampler() as rss, tempfile.TemporaryDirectory(prefix="bench-stormshift-") as checkpoint:
@@ -542,7 +552,9 @@ def _bare_bolt(graph: Any, component: str) -> Any:
 
     cls = import_component_class(graph.component(component).class_path, graph.source_dirs)
     bolt = cls(input_stream=io.BytesIO(), output_stream=io.BytesIO(), rdb_signal=None)
-    bolt.initialize(dict(graph.component(component).config), {})
+    conf = dict(graph.component(component).config)
+    bolt.storm_conf = conf  # as pystorm's handshake sets it (ParseBolt reads adclicks.windows)
+    bolt.initialize(conf, {})
     bolt.emit = bolt.ack = bolt.fail = lambda *a, **k: None
     process = bolt.process
 
@@ -657,6 +669,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--only", default="baseline,stormshift,hosting",
                    help="comma list of: baseline, stormshift, hosting")
     p.add_argument("--hosting-tuples", type=int, default=200_000)
+    p.add_argument("--bolt-par", type=int, help="every bolt's par (default: the topology's)")
+    p.add_argument("--ads", type=int, help="adgen's number of ad ids (default: its own)")
+    p.add_argument("--uniform-ads", action="store_true", help="adgen: every ad equally popular")
     p.add_argument("--no-check", action="store_true", help="skip comparing totals with expected.py")
     p.add_argument("--phase", choices=sorted(PHASES), help=argparse.SUPPRESS)
     return p.parse_args(argv)
@@ -664,7 +679,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    data = ensure_data(args.events, args.batch, args.files_per_batch, Path(args.data_root))
+    data = ensure_data(args.events, args.batch, args.files_per_batch, Path(args.data_root),
+                       args.ads, args.uniform_ads)
     if args.phase:
         print("RESULT " + json.dumps(PHASES[args.phase](args, data)))
         return 0

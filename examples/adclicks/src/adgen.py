@@ -41,6 +41,7 @@ from __future__ import annotations
 import argparse
 import bisect
 import heapq
+import itertools
 import json
 import random
 import sys
@@ -92,6 +93,9 @@ class GenConfig:
     slots: int = 40
     users: int = 50_000
     cpm_share: float = 0.2  # fraction of ads billed per impression
+    # every ad equally popular (one draw per event, as Zipf's): the number of distinct
+    # ad ids then follows ``ads`` up to the events (bench/scale_sweep.py's key sweep)
+    uniform_ads: bool = False
     boundary_advertiser: str | None = BOUNDARY_ADVERTISER  # None: no boundary click
 
     @classmethod
@@ -142,10 +146,12 @@ def month_boundary_ms(cfg: GenConfig, advertiser_id: str) -> int | None:
 
 def make_ads(cfg: GenConfig, rng: random.Random) -> tuple[list[Ad], list[float]]:
     """The ad catalogue and cumulative Zipf weights (rank 1 = most popular)."""
-    adv_weights = [1.0 / (k + 1) for k in range(cfg.advertisers)]
+    # cumulative weights once: ``choices(weights=...)`` draws the same but re-sums per call
+    adv_cum = list(itertools.accumulate(1.0 / (k + 1) for k in range(cfg.advertisers)))
+    advertisers = range(cfg.advertisers)
     ads = []
     for k in range(cfg.ads):
-        advertiser = rng.choices(range(cfg.advertisers), weights=adv_weights)[0]
+        advertiser = rng.choices(advertisers, cum_weights=adv_cum)[0]
         cpm = rng.random() < cfg.cpm_share
         ads.append(
             Ad(
@@ -229,6 +235,8 @@ def generate_lines(cfg: GenConfig) -> Iterator[str]:
     n_ads = len(ads)
 
     def pick_ad() -> Ad:
+        if cfg.uniform_ads:
+            return ads[_below(rng, n_ads)]
         return ads[min(bisect.bisect(cum, rng.random() * total), n_ads - 1)]
 
     boundary = month_boundary_ms(cfg, cfg.boundary_advertiser) if cfg.boundary_advertiser else None
@@ -296,6 +304,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--duplicate-rate", type=float, default=DEFAULTS["adclicks.duplicate_rate"])
     parser.add_argument("--late-rate", type=float, default=DEFAULTS["adclicks.late_rate"])
     parser.add_argument("--day-start-ms", type=int, default=DEFAULT_DAY_START_MS)
+    parser.add_argument("--ads", type=int, default=GenConfig.ads, help="distinct ad ids in the catalogue")
+    parser.add_argument("--uniform-ads", action="store_true", help="every ad equally popular (not Zipf)")
     parser.add_argument("--out", default="-", help="output file (default: stdout)")
     args = parser.parse_args(argv)
     cfg = GenConfig(
@@ -305,6 +315,8 @@ def main(argv: list[str] | None = None) -> int:
         duplicate_rate=args.duplicate_rate,
         late_rate=args.late_rate,
         day_start_ms=args.day_start_ms,
+        ads=args.ads,
+        uniform_ads=args.uniform_ads,
     )
     if args.out == "-":
         write_file(cfg, sys.stdout)
