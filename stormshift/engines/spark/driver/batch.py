@@ -128,7 +128,7 @@ class BatchRunner:
             return
         try:
             now = self.now_ms()  # Step 2.
-            ticks = self.ticks.ticks_for(result.txid, now)
+            ticks = self.ticks.ticks_for(result.txid, now, batch_id)
             time_ = self.clock.plan(result.txid, batch_id, now) if self.clock else None
             redrive = self._redrive(result.txid)
             faults.hit("driver.before_stages", txid=result.txid)

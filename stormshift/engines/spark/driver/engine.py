@@ -179,7 +179,7 @@ class SparkEngine:
         tick_ms = min(intervals.values()) if intervals else 0
         summary = RunSummary.for_graph(self.graph, "spark")
         cfg = BatchConfig(self.layout, self.namespace, url, state_key, self.sink, base, self.max_attempts)
-        ticks = TickRecorder(r, self.namespace, intervals)
+        ticks = TickRecorder(r, self.namespace, intervals, os.path.join(self.checkpoint_dir, "spark"))
 
         from stormshift.state.deadletter import DeadLetters
 

@@ -6,6 +6,13 @@ flushes every ``secs_between_batches``. Here the driver decides, before a
 batch runs, which bolts get a tick in it (pure: ``plan_ticks``), and records
 the decision under the batch's txid so a re-run of the batch delivers the
 same ticks. A tick is delivered after the task's tuples of the batch.
+
+After end of input the sources plan ``drain_ticks`` more batches, one per tick
+interval of their own clock, so that ticking bolts flush what they hold
+(``source/offsets.py`` ``after_done``). Those drain steps tick by their number,
+not by the driver's clock (``plan_drain_ticks``): the two clocks disagree by
+up to a batch, and a step the driver's clock found too early delivered no
+tick, so a BatchingBolt could reach the end of the run still holding tuples.
 """
 
 from __future__ import annotations
@@ -16,7 +23,7 @@ from typing import Any
 
 from stormshift.state.runrecords import record_ticks, recorded_ticks
 
-__all__ = ["TickRecorder", "drain_ticks", "plan_ticks", "tick_intervals_ms"]
+__all__ = ["TickRecorder", "drain_ticks", "plan_drain_ticks", "plan_ticks", "tick_intervals_ms"]
 
 TICK_KEY = "topology.tick.tuple.freq.secs"
 
@@ -91,16 +98,32 @@ def plan_ticks(intervals_ms: Mapping[str, int], last_ms: Mapping[str, int],
     return frozenset(due), new_last
 
 
+def plan_drain_ticks(intervals_ms: Mapping[str, int], last_ms: Mapping[str, int], now_ms: int,
+                     step: int) -> tuple[frozenset[str], dict[str, int]]:
+    """Bolts ticked in drain step ``step`` (1, 2, ...): a bolt ticking every k shortest
+    intervals on every k-th step, as ``drain_ticks`` counts them."""
+    shortest = min(intervals_ms.values())
+    due = frozenset(name for name, every in intervals_ms.items()
+                    if step % -(-every // shortest) == 0)
+    new_last = dict(last_ms)
+    for name in sorted(intervals_ms):
+        if name in due or name not in new_last:
+            new_last[name] = now_ms
+    return due, new_last
+
+
 class TickRecorder:
     """Ticks of each txid, kept in Redis so a replayed batch sees the same ones."""
 
-    def __init__(self, r: Any, namespace: str, intervals_ms: Mapping[str, int]):
+    def __init__(self, r: Any, namespace: str, intervals_ms: Mapping[str, int],
+                 spark_checkpoint: str | None = None):
         self.r = r
         self.namespace = namespace
         self.intervals_ms = dict(intervals_ms)
+        self.spark_checkpoint = spark_checkpoint  # its offset log tells the drain steps
         self.last_ms: dict[str, int] = {}
 
-    def ticks_for(self, txid: int, now_ms: int) -> frozenset[str]:
+    def ticks_for(self, txid: int, now_ms: int, batch_id: int | None = None) -> frozenset[str]:
         if not self.intervals_ms:
             return frozenset()
         recorded = recorded_ticks(self.r, self.namespace, txid)
@@ -108,7 +131,15 @@ class TickRecorder:
             data = json.loads(recorded)
             self.last_ms = data["last"]
             return frozenset(data["ticks"])
-        due, self.last_ms = plan_ticks(self.intervals_ms, self.last_ms, now_ms)
+        step = None
+        if self.spark_checkpoint is not None and batch_id is not None:
+            from stormshift.engines.spark.driver.offset_log import drain_step
+
+            step = drain_step(self.spark_checkpoint, batch_id)
+        if step is None:
+            due, self.last_ms = plan_ticks(self.intervals_ms, self.last_ms, now_ms)
+        else:
+            due, self.last_ms = plan_drain_ticks(self.intervals_ms, self.last_ms, now_ms, step)
         record_ticks(self.r, self.namespace, txid,
                      json.dumps({"ticks": sorted(due), "last": self.last_ms}))
         return due

@@ -34,6 +34,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
+from stormshift.engines.spark.driver.offset_log import batch_offsets
 from stormshift.engines.spark.task.windowing import BatchTime
 from stormshift.errors import StormshiftError
 from stormshift.state import watermarks
@@ -62,18 +63,15 @@ def time_bolts(graph: Any) -> tuple[list[str], bool]:
 
 def final_batch(spark_checkpoint: str, batch_id: int) -> bool:
     """Whether every source of batch ``batch_id`` reached end of input, from Spark's offset
-    log (``offsets/<id>``: a version line, a metadata line, one offset per source), which
-    holds the same offsets on every re-run of the batch id."""
-    path = os.path.join(spark_checkpoint, "offsets", str(batch_id))
-    try:
-        with open(path, encoding="utf-8") as f:
-            lines = f.read().splitlines()[2:]
-    except OSError as exc:
+    log (``offset_log.batch_offsets``), which holds the same offsets on every re-run of the
+    batch id."""
+    offsets = batch_offsets(spark_checkpoint, batch_id)
+    if offsets is None:
+        path = os.path.join(spark_checkpoint, "offsets", str(batch_id))
         raise StormshiftError(
-            f"spark engine: cannot read Spark's offset log {path} ({exc}); windowed bolts and "
+            f"spark engine: cannot read Spark's offset log {path}; windowed bolts and "
             "bolts with end_of_input() need it to tell the batch at end of input. Fix: keep "
-            "--checkpoint on a file system the driver reads as local files") from exc
-    offsets = [json.loads(line) for line in lines if line.strip() and line.strip() != "-"]
+            "--checkpoint on a file system the driver reads as local files")
     return bool(offsets) and all(isinstance(o, dict) and o.get("fin") and not o.get("capped")
                                  for o in offsets)
 
