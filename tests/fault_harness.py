@@ -302,6 +302,19 @@ class CaseRunner:
         self._pool.shutdown(wait=True, cancel_futures=True)
 
 
+def adclicks_with_two_spout_tasks(tmp: Path) -> Path:
+    """A copy of ``examples/adclicks`` under ``tmp`` whose ``AdLogSpout`` runs 2 tasks."""
+    import shutil
+
+    copy = tmp / "project"
+    shutil.copytree(REPO / "examples" / "adclicks", copy)
+    topology = copy / "topologies" / "adclicks.py"
+    text = topology.read_text().replace("AdLogSpout.spec(par=1)", "AdLogSpout.spec(par=2)")
+    assert "AdLogSpout.spec(par=2)" in text
+    topology.write_text(text)
+    return copy
+
+
 def _kill_group(pgid: int) -> None:
     try:
         os.killpg(pgid, signal.SIGKILL)

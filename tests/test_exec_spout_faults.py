@@ -11,14 +11,13 @@ totals must equal ``examples/adclicks/expected.py``'s and the failure-free run's
 from __future__ import annotations
 
 import importlib.util
-import shutil
 import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from fault_harness import FINISHED, REPO, Case, CaseRunner, Outcome
+from fault_harness import FINISHED, REPO, Case, CaseRunner, Outcome, adclicks_with_two_spout_tasks
 
 pytestmark = [pytest.mark.faults, pytest.mark.spark, pytest.mark.redis]
 
@@ -45,13 +44,8 @@ CASES: dict[str, list[dict[str, Any]] | None] = {
 
 
 def _case(tmp: Path, plan: list[dict[str, Any]] | None) -> Case:
-    copy = tmp / "project"
-    shutil.copytree(REPO / "examples" / "adclicks", copy)
-    topology = copy / "topologies" / "adclicks.py"
-    text = topology.read_text().replace("AdLogSpout.spec(par=1)", "AdLogSpout.spec(par=2)")
-    assert "AdLogSpout.spec(par=2)" in text
-    topology.write_text(text)
-    return Case(tmp, str(copy), options=OPTIONS, args=ARGS, faults=plan)
+    return Case(tmp, str(adclicks_with_two_spout_tasks(tmp)), options=OPTIONS, args=ARGS,
+                faults=plan)
 
 
 @pytest.fixture(scope="module")

@@ -30,7 +30,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fault_harness import FINISHED, REPO, ROWS, Case, CaseRunner, Outcome
+from fault_harness import (
+    FINISHED,
+    REPO,
+    ROWS,
+    Case,
+    CaseRunner,
+    Outcome,
+    adclicks_with_two_spout_tasks,
+)
 
 pytestmark = [pytest.mark.faults, pytest.mark.spark, pytest.mark.redis]
 
@@ -109,15 +117,8 @@ def _params(table: dict[str, tuple[list[dict[str, Any]], bool]]) -> list[Any]:
 
 def _case(tmp: Path, project: str, plan: list[dict[str, Any]] | None) -> Case:
     if project == "adclicks-local":
-        import shutil
-
-        copy = tmp / "project"
-        shutil.copytree(REPO / "examples" / "adclicks", copy)
-        topology = copy / "topologies" / "adclicks.py"
-        text = topology.read_text().replace("AdLogSpout.spec(par=1)", "AdLogSpout.spec(par=2)")
-        assert "AdLogSpout.spec(par=2)" in text
-        topology.write_text(text)
-        return Case(tmp, str(copy), options=ADCLICKS, args=ADCLICKS_ARGS, faults=plan)
+        return Case(tmp, str(adclicks_with_two_spout_tasks(tmp)), options=ADCLICKS,
+                    args=ADCLICKS_ARGS, faults=plan)
     if project == "adclicks":
         return Case(tmp, str(REPO / "examples" / "adclicks"), options=ADCLICKS, args=ADCLICKS_ARGS,
                     faults=plan)
