@@ -16,9 +16,12 @@ path's events/s, which makes stormshift's ratio to it a lower bound.
 Par per bolt as the topology says (2), shuffle into the parse tasks, fields
 grouping after (``crc32`` of the key). The same files then run through
 ``bench/spark_adclicks.py``'s stormshift phase (``local[2]``) in this run;
-prints events/s of each, per-task CPU per tuple, and the ratio. Usage::
+prints events/s of each, per-task CPU per tuple, and the ratio; then the CPU
+per event of each side (all of stormshift's processes, JVM start-up and JIT
+included, against the bolts alone): a second ratio that moves less when other
+jobs share the cores. Usage (the size of ``spark_adclicks.py``'s standard run)::
 
-    flock /tmp/stormshift-heavy.lock python bench/multilang_adclicks.py --events 1000000 --batch 250000
+    flock /tmp/stormshift-heavy.lock python bench/multilang_adclicks.py --events 2000000 --batch 500000
 """
 
 from __future__ import annotations
@@ -185,6 +188,14 @@ def main(argv: list[str] | None = None) -> int:
           f"{per_event:.1f} µs CPU per event")
     print(f"\n     ratio stormshift / multilang: {ours['events_per_s'] / ml['events_per_s']:.2f} overall, "
           f"{ours['steady_events_per_s'] / ml['events_per_s']:.2f} after the first batch")
+    ours_us = {k: v * 1e6 / ours["events"] for k, v in ours["cpu_s"].items()}
+    ours_total = sum(ours_us.values())
+    print(f" CPU per event (the machine's work, less sensitive to other load than events/s): "
+          f"multilang bolts {total_us:.1f} µs (the JVM's share not counted), stormshift "
+          f"{ours_total:.1f} µs in all its processes (Python workers {ours_us['python_worker']:.1f}, "
+          f"driver JVM {ours_us['driver_jvm']:.1f} with its start-up and JIT, driver Python "
+          f"{ours_us['driver_python']:.1f})")
+    print(f"     ratio multilang CPU / stormshift CPU per event: {total_us / ours_total:.2f}")
     return 0
 
 
