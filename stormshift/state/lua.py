@@ -377,6 +377,18 @@ end
 return out
 """
 
+# A live instance catching up (``SnapshotStore.load_since``): KEYS[1] a task's snapshot
+# hash, ARGV[1] the version it holds, ARGV[2] the head (magic + HMAC) it wrote there,
+# ARGV[3..] the later versions. Nil unless the stored version begins with that head;
+# else {1, blob...} (a blob pruned meanwhile comes back false). A read: no fence.
+SNAPSHOT_SINCE = r"""
+local held = redis.call('HGET', KEYS[1], ARGV[1])
+if not held or string.sub(held, 1, #ARGV[2]) ~= ARGV[2] then return nil end
+local out = {1}
+for i = 3, #ARGV do out[#out + 1] = redis.call('HGET', KEYS[1], ARGV[i]) end
+return out
+"""
+
 SCRIPTS: dict[str, str] = {
     "dedup_exact": DEDUP_EXACT,
     "dedup_bloom": DEDUP_BLOOM,
@@ -388,6 +400,7 @@ SCRIPTS: dict[str, str] = {
     "fence_committed": FENCE_COMMITTED,
     "record_commit": RECORD_COMMIT,
     "snapshot_put": SNAPSHOT_PUT,
+    "snapshot_since": SNAPSHOT_SINCE,
     "fenced_call": FENCED_CALL,
     "wal_append": WAL_APPEND,
     "chunk_put": CHUNK_PUT,

@@ -38,7 +38,7 @@ MAGIC = b"SSNAP1"
 HMAC_ENV = "STORMSHIFT_STATE_HMAC_KEY"
 DEFAULT_WARN_BYTES = 16 * 1024 * 1024
 __all__ = ["HMAC_ENV", "RestorePoint", "SnapshotStore", "field_name", "parse_field", "sign",
-           "verify"]
+           "verify", "written_head"]
 _FIELD = re.compile(r"^(?:(\d+)|b:(\d+)|d:(\d+):(\d+))$")
 
 
@@ -49,6 +49,12 @@ def _digest(key: bytes, context: bytes, payload: bytes) -> bytes:
 def sign(key: bytes, context: bytes, payload: bytes) -> bytes:
     """``MAGIC + hmac(context, payload) + payload``; context binds namespace, task and version."""
     return MAGIC + _digest(key, context, payload) + payload
+
+
+def written_head(blob: bytes) -> bytes:
+    """What identifies a stored version: its magic and HMAC (the HMAC binds the field name,
+    so the version's txid and prev, and the payload)."""
+    return blob[: len(MAGIC) + 32]
 
 
 def verify(key: bytes, context: bytes, blob: bytes) -> bytes | None:
@@ -217,6 +223,36 @@ class SnapshotStore:
             payloads.append(payload)
         version = parse_field(chain[-1])[0]  # type: ignore[index]
         return RestorePoint(version, payloads[0], tuple(payloads[1:]))
+
+    def load_since(self, component: str, task_index: int, txid: int, since: int,
+                   head: bytes) -> RestorePoint | None:
+        """The deltas that bring version ``since`` to the restore point below ``txid``
+        (verified, oldest first; ``base`` empty), if version ``since`` is on that point's
+        chain and its stored blob begins with ``head`` (``written_head``: it is the very
+        version the caller wrote); None otherwise (the caller restores whole).
+
+        One read of the field names and one script call (``lua.SNAPSHOT_SINCE``: compares
+        the head in Redis and returns the later blobs): bytes read follow what changed since
+        ``since``, not the state's size.
+        """
+        chain = chain_of(self._fields(component, task_index), txid, self._committed())
+        txids = [parse_field(f)[0] for f in chain]  # type: ignore[index]
+        if since not in txids:
+            return None
+        at = txids.index(since)
+        later = chain[at + 1:]
+        key = K.snapshot_key(self.namespace, component, task_index)
+        (found,) = run_scripts(self.r, [("snapshot_since", [key], [chain[at], head, *later])])
+        if not found:  # not our version (replaced by another attempt), or pruned meanwhile
+            return None
+        payloads = []
+        for field, blob in zip(later, found[1:]):
+            payload = None if not blob else verify(
+                self._key, self._context(component, task_index, field), blob)
+            if payload is None:  # pruned between the reads, or not authentic: restore whole
+                return None
+            payloads.append(payload)
+        return RestorePoint(txids[-1], b"", tuple(payloads))
 
     def check_key(self, tasks: Sequence[tuple[str, int]], where_key: str) -> None:
         """At start-up: the first committed snapshot found among ``tasks`` verifies with our key.

@@ -51,6 +51,7 @@ from stormshift.state.deadletter import entry, fenced_add_call
 from stormshift.state.fencing import acquire_epoch
 from stormshift.state.scope import TaskScope
 from stormshift.state.sinkstream import sink_call
+from stormshift.state.snapshots import written_head
 
 __all__ = ["Status", "TaskTxn"]
 
@@ -76,6 +77,7 @@ class TaskTxn:
         self.epoch = -1
         self._scope: TaskScope | None = None
         self._snapshot: list[Call] = []
+        self.snapshot_head = b""  # what identifies the version step 4 writes (a live catch-up)
         self._letters: list[Call] = []
         self._sink: list[Call] = []
         self._counters: list[Call] = []
@@ -99,6 +101,12 @@ class TaskTxn:
         self._need(Status.OPEN, "restore_point")
         return self.snapshots.load(self.component, self.task, self.txid)
 
+    def catch_up_point(self, since: int, head: bytes) -> Any:
+        """Step 2 for a live instance holding version ``since`` (it wrote ``head`` there):
+        the verified deltas after it (``SnapshotStore.load_since``), or None."""
+        self._need(Status.OPEN, "catch_up_point")
+        return self.snapshots.load_since(self.component, self.task, self.txid, since, head)
+
     # Step 3.
     def scope(self) -> TaskScope:
         """The batch's ``TaskScope`` (enter it around the batch); writes wait for ``commit``."""
@@ -116,6 +124,7 @@ class TaskTxn:
         self._need(Status.OPEN, "snapshot")
         self._snapshot = self.snapshots.ops(self.component, self.task, self.txid, self.epoch,
                                             payload, *how)
+        self.snapshot_head = written_head(self._snapshot[0][2][-1])  # the blob's head
 
     # Step 5.
     def dead_letter(self, stream: str, values: Any, error: str, traceback: str, *,

@@ -19,7 +19,10 @@ from stormshift.state.batchstats import read_records
 
 __all__ = ["COUNTERS", "MemberStats", "read_stats"]
 
-COUNTERS = ("tuples_in", "tuples_out", "acks", "fails", "errors", "dead_lettered", "leaf", "reused")
+# reused / caught_up: the task's live instance was used as it was / brought up to date by
+# the deltas since its version (``taskstate.open_task``); neither: restored whole
+COUNTERS = ("tuples_in", "tuples_out", "acks", "fails", "errors", "dead_lettered", "leaf", "reused",
+            "caught_up")
 
 
 @dataclass
@@ -34,6 +37,7 @@ class MemberStats:
     dead_lettered: int = 0
     leaf: int = 0
     reused: int = 0
+    caught_up: int = 0
     maxseq: dict[int, int] = field(default_factory=dict)  # highest spout emit seq per source task
     reasons: dict[str, int] = field(default_factory=dict)  # dead letters per reason
     # distinct errors: (type, message or "", location) -> [count, first traceback, first message]

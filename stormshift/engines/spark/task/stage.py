@@ -135,10 +135,11 @@ class _Member:
         self.epoch = self.txn.begin()
         comp = job.layout.graph.component(self.name)
         key = self.cache_key = (job.namespace, self.name, self.task, config_of(job.layout.graph, comp))
-        self.host, reused = open_task(key, job.txid, self.epoch, _CACHE,
-                                      lambda: host_component(job.layout.graph, self.name, self.task),
-                                      self.txn.restore_point)
-        self.stats.reused = int(reused)
+        self.host, how = open_task(key, job.txid, self.epoch, _CACHE,
+                                   lambda: host_component(job.layout.graph, self.name, self.task),
+                                   self.txn.restore_point, self.txn.catch_up_point)
+        self.stats.reused = int(how == "reused")
+        self.stats.caught_up = int(how == "caught_up")
         self.host.router.reset_seq()
         if self.poison and self.host.batching:  # held tuples of earlier batches dead-lettered
             for letter in drop_held(self.host.instance, self.poison):
@@ -158,7 +159,7 @@ class _Member:
         self.stats.windows = report_windows(self)
         txn.counters(self.stats.pack())
         txn.commit()
-        snapshot_written(self.host, job.txid)
+        snapshot_written(self.host, job.txid, txn.snapshot_head)
         self.host.deliver_to(None)  # the cached instance must not hold this batch's rows
         _CACHE.put(self.cache_key, self.host, job.txid, self.epoch)
         write_files(job.sink, self.name, self.task, job.txid, self.output.leaves)

@@ -7,9 +7,14 @@ instance attributes (a word-count bolt's ``Counter``). For batch *N* a task:
 1. takes a new epoch for (component, task) -- every older attempt is fenced;
 2. reuses the live instance kept in this Python worker if it holds exactly
    the state of txid *N-1* written under epoch *e-1* (no other attempt ran
-   in between), else builds a fresh instance, calls ``initialize()`` (so
-   connections are re-made) and restores the attributes of the restore point
-   below *N* (a base folded with its deltas: ``state/deltas.py``);
+   in between); or, when it holds an older version *v* that it wrote itself
+   (the head it wrote is still there) and the restore point below *N* is *v*
+   plus deltas, applies those deltas to it (``catch_up``: Spark gives a task to
+   whichever Python worker is idle, and a worker that ran the task a few
+   batches ago reads what changed since, not the whole state); else builds a
+   fresh instance, calls ``initialize()`` (so connections are re-made) and
+   restores the attributes of the restore point below *N* (a base folded with
+   its deltas: ``state/deltas.py``);
 3. processes the batch;
 4. snapshots its attributes at *N* under its epoch (a fenced write): the
    ``Snapshotter`` writes what the batch changed (a delta on the version the
@@ -27,6 +32,7 @@ fields grouping, or is refused (``state/rescale.py``).
 
 from __future__ import annotations
 
+import pickle
 import types
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -39,8 +45,8 @@ from stormshift.state import deltas as D
 from stormshift.state.keyed import KeyedParts, is_keyed, stored
 from stormshift.state.tracked import TRACKABLE, track
 
-__all__ = ["FRAMEWORK_ATTRS", "CachedTask", "Snapshotter", "TaskCache", "config_of", "restore",
-           "state_of"]
+__all__ = ["FRAMEWORK_ATTRS", "CachedTask", "Snapshotter", "TaskCache", "catch_up", "config_of",
+           "restore", "state_of"]
 
 _NOT_STATE = (types.FunctionType, types.MethodType, types.BuiltinFunctionType, types.ModuleType)
 
@@ -143,6 +149,7 @@ class Snapshotter:
         self.names: tuple[str, ...] = ()  # state attributes as of ``version``
         self.rest: bytes | None = None  # pickle of the untracked attributes as of ``version``
         self.keyed: dict[str, Any] = {}  # attribute -> the keyed state object as of ``version``
+        self.head = b""  # what identifies version ``version`` in Redis (``written_head``)
         self._pending: tuple[str, int, bytes, tuple[str, ...]] | None = None
         self._keyed_now: dict[str, Any] = {}
 
@@ -214,9 +221,10 @@ class Snapshotter:
         self._pending = ("delta", len(payload), rest, names)
         return payload, "delta", self.version
 
-    def written(self, instance: Any, txid: int) -> None:
-        """The version ``txid`` landed: its changes are no longer pending; dict-like
-        attributes made since are tracked from now on."""
+    def written(self, instance: Any, txid: int, head: bytes = b"") -> None:
+        """The version ``txid`` landed (``head``: its stored head): its changes are no longer
+        pending; dict-like attributes made since are tracked from now on."""
+        self.head = head
         kind, size, rest, names = self._pending  # type: ignore[misc]
         if kind == "base":
             self.deltas, self.delta_bytes, self.base_bytes = 0, 0, size
@@ -236,6 +244,39 @@ class Snapshotter:
             self.rest = self.rest_pickle(state_of(instance, self.tracked))
 
 
+def catch_up(instance: Any, point: Any) -> None:
+    """Bring a live instance holding version ``snap.version`` to ``point.version`` by
+    folding ``point.deltas`` into its own attributes (step 2 of the module doc): a tracked
+    dict takes the changed keys in place; what a delta holds whole replaces the attribute;
+    a keyed object a delta touched is rebuilt from its parts. The result is the state a
+    restore of ``point`` gives (``deltas.fold`` is the same fold)."""
+    snap: Snapshotter = instance._stormshift_snap
+    current = {name: getattr(instance, name) for name in snap.names}
+    folded = D.fold(current, [pickle.loads(d) for d in point.deltas])
+    attrs = vars(instance)
+    for name in snap.names:
+        if name not in folded:
+            attrs.pop(name, None)
+    for name, value in folded.items():
+        if attrs.get(name) is not value:
+            attrs[name] = value
+    for name, value in list(snap.tracked.items()):  # the fold's own changes are not the next batch's
+        if attrs.get(name) is value:
+            value._ch.reset()
+        else:
+            del snap.tracked[name]
+    snap.version = point.version
+    snap.deltas += len(point.deltas)
+    snap.delta_bytes += point.delta_bytes
+    snap.head = b""  # the chain's head is not this instance's write
+    snap.adopt(instance, known=frozenset(folded))
+    state, snap.rest = _state_and_rest(instance, snap.tracked)
+    snap.names = tuple(n for n in state if n in folded)
+    snap.keyed = {n: v for n, v in folded.items() if is_keyed(v)}
+    for value in snap.keyed.values():
+        value.keyed_mark()
+
+
 @dataclass
 class CachedTask:
     host: Any
@@ -250,12 +291,9 @@ class TaskCache:
     def __init__(self) -> None:
         self._tasks: dict[tuple[str, str, int, str], CachedTask] = {}
 
-    def take(self, key: tuple[str, str, int, str], txid: int, epoch: int) -> Any | None:
-        """The live host if it holds state txid-1 from epoch-1 exactly, else None."""
-        cached = self._tasks.pop(key, None)
-        if cached is not None and cached.txid == txid - 1 and cached.epoch == epoch - 1:
-            return cached.host
-        return None
+    def take(self, key: tuple[str, str, int, str]) -> CachedTask | None:
+        """The live instance of ``key`` (removed: an attempt owns it until ``put``)."""
+        return self._tasks.pop(key, None)
 
     def put(self, key: tuple[str, str, int, str], host: Any, txid: int, epoch: int) -> None:
         self._tasks[key] = CachedTask(host, txid, epoch)
@@ -267,16 +305,27 @@ def open_task(
     epoch: int,
     cache: TaskCache,
     make_host: Callable[[], Any],
-    load: Callable[[], bytes | None],
-) -> tuple[Any, bool]:
-    """Step 2 of the module doc: ``(host, reused)`` holding the state of txid-1."""
-    host = cache.take(key, txid, epoch)
-    if host is not None:
-        return host, True
+    load: Callable[[], Any],
+    load_since: Callable[[int, bytes], Any] | None = None,
+) -> tuple[Any, str]:
+    """Step 2 of the module doc: ``(host, how)`` holding the state of txid-1; ``how`` is
+    ``reused``, ``caught_up`` (``load_since(version, head)`` gave the deltas since the
+    live instance's version) or ``restored``."""
+    cached = cache.take(key)
+    if cached is not None:
+        if cached.txid == txid - 1 and cached.epoch == epoch - 1:
+            return cached.host, "reused"
+        snap = getattr(cached.host.instance, "_stormshift_snap", None)
+        if load_since is not None and snap is not None and snap.head \
+                and cached.txid < txid and snap.version == cached.txid:
+            point = load_since(snap.version, snap.head)
+            if point is not None:
+                catch_up(cached.host.instance, point)
+                return cached.host, "caught_up"
     host = make_host()
     host.open()
     restore(host.instance, load())
-    return host, False
+    return host, "restored"
 
 
 def snapshot_of(host: Any, txid: int) -> tuple[bytes, str, int]:
@@ -284,5 +333,5 @@ def snapshot_of(host: Any, txid: int) -> tuple[bytes, str, int]:
     return host.instance._stormshift_snap.payload(host.instance, txid)  # type: ignore[no-any-return]
 
 
-def snapshot_written(host: Any, txid: int) -> None:
-    host.instance._stormshift_snap.written(host.instance, txid)
+def snapshot_written(host: Any, txid: int, head: bytes = b"") -> None:
+    host.instance._stormshift_snap.written(host.instance, txid, head)
