@@ -12,7 +12,9 @@ event time each parse task delivered in the batches before (minus the lag); then
 a final batch with no input fires every open window (end of input). Each batch is
 recorded committed, as the driver does. ``--no-reuse``: every windowed task restores
 its state from Redis, as a Spark task whose Python worker did not run the task's
-previous batch. Output is checked against
+previous batch; ``--switch``: two workers' caches of live instances take the batches
+in turn, so every task's instance is one batch stale and catches up from the deltas
+(``taskstate.catch_up``). Output is checked against
 ``expected.compute_windowed``.
 
 Prints CPU seconds and µs per event of each stage, batch by batch, and the ratio of
@@ -150,8 +152,11 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     try:
         batches = [files[i:i + 2] for i in range(0, len(files), 2)]
         batches.append([])  # the driver's final batch: no input, every window fires
+        workers: list[dict[Any, Any]] = [stage_module._CACHE._tasks, {}]
         for b, parts in enumerate(batches):
             txid, now = b + 1, (b + 1) * STEP_MS
+            if args.switch:  # this batch's tasks run on the other worker (its live instances)
+                stage_module._CACHE._tasks = workers[b % 2]
             final = not parts
             wm = END_OF_TIME_MS if final else (START_OF_TIME_MS if b == 0 else tracker.advance(now))
             time_ = BatchTime(now, {WINDOWED: wm}, final)
@@ -207,6 +212,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--profile", help="cProfile of the windowed stage's calls to this file")
     p.add_argument("--no-reuse", action="store_true", help="every windowed task restores its "
                    "state from Redis (no live instance kept between batches)")
+    p.add_argument("--switch", action="store_true", help="two workers' live instances take "
+                   "the batches in turn: each catches up from the deltas since its version")
     args = p.parse_args(argv)
     result = measure(args)
     from stormshift import native

@@ -60,6 +60,12 @@ class Entries:
     def keyed_mark(self) -> None:
         self._changed = set()
 
+    def keyed_apply(self, shared, deleted, values) -> None:
+        self.shared = shared
+        for k in deleted:
+            self.entries.pop(k, None)
+        self.entries.update((k, list(v)) for k, v in values.items())
+
     @classmethod
     def from_keyed(cls, shared, entries):
         return cls(shared, {k: list(v) for k, v in sorted(entries.items())})
@@ -221,3 +227,17 @@ def test_a_chain_compacted_past_the_version_is_restored_whole(redis_client, ns, 
     _batch(redis_client, ns, store, b, 3, random.Random(3))
     _, how = _batch(redis_client, ns, store, a, 4, random.Random(4))
     assert how == "restored"
+
+
+def test_a_keyed_object_that_cannot_take_a_delta_in_place_is_restored_whole(
+        redis_client, ns, monkeypatch):
+    store = SnapshotStore(redis_client, ns, KEY)
+    a, b = TaskCache(), TaskCache()
+    monkeypatch.delattr(Entries, "keyed_apply")
+    _batch(redis_client, ns, store, a, 1, random.Random(1))
+    _batch(redis_client, ns, store, a, 2, random.Random(2))
+    host, _ = _batch(redis_client, ns, store, b, 3, random.Random(3))
+    assert host.instance.windows._changed == set()
+    host, how = _batch(redis_client, ns, store, a, 4, random.Random(4))
+    assert how == "restored"
+    _same(host.instance, _fresh(store, 5))

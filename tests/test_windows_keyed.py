@@ -308,3 +308,56 @@ def test_a_state_pickled_whole_by_format_2_is_read_and_continues_per_key() -> No
     delta, _ = _batch(snap, task, 2)
     back = D.fold(pickle.loads(base), [delta])["windowing_state"]
     assert back.snapshot() == clone.snapshot()
+
+
+@pytest.mark.parametrize("windowing", [
+    COUNTING,
+    Windowing.sliding(length_ms=20, interval_ms=10).with_timestamp_field("t"),
+    Windowing.session(gap_ms=5).with_timestamp_field("t").with_allowed_lateness(10)
+    .with_accumulation(Accumulation.RETRACTING).with_trigger(Trigger(early_every_count=2, late_every_count=2)),
+], ids=["count", "sliding", "sessions-retracting"])
+def test_a_stale_live_state_takes_the_later_deltas_in_place(windowing: Windowing) -> None:
+    """A task's live instance that missed batches (``taskstate.catch_up``): the deltas
+    applied in place give the live state, which then goes on exactly as the live one."""
+    ws = _state(windowing)
+    assert ws.windower is not None
+    ws.windower.set_timer("a", 33, "t1")
+    task, snap = Task(ws), Snapshotter()
+    copies: list[WindowingState] = []
+    deltas: list[bytes] = []
+    for txid, (events, wm) in enumerate(BATCHES, 1):
+        _feed(ws, events, wm)
+        payload, _kind, _ = snap.payload(task, txid)
+        snap.written(task, txid)
+        copies.append(pickle.loads(pickle.dumps(ws)))  # a worker's instance as of txid
+        deltas.append(payload)
+    for held in range(len(BATCHES) - 1):  # an instance as of txid held+1 catches up
+        stale = pickle.loads(pickle.dumps(copies[held]))
+        for payload in deltas[held + 1:]:  # unpickled afresh, as a catch-up reads them
+            kd = pickle.loads(payload)["keyed"].get("windowing_state")
+            assert kd is not None  # every batch here touches a key
+            stale.keyed_apply(*kd)
+        assert stale.snapshot() == ws.snapshot()
+        live = pickle.loads(pickle.dumps(ws))
+        for state in (stale, live):  # both go on: same panes, timers and state
+            state.outs = _feed(state, [("a", 50), ("d", 46), ("e", 47)], 45)
+            state.outs += _feed(state, [("a", 52)], 200)
+        assert stale.outs == live.outs and stale.snapshot() == live.snapshot()
+
+
+def test_count_windows_and_held_elements_take_a_delta_in_place() -> None:
+    cs = _state(Windowing.tumbling(count=3).with_timestamp_field("t").with_lag(10))
+    assert cs.buffer is not None and cs.counter is not None
+    task, snap = Task(cs), Snapshotter()
+    for i in range(5):
+        cs.buffer.hold(f"k{i % 3}", i, (f"k{i % 3}", i))
+    _batch(snap, task, 1)
+    stale = pickle.loads(pickle.dumps(cs))
+    for key, t, item in cs.buffer.release(2):
+        cs.counter.add(key, t, item)
+    cs.buffer.hold("k9", 9, ("k9", 9))
+    payload, kind, _ = snap.payload(task, 2)
+    assert kind == "delta"
+    stale.keyed_apply(*pickle.loads(payload)["keyed"]["windowing_state"])
+    assert stale.snapshot() == cs.snapshot()
+    assert sorted(stale.buffer.release(100)) == sorted(cs.buffer.release(100))

@@ -21,11 +21,11 @@ import pickle
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from stormshift.state.keyed import apply_keyed, to_live
+from stormshift.state.keyed import KeyedParts, apply_keyed, to_live
 from stormshift.state.tracked import changes_of
 
-__all__ = ["COMPACT_MAX_DELTAS", "COMPACT_RATIO", "attr_delta", "fold", "fold_payloads",
-           "make_delta", "should_compact"]
+__all__ = ["COMPACT_MAX_DELTAS", "COMPACT_RATIO", "attr_delta", "fold", "fold_live",
+           "fold_payloads", "make_delta", "should_compact"]
 
 DELTA_FORMAT = 2  # 2: a "keyed" section (format 1 deltas, without it, are read too)
 READS = (1, 2)
@@ -90,6 +90,37 @@ def fold(base: Mapping[str, Any], deltas: Sequence[Mapping[str, Any]]) -> dict[s
             _apply_keys(state[name], kd)
         for name, kd in delta.get("keyed", {}).items():
             state[name] = apply_keyed(state[name], kd)
+    return to_live(state)
+
+
+def fold_live(current: Mapping[str, Any], deltas: Sequence[Mapping[str, Any]]
+              ) -> dict[str, Any] | None:
+    """``fold`` onto a live instance's attributes (``current``, as of the version the
+    deltas build on): tracked dicts change in place, keyed objects take their entries in
+    place (``keyed_apply``). None, with nothing changed, if a delta holds entries for a
+    live keyed object without ``keyed_apply``: the caller restores whole instead."""
+    replaced: set[str] = set()
+    for delta in deltas:
+        if delta.get("format") not in READS:
+            return None
+        for name in delta.get("keyed", {}):
+            if name not in replaced and not callable(getattr(type(current.get(name)),
+                                                             "keyed_apply", None)):
+                return None
+        replaced |= set(delta["whole"]) | set(delta["drop"])
+    state = dict(current)
+    for delta in deltas:
+        for name in delta["drop"]:
+            state.pop(name, None)
+        state.update(delta["whole"])
+        for name, kd in delta["keys"].items():
+            _apply_keys(state[name], kd)
+        for name, kd in delta.get("keyed", {}).items():
+            target = state[name]
+            if isinstance(target, KeyedParts):  # written whole by a delta of this fold
+                apply_keyed(target, kd)
+            else:
+                target.keyed_apply(*kd)
     return to_live(state)
 
 

@@ -18,7 +18,10 @@ Protocol, in call order:
 - ``cls.from_keyed(shared, entries)``: the object again (restore; entries in any order);
 - ``cls.keyed_key(entry)``: the grouping value(s) of an entry's key (rescale routing);
 - ``cls.keyed_merge(shareds, task, par)``: the shared part of new task ``task`` of
-  ``par`` from the old tasks' shared parts, deterministically (rescale).
+  ``par`` from the old tasks' shared parts, deterministically (rescale);
+- optional, ``keyed_apply(shared, deleted ids, {entry id: entry})``: one delta applied in
+  place (a live instance catching up: ``deltas.fold_live``); without it a catch-up that
+  meets such a delta restores the whole state instead.
 
 Pure: no Redis, no pickling; the engine's ``Snapshotter`` and ``deltas.fold`` use it.
 """

@@ -36,7 +36,7 @@ from stormshift.windows.watermark import WatermarkTracker
 from stormshift.windows.window import Window, stable_order
 from stormshift.windows.windower import Windower, WindowState
 
-__all__ = ["KeyEntry", "entries_of", "merge_shared", "shared_of"]
+__all__ = ["KeyEntry", "apply_in_place", "entries_of", "merge_shared", "shared_of"]
 
 
 @dataclass
@@ -187,6 +187,67 @@ def build(cls: Any, shared: Mapping[str, Any], entries: Mapping[str, KeyEntry]) 
                    if entries[k].previous is not None}
     ws.held_since = ws.buffer.seq if ws.buffer is not None else 0
     return ws
+
+
+def apply_in_place(ws: Any, shared: Mapping[str, Any], deleted: Sequence[str],
+                   values: Mapping[str, KeyEntry]) -> None:
+    """One delta's keyed section applied to a live ``ws`` (a task's live instance catching
+    up: ``taskstate.catch_up``): the shared part replaced, the entries of the keys the
+    delta names replaced or removed; the result is what ``build`` makes of the same
+    parts. Costs the keys the delta holds plus one pass over the heaps (timers, the
+    windows' due and expiry indexes, held elements), not a rebuild of every key."""
+    affected = set(deleted) | set(values)
+    t = shared["tracker"]
+    ws.tracker = WatermarkTracker(t["lag_ms"], idle_timeout_ms=t["idle_timeout_ms"])
+    ws.tracker.restore(t)
+    ws.processing_ms, ws.next_watermark_ms = shared["processing_ms"], shared["next_watermark_ms"]
+    ws.counters = dict(shared["counters"])
+    kords = sorted(values)
+    w, c, b = ws.windower, ws.counter, ws.buffer
+    if w is not None:
+        w.watermark_ms = shared["windower"]["watermark_ms"]
+        for k in affected:
+            w.windows.pop(k, None)
+            w.keys.pop(k, None)
+        # the indexes drop the keys' entries (stale ones too: a fresh build has none)
+        w.timers = [x for x in w.timers if x[1] not in affected]
+        w._due = [x for x in w._due if x[2] not in affected]
+        w._expiry = [x for x in w._expiry if x[2] not in affected]
+        heapq.heapify(w.timers)
+        heapq.heapify(w._due)
+        heapq.heapify(w._expiry)
+        for k in kords:
+            e = values[k]
+            if e.windows:
+                w.windows[k] = dict(e.windows)
+                for window in sorted(e.windows):
+                    w._track(k, window)
+            if e.windows or e.timers:
+                w.keys[k] = e.key
+            for at, tag in e.timers:
+                heapq.heappush(w.timers, (at, k, tag))
+        w.touched = set()
+    if c is not None:
+        for k in affected:
+            c.keys.pop(k, None)
+        c.keys.update((k, values[k].count) for k in kords if values[k].count is not None)
+        c.touched = set()
+    if b is not None and shared["buffer_seq"] is not None:
+        kept = [e for k, held in _held(ws, None).items() if k not in affected for e in held]
+        b.heap = kept + [e for k in kords for e in values[k].held]
+        heapq.heapify(b.heap)
+        b.seq = shared["buffer_seq"]
+    for k in affected:
+        ws.emitted.pop(k, None)
+        ws.previous.pop(k, None)
+    for k in kords:
+        e = values[k]
+        if e.emitted:
+            ws.emitted[k] = dict(e.emitted)
+        if e.previous is not None:
+            ws.previous[k] = (e.key, list(e.previous))
+    ws.marked = set()
+    ws.held_since = b.seq if b is not None else 0
 
 
 def merge_shared(shareds: Sequence[Mapping[str, Any]], task: int, par: int) -> dict[str, Any]:

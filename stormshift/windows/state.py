@@ -175,6 +175,11 @@ class WindowingState:
         if self.buffer is not None:
             self.held_since = self.buffer.seq
 
+    def keyed_apply(self, shared: Any, deleted: Sequence[Hashable],
+                    values: Mapping[Hashable, Any]) -> None:
+        """A delta applied in place (``state/keyed.py``'s optional method)."""
+        KE.apply_in_place(self, shared, deleted, values)  # type: ignore[arg-type]
+
     @classmethod
     def from_keyed(cls, shared: Any, entries: Mapping[Hashable, Any]) -> WindowingState:
         return KE.build(cls, shared, entries)  # type: ignore[arg-type, no-any-return]

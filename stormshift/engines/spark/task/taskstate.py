@@ -244,15 +244,18 @@ class Snapshotter:
             self.rest = self.rest_pickle(state_of(instance, self.tracked))
 
 
-def catch_up(instance: Any, point: Any) -> None:
+def catch_up(instance: Any, point: Any) -> bool:
     """Bring a live instance holding version ``snap.version`` to ``point.version`` by
     folding ``point.deltas`` into its own attributes (step 2 of the module doc): a tracked
-    dict takes the changed keys in place; what a delta holds whole replaces the attribute;
-    a keyed object a delta touched is rebuilt from its parts. The result is the state a
-    restore of ``point`` gives (``deltas.fold`` is the same fold)."""
+    dict takes the changed keys in place, a keyed object its entries (``keyed_apply``);
+    what a delta holds whole replaces the attribute. The result is the state a restore of
+    ``point`` gives (``deltas.fold_live`` folds as ``deltas.fold``). False, with nothing
+    changed, when a keyed object cannot take a delta in place."""
     snap: Snapshotter = instance._stormshift_snap
     current = {name: getattr(instance, name) for name in snap.names}
-    folded = D.fold(current, [pickle.loads(d) for d in point.deltas])
+    folded = D.fold_live(current, [pickle.loads(d) for d in point.deltas])
+    if folded is None:
+        return False
     attrs = vars(instance)
     for name in snap.names:
         if name not in folded:
@@ -275,6 +278,7 @@ def catch_up(instance: Any, point: Any) -> None:
     snap.keyed = {n: v for n, v in folded.items() if is_keyed(v)}
     for value in snap.keyed.values():
         value.keyed_mark()
+    return True
 
 
 @dataclass
@@ -319,8 +323,7 @@ def open_task(
         if load_since is not None and snap is not None and snap.head \
                 and cached.txid < txid and snap.version == cached.txid:
             point = load_since(snap.version, snap.head)
-            if point is not None:
-                catch_up(cached.host.instance, point)
+            if point is not None and catch_up(cached.host.instance, point):
                 return cached.host, "caught_up"
     host = make_host()
     host.open()
