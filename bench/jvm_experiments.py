@@ -62,6 +62,12 @@ VARIANTS: dict[str, dict[str, str]] = {
     "noreuse": _conf(**{"spark.python.worker.reuse": "false"}),
     "pysparkdaemon": {"BENCH_SPARK_DAEMON": "pyspark.daemon"},
     "fused": {"BENCH_FUSE": "1"},
+    # the engine's local-master default since jvmshare (session.driver_jit_conf) is C1
+    # only; "c2" is the JVM's own default (every tier), the engine's before
+    "c1": _conf(**{"spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=1"}),
+    "c2": _conf(**{"spark.driver.extraJavaOptions": "-XX:TieredStopAtLevel=4"}),
+    "c2only": _conf(**{"spark.driver.extraJavaOptions": "-XX:-TieredCompilation"}),
+    "jit1thread": _conf(**{"spark.driver.extraJavaOptions": "-XX:CICompilerCount=2"}),
     "noshufflecompress_chunk128": {**_conf(**{"spark.shuffle.compress": "false"}),
                                    "BENCH_CHUNK_TUPLES": "128"},
 }
@@ -91,6 +97,8 @@ def line(name: str, res: dict[str, Any], base: dict[str, Any]) -> str:
     threads = ", ".join(f"{n or '?'} {v * per:.1f}" for n, v in list(res.get("jvm_threads_s", {}).items())[:6])
     ms = res.get("spark_ms", {})
     spark = ", ".join(f"{k} {v:,.0f}" for k, v in ms.items() if v)
+    sc = res.get("steady_cpu", {})
+    steady_cpu = ", ".join(f"{k} {v:.2f}" for k, v in list(sc.items())[:10])
     steps = ", ".join(f"{k} {v:,.1f}" for k, v in res.get("driver_steps_ms", {}).items())
     return (f"{name:>28}: {res['events_per_s']:>9,.0f} / {res['steady_events_per_s']:>9,.0f} / "
             f"{res.get('late_events_per_s', 0):>9,.0f} ev/s (overall / after batch 1 / last half); "
@@ -99,6 +107,7 @@ def line(name: str, res: dict[str, Any], base: dict[str, Any]) -> str:
             f"{res['jit_s'] * per:.2f}), driver py {cpu['driver_python'] * per:.2f}; batches "
             f"{res['batches']}, p50 {res['batch_ms_p50']:,.0f} ms\n{'':>30}JVM threads µs/event: "
             f"{threads}\n{'':>30}Spark ms (median after batch 1): {spark}"
+            + (f"\n{'':>30}steady CPU µs/event (batch 2 on): {steady_cpu}" if sc else "")
             + (f"\n{'':>30}driver steps ms (median after batch 1): {steps}" if steps else ""))
 
 
@@ -119,7 +128,8 @@ def main(argv: list[str] | None = None) -> int:
         results["baseline"] = sa.run_phase_in_subprocess("baseline", forwarded)
     for name in [v for v in args.variants.split(";" if ";" in args.variants else ",") if v]:
         print(f"running stormshift, {name} ...", file=sys.stderr, flush=True)
-        results[name] = sa.run_phase_in_subprocess("stormshift", forwarded, env=variant_env(name))
+        key = name if name not in results else f"{name} (again)"
+        results[key] = sa.run_phase_in_subprocess("stormshift", forwarded, env=variant_env(name))
     base = results.get("baseline", {})
     for name, res in results.items():
         res.pop("totals", None)

@@ -102,6 +102,7 @@ class RssSampler:
         self._cpu: dict[int, tuple[str, float]] = {}  # pid -> (kind, cumulative CPU seconds)
         self.jit_s = 0.0  # the JVM's JIT compiler threads, CPU seconds (read at the end)
         self.threads: dict[tuple[int, int], tuple[str, float]] = {}  # (jvm pid, tid) -> (name, CPU s)
+        self.series: list[tuple[float, dict[str, float]]] = []  # (perf_counter, CPU s per kind)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -155,6 +156,22 @@ class RssSampler:
                     continue
         except self._psutil.Error:
             pass
+        self._record()
+
+    def _record(self) -> None:
+        """One point of ``series``: CPU seconds so far per process kind and JVM thread kind."""
+        point = dict(self.cpu_s)
+        for name, seconds in self.jvm_threads_s.items():
+            point["jvm:" + name] = seconds
+        self.series.append((time.perf_counter(), point))
+
+    def cpu_between(self, t0: float, t1: float) -> dict[str, float]:
+        """CPU seconds per kind spent between ``t0`` and ``t1`` (the nearest samples)."""
+        if not self.series:
+            return {}
+        a = min(self.series, key=lambda p: abs(p[0] - t0))[1]
+        b = min(self.series, key=lambda p: abs(p[0] - t1))[1]
+        return {k: v - a.get(k, 0.0) for k, v in b.items()}
 
     def _cpu_of(self, proc: Any, kind: str) -> None:
         times = proc.cpu_times()
@@ -319,6 +336,7 @@ def run_baseline(args: argparse.Namespace, data: Path) -> dict[str, Any]:
     keys = baseline_keys(run_id)
     script = r.register_script(_BASELINE_LUA)
     batch_ms: list[float] = []
+    ends: list[float] = []  # perf_counter() at the end of each batch
 
     def write_batch(df: Any, batch_id: int) -> None:
         started = time.perf_counter()
@@ -328,6 +346,7 @@ def run_baseline(args: argparse.Namespace, data: Path) -> dict[str, Any]:
         marker = f"{{bench-adclicks-{run_id}}}:batch:{batch_id}"
         script(keys=[marker, *keys], args=argv)
         batch_ms.append((time.perf_counter() - started) * 1000)
+        ends.append(time.perf_counter())
 
     with RssSampler() as rss:
         spark = spark_session(args.master, "adclicks-baseline")
@@ -351,7 +370,8 @@ def run_baseline(args: argparse.Namespace, data: Path) -> dict[str, Any]:
         "late_events_per_s": late_rate([p["numInputRows"] for p in progress], durations),
         "batch_ms_p50": percentile(durations, 50), "batch_ms_p99": percentile(durations, 99),
         "peak_rss": rss.peaks, "cpu_s": rss.cpu_s, "jit_s": rss.jit_s,
-        "jvm_threads_s": rss.jvm_threads_s, "spark_ms": spark_breakdown(
+        "jvm_threads_s": rss.jvm_threads_s, "steady_cpu": steady_cpu(rss, ends, progress_rows(progress)),
+        "spark_ms": spark_breakdown(
             [dict(p["durationMs"]) for p in progress]),
         "totals": read_baseline_totals(r, keys),
     }
@@ -450,15 +470,17 @@ def run_stormshift(args: argparse.Namespace, data: Path) -> dict[str, Any]:
         graph = shuffle_grouped(graph, ("ads_ctr_bolt", "client_spent_bolt"))
     namespace = f"bench-adclicks-{uuid.uuid4().hex[:12]}"  # fresh state, removed afterwards
     batches: list[tuple[int, float]] = []
+    ends: list[float] = []
     with RssSampler() as rss, tempfile.TemporaryDirectory(prefix="bench-stormshift-") as checkpoint:
         # The worker settings `stormshift run` uses for this master (its own session
         # is not used here, to keep the bench's settings the baseline's).
-        from stormshift.engines.spark.runtime.session import worker_conf
+        from stormshift.engines.spark.runtime.session import driver_jit_conf, worker_conf
 
         conf = worker_conf(args.master)
+        conf.update(driver_jit_conf(args.master, conf))
         if os.environ.get("BENCH_SPARK_DAEMON"):  # A/B: BENCH_SPARK_DAEMON=pyspark.daemon
             conf["spark.python.daemon.module"] = os.environ["BENCH_SPARK_DAEMON"]
-        conf.update(experiment_conf())
+        conf.update(experiment_conf(conf))
         spark = spark_session(args.master, "adclicks-stormshift", conf)
         listener = progress_listener()
         spark.streams.addListener(listener)
@@ -470,7 +492,7 @@ def run_stormshift(args: argparse.Namespace, data: Path) -> dict[str, Any]:
         steps = time_batch_steps()
         try:
             started = time.perf_counter()
-            summary = engine.run(on_progress=lambda line: batches.extend(_batch_of(line)))
+            summary = engine.run(on_progress=lambda line: on_line(line, batches, ends))
             elapsed = time.perf_counter() - started
         finally:
             spark.stop()
@@ -490,9 +512,32 @@ def run_stormshift(args: argparse.Namespace, data: Path) -> dict[str, Any]:
         "stop_reason": summary.stop_reason, "dead_lettered": summary.total("dead_lettered"),
         "spark_ms": spark_breakdown(listener.durations),
         "jvm_threads_s": rss.jvm_threads_s,
+        "steady_cpu": steady_cpu(rss, ends, sizes),
         "driver_steps_ms": {k: statistics.median(v[1:] or v) for k, v in steps.items()},
         "tuples_in": {c.name: c.tuples_in for c in summary.components.values()},
     }
+
+
+def on_line(line: str, batches: list[tuple[int, float]], ends: list[float]) -> None:
+    """The engine's progress line of a batch: its size and duration, and when it ended."""
+    found = _batch_of(line)
+    if found:
+        batches.extend(found)
+        ends.append(time.perf_counter())
+
+
+def progress_rows(progress: list[dict[str, Any]]) -> list[int]:
+    return [p["numInputRows"] for p in progress]
+
+
+def steady_cpu(rss: RssSampler, ends: list[float], sizes: list[int]) -> dict[str, float]:
+    """CPU µs per event of each kind (processes; ``jvm:<thread>``) from the end of the first
+    batch to the end of the last: the steady state, without start-up and the first batch."""
+    if len(ends) < 2 or len(sizes) != len(ends):
+        return {}
+    events = sum(sizes[1:])
+    spent = rss.cpu_between(ends[0], ends[-1])
+    return {k: v * 1e6 / events for k, v in sorted(spent.items(), key=lambda kv: -kv[1]) if v > 0}
 
 
 def time_batch_steps() -> dict[str, list[float]]:
@@ -524,7 +569,7 @@ def time_batch_steps() -> dict[str, list[float]]:
     return steps
 
 
-def experiment_conf() -> dict[str, str]:
+def experiment_conf(base: dict[str, str]) -> dict[str, str]:
     """A/B settings for the stormshift phase: ``BENCH_SPARK_CONF`` (a JSON object of Spark
     settings; its ``spark.sql.*`` keys also replace the engine's ``RUNTIME_CONF``, which
     the engine sets again when it starts) and ``BENCH_JFR=FILE`` (a Java Flight Recording
@@ -532,12 +577,14 @@ def experiment_conf() -> dict[str, str]:
     from stormshift.engines.spark.runtime import session
 
     conf = json.loads(os.environ.get("BENCH_SPARK_CONF") or "{}")
+    jvm = "spark.driver.extraJavaOptions"  # the engine's JIT choice kept unless replaced
+    conf.setdefault(jvm, base.get(jvm, ""))
     session.RUNTIME_CONF.update({k: v for k, v in conf.items() if k.startswith("spark.sql.")})
     if os.environ.get("BENCH_JFR"):
         conf["spark.driver.extraJavaOptions"] = (
             f"-XX:StartFlightRecording=filename={os.environ['BENCH_JFR']},settings=profile "
-            + conf.get("spark.driver.extraJavaOptions", "")).strip()
-    return conf
+            + conf[jvm]).strip()
+    return {k: v for k, v in conf.items() if v}
 
 
 def progress_listener() -> Any:
