@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import spark_adclicks as sa  # noqa: E402
+import spark_adclicks as sa
 
 HOOKS = Path(__file__).resolve().parent / "hooks"
 
