@@ -101,6 +101,8 @@ class RssSampler:
         self.peaks = {"driver_python": 0, "driver_jvm": 0, "python_worker": 0}
         self._cpu: dict[int, tuple[str, float]] = {}  # pid -> (kind, cumulative CPU seconds)
         self.jit_s = 0.0  # the JVM's JIT compiler threads, CPU seconds (read at the end)
+        self.threads: dict[tuple[int, int], tuple[str, float]] = {}  # (jvm pid, tid) -> (name, CPU s)
+        self.series: list[tuple[float, dict[str, float]]] = []  # (perf_counter, CPU s per kind)
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, daemon=True)
 
@@ -112,6 +114,15 @@ class RssSampler:
         self._stop.set()
         self._thread.join()
         self._sample(self._psutil.Process(), final=True)
+
+    @property
+    def jvm_threads_s(self) -> dict[str, float]:
+        """The driver JVM's CPU seconds per kind of thread (names without their numbers;
+        a thread that ended is counted at its last sample)."""
+        out: dict[str, float] = {}
+        for name, seconds in self.threads.values():
+            out[name] = out.get(name, 0.0) + seconds
+        return dict(sorted(out.items(), key=lambda kv: -kv[1]))
 
     @property
     def cpu_s(self) -> dict[str, float]:
@@ -137,12 +148,30 @@ class RssSampler:
                     if kind is not None:
                         self._peak(kind, child.memory_info().rss)
                         self._cpu_of(child, kind)
+                        if kind == "driver_jvm":
+                            _thread_cpu(child.pid, self.threads)
                         if final and kind == "driver_jvm":
                             self.jit_s = max(self.jit_s, _jit_seconds(child.pid))
                 except self._psutil.Error:
                     continue
         except self._psutil.Error:
             pass
+        self._record()
+
+    def _record(self) -> None:
+        """One point of ``series``: CPU seconds so far per process kind and JVM thread kind."""
+        point = dict(self.cpu_s)
+        for name, seconds in self.jvm_threads_s.items():
+            point["jvm:" + name] = seconds
+        self.series.append((time.perf_counter(), point))
+
+    def cpu_between(self, t0: float, t1: float) -> dict[str, float]:
+        """CPU seconds per kind spent between ``t0`` and ``t1`` (the nearest samples)."""
+        if not self.series:
+            return {}
+        a = min(self.series, key=lambda p: abs(p[0] - t0))[1]
+        b = min(self.series, key=lambda p: abs(p[0] - t1))[1]
+        return {k: v - a.get(k, 0.0) for k, v in b.items()}
 
     def _cpu_of(self, proc: Any, kind: str) -> None:
         times = proc.cpu_times()
@@ -178,6 +207,25 @@ def _jit_seconds(pid: int) -> float:
         except (OSError, IndexError, ValueError):
             continue
     return total
+
+
+def _thread_cpu(pid: int, into: dict[tuple[int, int], tuple[str, float]]) -> None:
+    """CPU seconds of every thread of ``pid`` into ``into`` (Linux ``/proc``), keyed by
+    (pid, tid), named by the thread's name (``comm``, 15 characters) without digits."""
+    tick = os.sysconf("SC_CLK_TCK")
+    try:
+        tids = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return
+    for tid in tids:
+        try:
+            with open(f"/proc/{pid}/task/{tid}/comm", encoding="utf-8") as fh:
+                name = re.sub(r"[\d#]+", "", fh.read().strip()).strip(" -")
+            with open(f"/proc/{pid}/task/{tid}/stat", encoding="utf-8") as fh:
+                fields = fh.read().rsplit(")", 1)[1].split()
+            into[(pid, int(tid))] = (name, (int(fields[11]) + int(fields[12])) / tick)
+        except (OSError, IndexError, ValueError):
+            continue
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -288,6 +336,7 @@ def run_baseline(args: argparse.Namespace, data: Path) -> dict[str, Any]:
     keys = baseline_keys(run_id)
     script = r.register_script(_BASELINE_LUA)
     batch_ms: list[float] = []
+    ends: list[float] = []  # perf_counter() at the end of each batch
 
     def write_batch(df: Any, batch_id: int) -> None:
         started = time.perf_counter()
@@ -297,6 +346,7 @@ def run_baseline(args: argparse.Namespace, data: Path) -> dict[str, Any]:
         marker = f"{{bench-adclicks-{run_id}}}:batch:{batch_id}"
         script(keys=[marker, *keys], args=argv)
         batch_ms.append((time.perf_counter() - started) * 1000)
+        ends.append(time.perf_counter())
 
     with RssSampler() as rss:
         spark = spark_session(args.master, "adclicks-baseline")
@@ -320,6 +370,9 @@ def run_baseline(args: argparse.Namespace, data: Path) -> dict[str, Any]:
         "late_events_per_s": late_rate([p["numInputRows"] for p in progress], durations),
         "batch_ms_p50": percentile(durations, 50), "batch_ms_p99": percentile(durations, 99),
         "peak_rss": rss.peaks, "cpu_s": rss.cpu_s, "jit_s": rss.jit_s,
+        "jvm_threads_s": rss.jvm_threads_s, "steady_cpu": steady_cpu(rss, ends, progress_rows(progress)),
+        "spark_ms": spark_breakdown(
+            [dict(p["durationMs"]) for p in progress]),
         "totals": read_baseline_totals(r, keys),
     }
     r.delete(*keys, *r.keys(f"{{bench-adclicks-{run_id}}}:batch:*"))
@@ -391,6 +444,21 @@ def adclicks_on_files(data: Path, spout_par: int, overrides: dict[str, Any] | No
     return dataclasses.replace(graph, components=freeze(renumbered))
 
 
+def shuffle_grouped(graph: Any, names: tuple[str, ...]) -> Any:
+    """``graph`` with ``names``' inputs shuffle-grouped: at their upstream's par they run
+    fused in its stage (``layout.py``), so no tuple crosses a Spark shuffle. Not adclicks'
+    semantics (an ad's counts land on both tasks): a bound on what removing the shuffle gives."""
+    import dataclasses
+
+    from stormshift.topology.graph import Grouping, GroupingKind, freeze
+
+    shuffle = Grouping(GroupingKind.SHUFFLE)
+    components = {n: dataclasses.replace(c, inputs=tuple(dataclasses.replace(i, grouping=shuffle)
+                                                         for i in c.inputs))
+                  if n in names else c for n, c in graph.components.items()}
+    return dataclasses.replace(graph, components=freeze(components))
+
+
 def run_stormshift(args: argparse.Namespace, data: Path) -> dict[str, Any]:
     try:
         from stormshift.engines.spark import SparkEngine
@@ -398,16 +466,21 @@ def run_stormshift(args: argparse.Namespace, data: Path) -> dict[str, Any]:
         raise SystemExit(f"stormshift path not runnable: stormshift.engines.spark.SparkEngine is "
                          f"missing ({exc}); the Spark engine has not landed yet") from None
     graph = adclicks_on_files(data, args.files_per_batch, bolt_par=args.bolt_par)
+    if os.environ.get("BENCH_FUSE"):  # the no-shuffle bound: bench/jvm_experiments.py
+        graph = shuffle_grouped(graph, ("ads_ctr_bolt", "client_spent_bolt"))
     namespace = f"bench-adclicks-{uuid.uuid4().hex[:12]}"  # fresh state, removed afterwards
     batches: list[tuple[int, float]] = []
+    ends: list[float] = []
     with RssSampler() as rss, tempfile.TemporaryDirectory(prefix="bench-stormshift-") as checkpoint:
         # The worker settings `stormshift run` uses for this master (its own session
         # is not used here, to keep the bench's settings the baseline's).
-        from stormshift.engines.spark.runtime.session import worker_conf
+        from stormshift.engines.spark.runtime.session import driver_jit_conf, worker_conf
 
         conf = worker_conf(args.master)
+        conf.update(driver_jit_conf(args.master, conf))
         if os.environ.get("BENCH_SPARK_DAEMON"):  # A/B: BENCH_SPARK_DAEMON=pyspark.daemon
             conf["spark.python.daemon.module"] = os.environ["BENCH_SPARK_DAEMON"]
+        conf.update(experiment_conf(conf))
         spark = spark_session(args.master, "adclicks-stormshift", conf)
         listener = progress_listener()
         spark.streams.addListener(listener)
@@ -416,9 +489,10 @@ def run_stormshift(args: argparse.Namespace, data: Path) -> dict[str, Any]:
             trigger_secs=0, until_done=True, batch_max_tuples=args.batch // args.files_per_batch,
             sink="drop", spark=spark, namespace=namespace,
         )
+        steps = time_batch_steps()
         try:
             started = time.perf_counter()
-            summary = engine.run(on_progress=lambda line: batches.extend(_batch_of(line)))
+            summary = engine.run(on_progress=lambda line: on_line(line, batches, ends))
             elapsed = time.perf_counter() - started
         finally:
             spark.stop()
@@ -437,8 +511,80 @@ def run_stormshift(args: argparse.Namespace, data: Path) -> dict[str, Any]:
         "cpu_s": rss.cpu_s, "jit_s": rss.jit_s,
         "stop_reason": summary.stop_reason, "dead_lettered": summary.total("dead_lettered"),
         "spark_ms": spark_breakdown(listener.durations),
+        "jvm_threads_s": rss.jvm_threads_s,
+        "steady_cpu": steady_cpu(rss, ends, sizes),
+        "driver_steps_ms": {k: statistics.median(v[1:] or v) for k, v in steps.items()},
         "tuples_in": {c.name: c.tuples_in for c in summary.components.values()},
     }
+
+
+def on_line(line: str, batches: list[tuple[int, float]], ends: list[float]) -> None:
+    """The engine's progress line of a batch: its size and duration, and when it ended."""
+    found = _batch_of(line)
+    if found:
+        batches.extend(found)
+        ends.append(time.perf_counter())
+
+
+def progress_rows(progress: list[dict[str, Any]]) -> list[int]:
+    return [p["numInputRows"] for p in progress]
+
+
+def steady_cpu(rss: RssSampler, ends: list[float], sizes: list[int]) -> dict[str, float]:
+    """CPU µs per event of each kind (processes; ``jvm:<thread>``) from the end of the first
+    batch to the end of the last: the steady state, without start-up and the first batch."""
+    if len(ends) < 2 or len(sizes) != len(ends):
+        return {}
+    events = sum(sizes[1:])
+    spent = rss.cpu_between(ends[0], ends[-1])
+    return {k: v * 1e6 / events for k, v in sorted(spent.items(), key=lambda kv: -kv[1]) if v > 0}
+
+
+def time_batch_steps() -> dict[str, list[float]]:
+    """Wall ms of the driver's protocol steps per batch (``driver/batch.py``), timed by
+    wrapping ``BatchRunner``'s step methods in this process: 2 (ticks, redrive), 3
+    (stages: the Spark job), 4 (gather counters), 5 (commit record)."""
+    from stormshift.engines.spark.driver import batch
+
+    steps: dict[str, list[float]] = {}
+
+    def timed(name: str, fn: Any) -> Any:
+        def wrapper(*a: Any, **k: Any) -> Any:
+            t0 = time.perf_counter()
+            try:
+                return fn(*a, **k)
+            finally:
+                steps.setdefault(name, []).append((time.perf_counter() - t0) * 1000)
+        return wrapper
+
+    runner = batch.BatchRunner
+    for name, attr in (("2 redrive", "_redrive"), ("3 stages", "_run_stages"), ("4 gather", "_gather"),
+                       ("whole batch", "_batch")):
+        setattr(runner, attr, timed(name, getattr(runner, attr)))
+    from stormshift.state import commit
+
+    for cls in vars(commit).values():
+        if isinstance(cls, type) and hasattr(cls, "record_commit"):
+            cls.record_commit = timed("5 commit", cls.record_commit)
+    return steps
+
+
+def experiment_conf(base: dict[str, str]) -> dict[str, str]:
+    """A/B settings for the stormshift phase: ``BENCH_SPARK_CONF`` (a JSON object of Spark
+    settings; its ``spark.sql.*`` keys also replace the engine's ``RUNTIME_CONF``, which
+    the engine sets again when it starts) and ``BENCH_JFR=FILE`` (a Java Flight Recording
+    of the driver JVM, ``bench/jfr_report.py FILE``)."""
+    from stormshift.engines.spark.runtime import session
+
+    conf = json.loads(os.environ.get("BENCH_SPARK_CONF") or "{}")
+    jvm = "spark.driver.extraJavaOptions"  # the engine's JIT choice kept unless replaced
+    conf.setdefault(jvm, base.get(jvm, ""))
+    session.RUNTIME_CONF.update({k: v for k, v in conf.items() if k.startswith("spark.sql.")})
+    if os.environ.get("BENCH_JFR"):
+        conf["spark.driver.extraJavaOptions"] = (
+            f"-XX:StartFlightRecording=filename={os.environ['BENCH_JFR']},settings=profile "
+            + conf[jvm]).strip()
+    return {k: v for k, v in conf.items() if v}
 
 
 def progress_listener() -> Any:
@@ -582,11 +728,13 @@ def _per_tuple_ns(call: Any, chunks: list[list[Any]], rounds: int = 3) -> float:
 PHASES = {"baseline": run_baseline, "stormshift": run_stormshift, "hosting": run_hosting}
 
 
-def run_phase_in_subprocess(phase: str, argv: list[str], script: str = __file__) -> dict[str, Any]:
-    """One phase of ``script`` in a fresh process (its own JVM, clean peak-RSS figures)."""
+def run_phase_in_subprocess(phase: str, argv: list[str], script: str = __file__,
+                            env: dict[str, str] | None = None) -> dict[str, Any]:
+    """One phase of ``script`` in a fresh process (its own JVM, clean peak-RSS figures);
+    ``env``: variables added to this process's for it (an A/B variant)."""
     cmd = [sys.executable, script, "--phase", phase, *argv]
     done = subprocess.run(cmd, capture_output=True, text=True, cwd=REPO, check=False,
-                          env={**os.environ, "PYTHONPATH": str(REPO)})
+                          env={**os.environ, "PYTHONPATH": str(REPO), **(env or {})})
     for line in reversed(done.stdout.splitlines()):
         if line.startswith("RESULT "):
             return json.loads(line[len("RESULT "):])
@@ -630,6 +778,10 @@ def report(args: argparse.Namespace, data: Path, results: dict[str, dict[str, An
             flows = ", ".join(f"{n} {v:,}" for n, v in res["tuples_in"].items() if v)
             print(f"{'':>10}  tuples in: {flows}; dead-lettered {res['dead_lettered']}; "
                   f"stop: {res['stop_reason']}")
+        if res.get("jvm_threads_s"):
+            top = list(res["jvm_threads_s"].items())[:8]
+            print(f"{'':>10}  driver JVM CPU per event by thread: " + ", ".join(
+                f"{n or '?'} {v * 1e6 / res['events']:.1f}" for n, v in top) + " µs")
         if res.get("spark_ms"):
             ms = res["spark_ms"]
             parts = ", ".join(f"{k} {v:,.0f}" for k, v in ms.items()

@@ -1,6 +1,7 @@
-"""The driver JVM's logging (``stormshift/engines/spark/runtime/session.py``): our log4j2
-file unless the user's ``spark.driver.extraJavaOptions`` names one, and never in place of
-the user's other JVM options."""
+"""The driver JVM's options (``stormshift/engines/spark/runtime/session.py``): our log4j2
+file unless the user's ``spark.driver.extraJavaOptions`` names one, the client compiler
+only on a local master unless the user chose the JIT tiers, and never in place of the
+user's other JVM options."""
 
 from __future__ import annotations
 
@@ -9,7 +10,7 @@ import sys
 
 import pytest
 
-from stormshift.engines.spark.runtime.session import LOG4J2_FILE, driver_log_conf
+from stormshift.engines.spark.runtime.session import LOG4J2_FILE, driver_jit_conf, driver_log_conf
 
 
 def test_the_driver_gets_our_log4j2_file_beside_the_users_jvm_options() -> None:
@@ -19,6 +20,15 @@ def test_the_driver_gets_our_log4j2_file_beside_the_users_jvm_options() -> None:
         "spark.driver.extraJavaOptions": f"-Xss4m {ours}"}
     own = {"spark.driver.extraJavaOptions": "-Dlog4j2.configurationFile=/etc/mine.properties"}
     assert driver_log_conf(own) == {}
+
+
+def test_a_local_driver_gets_the_client_compiler_beside_the_users_jvm_options() -> None:
+    key = "spark.driver.extraJavaOptions"
+    assert driver_jit_conf("local[2]", {}) == {key: "-XX:TieredStopAtLevel=1"}
+    assert driver_jit_conf("local", {key: "-Xss4m"}) == {key: "-Xss4m -XX:TieredStopAtLevel=1"}
+    assert driver_jit_conf("local[2]", {key: "-XX:TieredStopAtLevel=4"}) == {}
+    assert driver_jit_conf("local[2]", {key: "-XX:-TieredCompilation"}) == {}
+    assert driver_jit_conf("spark://127.0.0.1:7077", {}) == {}
 
 
 def test_the_log4j2_file_ships_with_the_package_and_keeps_warnings() -> None:

@@ -10,7 +10,7 @@ from typing import Any
 from stormshift.engines.spark.runtime.launcher import worker_python
 
 __all__ = ["LOG4J2_FILE", "QUIET_LOGGERS", "RUNTIME_CONF", "build_session", "configure_session",
-           "driver_log_conf", "quiet_logs", "worker_conf"]
+           "driver_jit_conf", "driver_log_conf", "quiet_logs", "worker_conf"]
 
 # The driver JVM's log4j2 settings: WARN to stderr, minus Spark's start-up notices.
 LOG4J2_FILE = Path(__file__).with_name("log4j2.properties")
@@ -55,6 +55,7 @@ def build_session(master: str, *, app_name: str = "stormshift", shuffle_partitio
     if shuffle_partitions:
         builder = builder.config("spark.sql.shuffle.partitions", str(shuffle_partitions))
     conf = conf or {}
+    conf = {**conf, **driver_jit_conf(master, conf)}
     for key, value in {**worker_conf(master), **conf, **driver_log_conf(conf)}.items():
         builder = builder.config(key, value)
     with worker_python(master, conf):
@@ -82,6 +83,25 @@ def driver_log_conf(conf: Mapping[str, str]) -> dict[str, str]:
         return {}
     ours = f"-Dlog4j2.configurationFile=file:{LOG4J2_FILE}"
     return {"spark.driver.extraJavaOptions": f"{options} {ours}".strip()}
+
+
+def driver_jit_conf(master: str, conf: Mapping[str, str]) -> dict[str, str]:
+    """On a local master, ``-XX:TieredStopAtLevel=1`` added to ``--conf
+    spark.driver.extraJavaOptions`` unless those options already choose the JIT tiers.
+
+    Why: on a local master the driver JVM is the executor and shares the cores with the
+    Python workers that do most of a batch's work. Every micro-batch plans new
+    DataFrames (code generated per plan), so the JVM's optimising compiler (C2) keeps
+    compiling batch after batch and its threads take CPU from the workers; the client
+    compiler alone compiles cheaply and the Spark code it runs here is mostly glue
+    (``bench/history.md``, 2026-11-25 eighth session, jvmshare). Left alone on a cluster,
+    where executors have their own JVMs and cores."""
+    if not (master == "local" or master.startswith("local[")):
+        return {}
+    options = conf.get("spark.driver.extraJavaOptions", "")
+    if "TieredStopAtLevel" in options or "TieredCompilation" in options:
+        return {}
+    return {"spark.driver.extraJavaOptions": f"{options} -XX:TieredStopAtLevel=1".strip()}
 
 
 def worker_conf(master: str) -> dict[str, str]:
