@@ -326,7 +326,7 @@ class _Host:
             return True
         try:
             live, entries, msg_ids, head = emit_chunk(opts, task, number, msg["limit"], msg["acked"], log)
-        except Exception as exc:  # the instance is dropped (emit_chunk); the read fails with it
+        except Exception as exc:  # noqa: BLE001 - the instance is dropped (emit_chunk); the read fails with it
             conn.send({"error": str(exc), "kind": type(exc).__name__})
             return True
         self.pending = (live, Pending(number, head, msg_ids))
