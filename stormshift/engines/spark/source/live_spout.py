@@ -12,10 +12,12 @@ only numbers chunks; the read of task *i*'s partition for chunk *k*
    ``budget_ms`` of spout time, and log the chunk (first writer wins).
 
 Live instances are kept per (namespace, spout task, topology wiring) in the
-worker process (Spark reuses workers). An instance is *at the head* when it
-produced (or re-produced) exactly chunks ``0 .. k-1``. One that is behind -- a
-fresh worker, or a worker that ran the task's earlier chunks but not the last
-ones -- is brought to the head: with the spout's ``resume(last_msg_id)`` hook if
+process that runs them: by default a spout host that every Python worker of
+the executor asks (``spout_host.py``: step 3 runs there, the worker logs the
+chunk), else (``stormshift.spout.host`` false) the worker itself. An instance
+is *at the head* when it produced (or re-produced) exactly chunks ``0 .. k-1``.
+One that is behind -- a fresh process, or one that ran the task's earlier
+chunks but not the last ones -- is brought to the head: with the spout's ``resume(last_msg_id)`` hook if
 its class defines one, else by running ``next_tuple`` and discarding the emits
 while checking them against the logged chunks (same count, same msg ids in the
 same order, ``ChunkHead.digest``). A spout that emits anything else is not
