@@ -331,7 +331,10 @@ def _chunk_here(opts: Any, task: int, number: int, limit: int, log: ChunkLog) ->
 
 def host_mode(opts: Any) -> bool:
     """Whether the task's live instance runs in a spout host process (``spout_host.py``):
-    ``stormshift.spout.host``, the spout's config else the topology's (default yes)."""
+    ``stormshift.spout.host``, the spout's config else the topology's (default yes); not
+    for options built in-process (no string form to send the host)."""
+    if not getattr(opts, "raw", None):
+        return False
     comp = opts.graph.component(opts.spout)
     value = comp.config.get(HOST_KEY, opts.graph.config.get(HOST_KEY, True))
     return value is True or str(value).lower() in ("true", "1", "yes")

@@ -174,7 +174,8 @@ def connect(path: Path, owner: int) -> _Conn:
     conn = _connect(path)
     if conn is not None:
         return conn
-    path.parent.mkdir(parents=True, exist_ok=True)
+    _private_dir(path.parent.parent)  # a request carries a pickled graph: only this user's
+    path.parent.mkdir(mode=0o700, exist_ok=True)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
     with open(path.with_suffix(".log"), "ab") as err:
         subprocess.run([sys.executable, "-m", __name__, str(path), str(owner)], env=env,
@@ -188,6 +189,16 @@ def connect(path: Path, owner: int) -> _Conn:
         time.sleep(0.02)
     raise StormshiftError(f"the spout host at {path} did not start within {START_WAIT_SECS:g}s; "
                           f"see {path.with_suffix('.log')}")
+
+
+def _private_dir(top: Path) -> None:
+    top.mkdir(mode=0o700, exist_ok=True)
+    st = top.lstat()
+    if st.st_uid != os.getuid() or not top.is_dir() or top.is_symlink():
+        raise StormshiftError(f"{top} is not a directory of this user's: cannot start spout hosts there "
+                              "(remove it, or set TMPDIR)")
+    if st.st_mode & 0o077:
+        top.chmod(0o700)
 
 
 def chunk_from_host(opts: Any, task: int, number: int, limit: int, log: ChunkLog) -> list[Any]:
