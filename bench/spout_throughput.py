@@ -22,12 +22,16 @@ measures, each phase in its own process:
 4. ``own_exec`` -- the same with the spout on executors (``stormshift.spout.executor``:
    each batch's read runs ``next_tuple`` and logs its chunk); ``own_exec_par2`` with two
    spout tasks (scaling with executors), beside ``pipeline_par2`` (the free spout in the
-   same shape: 2 tasks, ``--batch`` each per batch). The planner phase also drives executor mode
-   without Spark (``executor``: planner calls and each chunk's read in one process).
+   same shape: 2 tasks, ``--batch`` each per batch). ``own_exec_worker`` and
+   ``own_exec_par2_worker``: the same without spout hosts (``stormshift.spout.host`` false: each
+   Python worker its own instance, caught up by replay). The planner phase also drives executor
+   mode without Spark (``executor``: planner calls and each chunk's read in one process;
+   ``executor_host``: the same with the instance in a spout host).
 
 Ratio printed: spout events/s / pipeline events/s (target >= 1), own / pipeline, own_exec /
-own_inline (executor vs planner path), own_exec_par2 / own_exec and / pipeline_par2; in
-executor mode, the catch-ups (instances built, tuples re-emitted to reach the log's head).
+own_inline (executor vs planner path), own_exec_par2 / own_exec and / pipeline_par2, with
+and without spout hosts; per executor-mode run, the catch-ups (instances built, tuples
+re-emitted to reach the log's head).
 ``--profile`` prints where the planner's time goes (cProfile, per tuple). Usage::
 
     python bench/spout_throughput.py --events 300000 --batch 50000 [--baseline-rev main]
@@ -58,9 +62,10 @@ import spark_adclicks as sa  # the bench's own helpers, beside this file
 
 
 def adclicks_graph(events: int, lead_batches: int | None = None, executor: bool = False,
-                   spout_par: int = 1) -> Any:
+                   spout_par: int = 1, host: bool = True) -> Any:
     """The example as it is (its own spout), with ``spout_par`` tasks of it (task ids
-    renumbered as the loader does: ``spark_adclicks.adclicks_on_files``)."""
+    renumbered as the loader does: ``spark_adclicks.adclicks_on_files``); in executor mode
+    the live instances in spout hosts (``host``, the default) or in each Python worker."""
     import dataclasses
 
     from stormshift.topology.graph import freeze
@@ -71,6 +76,7 @@ def adclicks_graph(events: int, lead_batches: int | None = None, executor: bool 
         overrides["stormshift.spout.lead_batches"] = lead_batches
     if executor:
         overrides["stormshift.spout.executor"] = True
+        overrides["stormshift.spout.host"] = host
     graph = load_topology(EXAMPLE, name="adclicks", overrides=overrides)
     if spout_par == graph.component(SPOUT).par:
         return graph
@@ -127,18 +133,19 @@ def drive_planner(args: argparse.Namespace, lead: int | None, profile: bool) -> 
     return out
 
 
-def drive_chunks(args: argparse.Namespace) -> dict[str, Any]:
+def drive_chunks(args: argparse.Namespace, host: bool = False) -> dict[str, Any]:
     """Executor mode without Spark: ``ChunkPlanner``'s calls and, between them, each batch's
     read as an executor does it (``live_spout.chunk_entries``: ``next_tuple`` -> emit ->
     msgpack -> chunk logged in a real Redis, acks before the next read), in this process.
-    Events/s = tuples read / wall time: the spout's own rate in executor mode."""
+    Events/s = tuples read / wall time: the spout's own rate in executor mode. ``host``: the
+    instance in a spout host (``spout_host.py``; CPU is then this process's only)."""
     from stormshift.engines.spark.source.live_spout import chunk_entries
     from stormshift.engines.spark.source.options import Opts, source_options
     from stormshift.engines.spark.source.planner import make_planner
 
     namespace = f"bench-spout-{uuid.uuid4().hex[:12]}"
     opts = Opts.parse(source_options(
-        adclicks_graph(args.events, executor=True), SPOUT, redis_url=args.redis, namespace=namespace,
+        adclicks_graph(args.events, executor=True, host=host), SPOUT, redis_url=args.redis, namespace=namespace,
         batch_max=args.batch, budget_ms=args.budget_ms, max_total=None, tick_ms=0))
     planner = make_planner(opts)
     try:
@@ -156,6 +163,10 @@ def drive_chunks(args: argparse.Namespace) -> dict[str, Any]:
     finally:
         planner.close()
         sa._delete_namespace(args.redis, namespace)
+        if host:
+            from stormshift.engines.spark.source.spout_host import owner_pid, stop_hosts
+
+            stop_hosts(owner_pid())
     return {"events": read, "elapsed_s": elapsed, "events_per_s": read / elapsed,
             "batches": batches, "cpu_us": cpu * 1e6 / max(read, 1)}
 
@@ -204,6 +215,7 @@ def run_planner(args: argparse.Namespace) -> dict[str, Any]:
         out[mode] = drive_planner(args, lead, False)
     try:
         out["executor"] = drive_chunks(args)
+        out["executor_host"] = drive_chunks(args, host=True)
     except ImportError:  # a --baseline-rev without executor-side spouts
         pass
     if args.profile:  # a run of its own: the profiler's cost stays out of the figures above
@@ -280,10 +292,21 @@ def run_own_exec_par2(args: argparse.Namespace) -> dict[str, Any]:
     return run_on_spark(args, adclicks_graph(args.events, executor=True, spout_par=2))
 
 
+def run_own_exec_worker(args: argparse.Namespace) -> dict[str, Any]:
+    """``own_exec`` with each Python worker's own instance (no spout host): catch-up by replay."""
+    return run_on_spark(args, adclicks_graph(args.events, executor=True, host=False))
+
+
+def run_own_exec_par2_worker(args: argparse.Namespace) -> dict[str, Any]:
+    return run_on_spark(args, adclicks_graph(args.events, executor=True, spout_par=2, host=False))
+
+
 PHASES = {"planner": run_planner, "pipeline": run_pipeline, "own": run_own,
           "own_inline": run_own_inline, "own_exec": run_own_exec, "own_exec_par2": run_own_exec_par2,
-          "pipeline_par2": run_pipeline_par2}
-SPARK_PHASES = ("pipeline", "own", "own_inline", "own_exec", "pipeline_par2", "own_exec_par2")
+          "pipeline_par2": run_pipeline_par2, "own_exec_worker": run_own_exec_worker,
+          "own_exec_par2_worker": run_own_exec_par2_worker}
+SPARK_PHASES = ("pipeline", "own", "own_inline", "own_exec", "own_exec_worker", "pipeline_par2",
+                "own_exec_par2", "own_exec_par2_worker")
 
 
 # ------------------------------------------------------------------ main -----
@@ -331,7 +354,7 @@ def report(args: argparse.Namespace, results: dict[str, dict[str, Any]]) -> None
         h = res["hosting"]
         print(f"{label}: bare generator {h['bare_us']:.2f} µs/tuple, hosted next_tuple "
               f"{h['hosted_us']:.2f} µs/tuple")
-        for mode in ("pump", "inline", "executor"):
+        for mode in ("pump", "inline", "executor", "executor_host"):
             if mode not in res:
                 continue
             m = res[mode]
@@ -344,8 +367,11 @@ def report(args: argparse.Namespace, results: dict[str, dict[str, Any]]) -> None
             print(f"{label:>13} on Spark: {rate(results[label])}")
     for label in SPARK_PHASES[1:]:
         own = results.get(label, {}).get("events_per_s")
-        if results.get(label, {}).get("catch_up"):
-            print(f"  {label} catch-ups: {results[label]['catch_up']}")
+        if label.startswith("own_exec") and "error" not in results.get(label, {"error": 1}):
+            c = results[label].get("catch_up", {})
+            print(f"  {label}: instances built {c.get('fresh', 0)}, resumed {c.get('resumed', 0)}, "
+                  f"tuples re-emitted to catch up {c.get('replayed', 0):,} "
+                  f"({c.get('replayed', 0) / max(results[label]['events'], 1):.2f} per event)")
         if label == "pipeline_par2":
             continue
         if own and pipe:
@@ -359,6 +385,13 @@ def report(args: argparse.Namespace, results: dict[str, dict[str, Any]]) -> None
     pipe2 = results.get("pipeline_par2", {}).get("events_per_s")
     if pipe2 and par2:
         print(f"  own_exec_par2 / pipeline_par2 (same shape, free spout): {par2 / pipe2:.2f}")
+    ex_w, par2_w = (results.get(k, {}).get("events_per_s") for k in ("own_exec_worker", "own_exec_par2_worker"))
+    if pipe2 and par2_w:
+        print(f"  own_exec_par2_worker / pipeline_par2 (no spout host): {par2_w / pipe2:.2f}")
+    if par2 and par2_w:
+        print(f"  own_exec_par2 / own_exec_par2_worker (spout host vs none, par 2): {par2 / par2_w:.2f}")
+    if ex and ex_w:
+        print(f"  own_exec / own_exec_worker (spout host vs none, par 1): {ex / ex_w:.2f}")
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -369,9 +402,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--master", default="local[2]")
     p.add_argument("--redis", default="redis://127.0.0.1:6379")
     p.add_argument("--data-root", default=os.path.join(tempfile.gettempdir(), "stormshift-bench"))
-    p.add_argument("--only", default="planner,pipeline,own,own_inline,own_exec,pipeline_par2,own_exec_par2",
-                   help="comma list of: planner, pipeline, own, own_inline, own_exec, pipeline_par2, "
-                        "own_exec_par2")
+    p.add_argument("--only", default="planner,pipeline,own,own_inline,own_exec,own_exec_worker,pipeline_par2,"
+                                     "own_exec_par2,own_exec_par2_worker",
+                   help="comma list of: planner, pipeline, own, own_inline, own_exec, own_exec_worker, "
+                        "pipeline_par2, own_exec_par2, own_exec_par2_worker")
     p.add_argument("--baseline-rev", action="append", default=[],
                    help="also run the planner phase on this commit's code (repeatable)")
     p.add_argument("--profile", action="store_true",

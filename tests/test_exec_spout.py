@@ -9,6 +9,7 @@ on a fresh worker. The oracle is the spouts' own emit order (``chunktopo``).
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +38,8 @@ SPOUT = "numbers"
 def opts_for(topology: Any, redis_url: str, namespace: str, *, batch: int,
              max_total: int | None = None, **conf: Any) -> Opts:
     chunktopo.STATS.update(next_tuple=0, acked=[], resumed=[])
-    graph = load_topology(topology, overrides=conf or None)
+    conf.setdefault("stormshift.spout.host", False)  # the instance in this process (STATS)
+    graph = load_topology(topology, overrides=conf)
     return Opts.parse(source_options(graph, SPOUT, redis_url=redis_url, namespace=namespace,
                                      batch_max=batch, budget_ms=500, max_total=max_total, tick_ms=0))
 
@@ -234,3 +236,124 @@ def test_a_chunk_is_logged_once_and_a_zombie_attempt_is_fenced(redis_url: str, n
     assert attempt.payload(0) == ([[0, [2], b"\x91\x07"]], [7]) and attempt.head(0) == head
     attempt.ack_through(1, 0)
     assert attempt.payload(0) is None and attempt.head(0) == head and attempt.acked() == 1
+
+
+# -- the spout host (``spout_host.py``): one live instance per task for every worker ------
+def _in_other_process(opts: Opts, task: int, number: int, limit: int) -> list[Any]:
+    """``chunk_entries`` in a process of its own: a read landing on another worker."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("fork")
+    with ctx.Pool(1) as pool:
+        return pool.apply(_read_in_child, (opts.raw, task, number, limit))
+
+
+def _read_in_child(raw: dict, task: int, number: int, limit: int) -> list[Any]:
+    return chunk_entries(Opts.parse(raw), task, number, limit)
+
+
+@pytest.mark.redis
+def test_reads_on_other_workers_do_not_replay_with_a_spout_host(redis_url: str, namespace: str,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    from stormshift.engines.spark.source import spout_host
+
+    monkeypatch.setenv(spout_host.OWNER_ENV, str(os.getpid()))  # as the worker daemon does
+
+    opts = opts_for(chunktopo.Counting, redis_url, namespace, batch=128,
+                    **{"chunk.per_call": 3, "stormshift.spout.host": True})
+    planner = make_planner(opts)
+    seen: list[list[int]] = [[], []]
+    start, batch = planner.initial_offset(), 0
+    try:
+        while not start.get("fin"):
+            end = planner.latest_offset(start)
+            for part in planner.partitions(start, end):
+                if part.number < 0:
+                    continue
+                read = chunk_entries if batch % 2 else _in_other_process  # alternate workers
+                entries = read(opts, part.task, part.number, part.limit)
+                seen[part.task] += [msgpack.unpackb(e[2])[0] for e in entries]
+            planner.commit(end)
+            start, batch = end, batch + 1
+        assert seen == expected(2, 1000) and batch > 8
+        assert chunktopo.STATS["next_tuple"] == 0  # the spout ran in the host, not here
+        stats = [ChunkLog(redis_for(redis_url), namespace, SPOUT, i).stats() for i in range(2)]
+        assert stats == [{"fresh": 1}, {"fresh": 1}], stats  # one instance each, no replay
+    finally:
+        assert spout_host.stop_hosts(os.getpid()) == 2
+    deadline = time.monotonic() + 10  # a stopped host removes its files as it exits
+    while (_host_pids(os.getpid()) or spout_host.host_dir(os.getpid()).exists()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _host_pids(os.getpid()) and not spout_host.host_dir(os.getpid()).exists()
+
+
+@pytest.mark.redis
+def test_a_dead_spout_host_is_replaced_by_one_that_catches_up(redis_url: str, namespace: str) -> None:
+    import os
+    import signal
+
+    from stormshift.engines.spark.source import spout_host
+
+    opts = opts_for(chunktopo.Counting, redis_url, namespace, batch=100,
+                    **{"chunk.per_call": 3, "stormshift.spout.host": True})
+    planner = make_planner(opts)
+    seen: list[list[int]] = [[], []]
+    start, batch = planner.initial_offset(), 0
+    try:
+        while not start.get("fin"):
+            end = planner.latest_offset(start)
+            if batch == 4:  # every host dies: the next reads start new ones, which replay
+                pids = _host_pids(os.getpid())
+                for pid in pids:
+                    os.kill(pid, signal.SIGKILL)
+                while set(pids) & set(_host_pids(os.getpid())):  # gone, not only signalled
+                    time.sleep(0.01)
+            for part in planner.partitions(start, end):
+                if part.number >= 0:
+                    entries = chunk_entries(opts, part.task, part.number, part.limit)
+                    seen[part.task] += [msgpack.unpackb(e[2])[0] for e in entries]
+            planner.commit(end)
+            start, batch = end, batch + 1
+        assert seen == expected(2, 1000)
+        stats = [ChunkLog(redis_for(redis_url), namespace, SPOUT, i).stats() for i in range(2)]
+        assert all(s["fresh"] == 2 and s["replayed"] == 400 for s in stats), stats
+    finally:
+        spout_host.stop_hosts(os.getpid())
+
+
+def _host_pids(owner: int) -> list[int]:
+    """Spout hosts of ``owner`` (their command line names the module and the owner)."""
+    import subprocess
+
+    out = subprocess.run(["ps", "-ww", "-eo", "pid=,args="], capture_output=True, text=True, check=True).stdout
+    return [int(line.split()[0]) for line in out.splitlines()
+            if "source.spout_host" in line and line.split()[-1] == str(owner)]
+
+
+@pytest.mark.unit
+def test_frames_split_anywhere_decode_to_the_same_messages() -> None:
+    from stormshift.engines.spark.source.spout_host import decode_frames, encode_frame
+
+    msgs = [{"op": "chunk", "number": 3}, {"entries": [[1, [2, 3], b"\x91\x07"]] * 50}, {}]
+    wire = b"".join(encode_frame(m) for m in msgs)
+    for cut in range(len(wire) + 1):
+        first, rest = decode_frames(wire[:cut])
+        second, left = decode_frames(rest + wire[cut:])
+        assert first + second == msgs and left == b""
+
+
+@pytest.mark.unit
+def test_a_pending_chunk_settles_only_against_the_same_logged_chunk_and_no_chunk_goes_out_twice() -> None:
+    from stormshift.engines.spark.source.spout_host import Pending, next_step, settle
+    from stormshift.state.chunks import ids_digest
+
+    mine = Pending(4, ChunkHead(40, 3, False, ids_digest([1, 2, 3]), 3), [1, 2, 3])
+    assert settle(mine, mine.head)
+    assert settle(mine, mine.head._replace(ended=True))  # a deterministic twin's write
+    assert not settle(mine, None)  # the worker died before logging it
+    assert not settle(mine, mine.head._replace(tuples=2, digest=ids_digest([1, 2])))
+    assert next_step(5, 4, logged=True) == "reread"  # handed out once: the log has it
+    assert next_step(5, 4, logged=False) == "emit"  # off the log: rebuilt (live_spout._at_head)
+    assert next_step(4, 4, logged=False) == next_step(None, 4, logged=False) == "emit"

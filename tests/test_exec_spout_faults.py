@@ -11,7 +11,9 @@ totals must equal ``examples/adclicks/expected.py``'s and the failure-free run's
 from __future__ import annotations
 
 import importlib.util
+import subprocess
 import sys
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -27,8 +29,8 @@ OPTIONS = {"adclicks.events": EVENTS, "adclicks.seed": SEED, "adclicks.malformed
 ARGS = ["--until-done", "--master", "local[2,3]", "--batch-max-tuples", str(BATCH)]
 
 
-def fault(name: str, action: str, **when: Any) -> dict[str, Any]:
-    return {"name": name, "at": "source.after_chunk_log", "action": action, "when": when}
+def fault(name: str, action: str, at: str = "source.after_chunk_log", **when: Any) -> dict[str, Any]:
+    return {"name": name, "at": at, "action": action, "when": when}
 
 
 # 6,000 events over 2 spout tasks in chunks of <= 1,000: chunks 0..2 per task.
@@ -37,6 +39,10 @@ CASES: dict[str, list[dict[str, Any]] | None] = {
     # the Python worker dies after its read logged chunk 1 of task 1: Spark retries the read
     # (it re-reads the chunk); later reads of the task land on workers whose instance replays
     "worker-killed-after-chunk": [fault("w", "kill_self", spout="ad_log_spout", task=1, chunk=1)],
+    # the spout host of task 1 dies after emitting chunk 1, before the worker got it: the read
+    # fails, Spark retries it, and the retry starts a new host that replays up to the head
+    "host-killed-mid-emit": [fault("h", "kill_self", "source.spout_host_emitted",
+                                   spout="ad_log_spout", task=1, chunk=1)],
     # the whole run dies after chunk 2 of task 0 was logged, before the batch committed: the
     # restarted run re-runs the batch from Spark's offset log, its reads re-read the chunks
     "driver-killed-after-chunk": [fault("d", "kill_run", spout="ad_log_spout", task=0, chunk=2)],
@@ -83,6 +89,24 @@ def test_adclicks_own_spout_on_executors_par_2_computes_the_expected_totals(runn
     out = _outcome(runner, "baseline")
     assert out.exit_codes == [3], out.logs[-1][-2000:]  # finished, malformed lines dead-lettered
     _assert_expected_totals(out)
+    # one spout host per task served every read, whichever worker ran it: no replay
+    assert out.chunk_stats == {"fresh": 2}, out.chunk_stats
+
+
+def test_no_spout_host_outlives_its_run(runner: CaseRunner) -> None:
+    for name in CASES:
+        _outcome(runner, name)
+    deadline = time.monotonic() + 15  # a host checks its owner twice a second
+    while _orphans() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert not _orphans()
+
+
+def _orphans() -> list[str]:
+    """Spout host processes whose owner (the run's Python worker daemon) is gone."""
+    out = subprocess.run(["ps", "-ww", "-eo", "args="], capture_output=True, text=True, check=True).stdout
+    hosts = [line for line in out.splitlines() if "-m stormshift.engines.spark.source.spout_host" in line]
+    return [h for h in hosts if not Path(f"/proc/{h.split()[-1]}").exists()]
 
 
 @pytest.mark.parametrize("name", [n for n in CASES if n != "baseline"])
@@ -92,11 +116,15 @@ def test_adclicks_own_spout_on_executors_exact_after_a_kill(name: str, runner: C
     assert out.exit_codes[-1] in FINISHED, out.logs[-1][-2000:]
     if name.startswith("driver-"):
         assert len(out.exit_codes) >= 2 and out.exit_codes[0] not in FINISHED, out.exit_codes
+    elif name.startswith("worker-"):
+        assert out.retried >= 1 and len(out.exit_codes) == 1, (out.retried, out.exit_codes)
+        # the instances live in the spout hosts, not in the dead worker: nothing replayed
+        assert out.chunk_stats == {"fresh": 2}, out.chunk_stats
     else:
         assert out.retried >= 1 and len(out.exit_codes) == 1, (out.retried, out.exit_codes)
-        # task 1's next chunk was logged by a worker without its instance: it re-ran the
-        # generator up to the log's head, checked against the logged chunks
-        assert out.chunk_stats.get("replayed", 0) > 0, out.chunk_stats
+        # task 1's new host re-ran the generator up to the log's head, checked against the
+        # logged chunks (chunk 0: at most 1,000 tuples)
+        assert out.chunk_stats["fresh"] == 3 and 0 < out.chunk_stats["replayed"] <= BATCH, out.chunk_stats
     _assert_expected_totals(out)
     assert out.finals() == base.finals()
     assert out.emit_counts() == base.emit_counts()  # no event counted twice, none lost

@@ -10,7 +10,9 @@ Runs in three places (pyspark 4.3, ``python_streaming_source_runner``):
   log lines go to the driver through ``spout_report.py``;
 - with ``stormshift.spout.executor`` a generic spout's planner (``chunk_planner.py``)
   hosts no instance: it numbers chunks, and the executors' reads run the spout
-  (``live_spout.py``, one live instance per task kept in each Python worker);
+  (``live_spout.py``), the task's live instance kept in a spout host process
+  that every Python worker of the executor asks (``spout_host.py``), or with
+  ``stormshift.spout.host`` false in each Python worker;
 - executors run ``read`` on a pickled copy of the reader, which reads its
   partition's range through ``../spoutrange.py`` (a stage head that reads its
   spout's ranges itself uses the same reader inside its task).

@@ -12,10 +12,12 @@ only numbers chunks; the read of task *i*'s partition for chunk *k*
    ``budget_ms`` of spout time, and log the chunk (first writer wins).
 
 Live instances are kept per (namespace, spout task, topology wiring) in the
-worker process (Spark reuses workers). An instance is *at the head* when it
-produced (or re-produced) exactly chunks ``0 .. k-1``. One that is behind -- a
-fresh worker, or a worker that ran the task's earlier chunks but not the last
-ones -- is brought to the head: with the spout's ``resume(last_msg_id)`` hook if
+process that runs them: by default a spout host that every Python worker of
+the executor asks (``spout_host.py``: step 3 runs there, the worker logs the
+chunk), else (``stormshift.spout.host`` false) the worker itself. An instance
+is *at the head* when it produced (or re-produced) exactly chunks ``0 .. k-1``.
+One that is behind -- a fresh process, or one that ran the task's earlier
+chunks but not the last ones -- is brought to the head: with the spout's ``resume(last_msg_id)`` hook if
 its class defines one, else by running ``next_tuple`` and discarding the emits
 while checking them against the logged chunks (same count, same msg ids in the
 same order, ``ChunkHead.digest``). A spout that emits anything else is not
@@ -36,11 +38,13 @@ from stormshift.engines.spark import faults
 from stormshift.errors import StormshiftError
 from stormshift.state.chunks import ChunkHead, ChunkLog, ids_digest
 
-__all__ = ["LiveSpout", "SpoutNotDeterministic", "chunk_entries", "drain_acks", "forget_live_spouts"]
+__all__ = ["HOST_KEY", "LiveSpout", "SpoutNotDeterministic", "chunk_entries", "drain_acks", "emit_chunk",
+           "forget_live_spouts", "host_mode", "keep"]
 
 _EMPTY_SLEEP_SECS = 0.001
 CATCH_UP_STALL_SECS = 60.0  # a replay that gets no emit for this long is not deterministic
 Item = tuple[tuple[int, list[int], bytes], Any]  # (WAL entry, msg id)
+HOST_KEY = "stormshift.spout.host"
 
 
 class SpoutNotDeterministic(StormshiftError):
@@ -272,7 +276,8 @@ def _resume(live: LiveSpout, resume: Any, number: int, log: ChunkLog) -> None:
 
 def chunk_entries(opts: Any, task: int, number: int, limit: int) -> list[Any]:
     """The entries of chunk ``number`` of spout task ``task``: logged by this read if it is
-    the first, else re-read (module doc)."""
+    the first, else re-read (module doc). With a spout host (``spout_host.py``, the
+    default) the live instance lives there, else in this worker."""
     from stormshift.engines.spark.runtime.worker import redis_for
 
     log = ChunkLog(redis_for(opts.redis_url), opts.namespace, opts.spout, task)
@@ -280,38 +285,71 @@ def chunk_entries(opts: Any, task: int, number: int, limit: int) -> list[Any]:
     got = log.payload(number)
     if got is not None:
         return got[0]
-    live = _at_head(opts, task, number, log)
-    key = _cache_key(opts, task)
-    try:
-        live.drain_acks(log.acked())
-        items, ended = live.collect(limit, opts.budget_ms)
-        entries, msg_ids = [e for e, _ in items], [m for _, m in items]
-        head = ChunkHead(live.seq, len(items), ended, ids_digest(msg_ids), msg_ids[-1] if msg_ids else None)
-        if not log.put(number, head, entries, msg_ids):
-            raise _Lost()
-    except _Lost:
-        _LIVE.pop(key, None)  # another attempt logged this chunk: this instance is off the log
-        got = log.payload(number)
-        if got is None:
-            raise StormshiftError(f"spout {opts.spout!r} task {task}: chunk {number} vanished") from None
-        return got[0]
-    except BaseException:
-        _LIVE.pop(key, None)  # emitted what never reached the log
-        raise
-    live.advance(number, msg_ids)
+    if host_mode(opts):
+        from stormshift.engines.spark.source.spout_host import chunk_from_host
+
+        entries = chunk_from_host(opts, task, number, limit, log)
+    else:
+        entries = _chunk_here(opts, task, number, limit, log)
     faults.hit("source.after_chunk_log", spout=opts.spout, task=task, chunk=number)
     return entries
+
+
+def emit_chunk(opts: Any, task: int, number: int, limit: int, acked: int,
+               log: ChunkLog) -> tuple[LiveSpout, list[Any], list[Any], ChunkHead]:
+    """Chunk ``number``'s emits by this process's live instance of the task, brought to the
+    log's head and given the acks below ``acked`` first. The instance stays out of the
+    cache until the caller knows the chunk is logged as it emitted it (``keep``)."""
+    live = _at_head(opts, task, number, log)
+    _LIVE.pop(_cache_key(opts, task), None)
+    live.drain_acks(acked)
+    items, ended = live.collect(limit, opts.budget_ms)
+    entries, msg_ids = [e for e, _ in items], [m for _, m in items]
+    head = ChunkHead(live.seq, len(items), ended, ids_digest(msg_ids), msg_ids[-1] if msg_ids else None)
+    return live, entries, msg_ids, head
+
+
+def keep(opts: Any, task: int, live: LiveSpout, number: int, msg_ids: list[Any]) -> None:
+    """Chunk ``number`` (these msg ids) is logged as ``live`` emitted it: the instance is at
+    the log's head again and goes back to the cache."""
+    live.advance(number, msg_ids)
+    _LIVE[_cache_key(opts, task)] = live
+
+
+def _chunk_here(opts: Any, task: int, number: int, limit: int, log: ChunkLog) -> list[Any]:
+    live, entries, msg_ids, head = emit_chunk(opts, task, number, limit, log.acked(), log)
+    # an instance whose emits did not reach the log (another attempt logged the chunk
+    # first, or the put raised) is off the log: it stays out of the cache
+    if not log.put(number, head, entries, msg_ids):
+        got = log.payload(number)
+        if got is None:
+            raise StormshiftError(f"spout {opts.spout!r} task {task}: chunk {number} vanished")
+        return got[0]
+    keep(opts, task, live, number, msg_ids)
+    return entries
+
+
+def host_mode(opts: Any) -> bool:
+    """Whether the task's live instance runs in a spout host process (``spout_host.py``):
+    ``stormshift.spout.host``, the spout's config else the topology's (default yes); not
+    for options built in-process (no string form to send the host)."""
+    if not getattr(opts, "raw", None):
+        return False
+    comp = opts.graph.component(opts.spout)
+    value = comp.config.get(HOST_KEY, opts.graph.config.get(HOST_KEY, True))
+    return value is True or str(value).lower() in ("true", "1", "yes")
 
 
 def drain_acks(opts: Any, task: int) -> None:
     """A read with no chunk (the task ended, or the batch that ends the run): the task's
     instance on this worker, if any, still gets the acks of committed chunks."""
+    if host_mode(opts):
+        from stormshift.engines.spark.source.spout_host import acks_to_host
+
+        acks_to_host(opts, task)
+        return
     live = _LIVE.get(_cache_key(opts, task))
     if live is not None and live.unacked:
         from stormshift.engines.spark.runtime.worker import redis_for
 
         live.drain_acks(ChunkLog(redis_for(opts.redis_url), opts.namespace, opts.spout, task).acked())
-
-
-class _Lost(Exception):
-    pass

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import base64
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from pyspark import cloudpickle
@@ -46,13 +46,15 @@ class Opts:
     drain_ticks: int = 4  # tick intervals after end of input (ticks.drain_ticks)
     idle_ms: int = 0  # --until-done: a spout task idle this long is taken as ended (0: never)
     checkpoint_id: str = ""  # the query's checkpoint: its start is kept per checkpoint
+    raw: dict = field(default_factory=dict, compare=False, repr=False)  # the string options parsed
 
     @classmethod
     def parse(cls, o: Any) -> Opts:
         graph = cloudpickle.loads(base64.b64decode(o["graph"]))
         return cls(graph, o["spout"], o["redis_url"], o["namespace"], int(o["batch_max"]),
                    int(o["budget_ms"]), int(o["max_total"]), int(o["tick_ms"]),
-                   int(o.get("drain_ticks", 4)), int(o.get("idle_ms", 0)), o.get("checkpoint_id", ""))
+                   int(o.get("drain_ticks", 4)), int(o.get("idle_ms", 0)), o.get("checkpoint_id", ""),
+                   dict(o))
 
 
 class WalPartition(InputPartition):
