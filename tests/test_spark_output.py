@@ -107,10 +107,12 @@ def test_member_output_routes_chunks_fuses_and_counts_leaves():
     code = layout.stream_code[("encoder", "default")]
     assert queues["totals"] == [(src, code, [["k", 0], ["k", 1], ["k", 2]])]  # one chunk
     assert [type(e) for e in output.bad] == [UnicodeEncodeError]  # dropped, not raised
+    output.settle()  # the counts reach stats once the member is done
     assert stats.tuples_out == 3 and out.next_seq(src) == 3  # each emit took a seq
 
     leaf = MemberOutput(layout, "totals", 0, R.RowBuilder(), {}, keep_leaves=True, stats=MemberStats())
     leaf.deliver("default", ["k", 1], ())
+    leaf.settle()
     assert leaf.leaves == [("default", ["k", 1])] and leaf.stats.leaf == 1
 
 
@@ -127,4 +129,5 @@ def test_a_sink_keeps_only_the_leaf_streams_it_names():
     counted = MemberOutput(layout, "totals", 0, R.RowBuilder(), {}, keep_leaves=True,
                            stats=MemberStats(), only=frozenset())
     counted.deliver("default", ["k", 1], ())
+    counted.settle()
     assert counted.leaves == [] and counted.stats.leaf == 1  # counted, as a drop sink counts it

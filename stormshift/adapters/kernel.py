@@ -36,6 +36,8 @@ __all__ = ["Kernel"]
 # raise, the exception of an emit that could not be encoded, None for a bolt's fail().
 Attempt = Callable[[Tuple], "tuple[Outcome, Any] | None"]
 _RAISED, _EMIT, _ENCODE, _FAILED = Outcome.RAISED, Outcome.EMIT, Outcome.ENCODE, Outcome.FAILED
+_DIGITS = tuple(str(i) for i in range(1000))  # the id's tail while n < 1000
+_PADDED = tuple(f"{i:03d}" for i in range(1000))  # its last three digits after that
 
 
 class Kernel:
@@ -148,15 +150,21 @@ class Kernel:
         attempt = self.first
         shapes: dict[tuple[int, Any], tuple[Any, ...]] = {}
         new = tuple.__new__
-        n = 0
+        # Tuple n = 1000 * hi + lo: its id is (prefix + str(hi)) + lo's three digits, from
+        # tables, instead of str(n) per tuple (half an id's cost).
+        hi, lo, head, digits = 0, 0, prefix, _DIGITS
         for src, sid, values_list in chunks:
             known = shapes.get((src, sid))
             if known is None:
                 known = shapes[(src, sid)] = self._shape(*shape(src, sid))
             source, stream, vtype, arity, make = known
             for values in values_list:
-                n += 1
-                tid = prefix + str(n)
+                lo += 1
+                if lo == 1000:
+                    hi += 1
+                    lo = 0
+                    head, digits = prefix + str(hi), _PADDED
+                tid = head + digits[lo]
                 if skip and tid in skip:
                     on_skip(tid)
                     continue
@@ -171,7 +179,7 @@ class Kernel:
                 result = attempt(tup)
                 if result is not None:
                     on_outcome(tup, *result)
-        return n
+        return 1000 * hi + lo
 
     def _shape(self, source: str, stream: str) -> tuple[Any, ...]:
         """``(source, stream, values type, arity or -1, maker)`` of the tuples from a source."""

@@ -164,32 +164,58 @@ class JsonLinesSpout(ReplayableSpout):
     def replay_values(self, partition: str, start: Any, end: Any,
                       on_error: Callable[[RecordDecodeError], None]) -> Iterator[list[list[Any]]]:
         """``replay_read``'s records without msg ids, ``_VALUES_LINES`` lines at a time: one
-        UTF-8 decode per block (per line only in a block that holds a bad line). Small
-        blocks: values made far ahead of their use outlive the young GC generation."""
+        UTF-8 decode per read (per ``_VALUES_LINES`` lines, and per line there, only in a read
+        that holds a bad line). Small blocks: values made far ahead of their use outlive the
+        young GC generation."""
         fields = self._fields
-        for first, raws in self._blocks(partition, start, end):
-            for at in range(0, len(raws), _VALUES_LINES):
-                part = raws[at:at + _VALUES_LINES]
-                line_no = first + at
-                try:
-                    lines = b"\n".join(part).decode("utf-8").split("\n")
-                except UnicodeDecodeError:
-                    yield self._values_per_line(partition, line_no, part, on_error)
-                    continue
-                if fields is None:
-                    yield [[line.rstrip("\r")] for line in lines if line.strip(_ASCII_SPACE)]
-                    continue
-                block = []
-                for line in lines:
-                    line_no += 1
-                    if not line.strip(_ASCII_SPACE):
-                        continue
-                    values = decode_json_fields(line.rstrip("\r"), fields)
-                    if isinstance(values, str):
-                        on_error(self._bad(partition, line_no, line.rstrip("\r"), values))
-                    else:
-                        block.append(values)
-                yield block
+        for first, data, count in self._reads(partition, start, end):
+            try:
+                lines = data.decode("utf-8").split("\n")
+            except UnicodeDecodeError:
+                yield from self._values_by_part(partition, first, data.split(b"\n")[:count],
+                                                on_error)
+                continue
+            if fields is None and b"\r" not in data:  # the common case: no rstrip per line
+                for at in range(0, count, _VALUES_LINES):
+                    # blank: ASCII whitespace only (as bytes.strip()); a line that starts with
+                    # anything else is not, without a strip() call
+                    yield [[line] for line in lines[at:min(at + _VALUES_LINES, count)]
+                           if line[:1] not in _ASCII_SPACE or line.strip(_ASCII_SPACE)]
+                continue
+            for at in range(0, count, _VALUES_LINES):
+                yield self._values_of(partition, first + at,
+                                      lines[at:min(at + _VALUES_LINES, count)], on_error)
+
+    def _values_by_part(self, partition: str, first: int, raws: list[bytes],
+                        on_error: Callable[[RecordDecodeError], None]) -> Iterator[list[list[Any]]]:
+        """A read holding a line that is not UTF-8: decoded ``_VALUES_LINES`` lines at a time,
+        per line in the parts that hold a bad one."""
+        for at in range(0, len(raws), _VALUES_LINES):
+            part = raws[at:at + _VALUES_LINES]
+            try:
+                lines = b"\n".join(part).decode("utf-8").split("\n")
+            except UnicodeDecodeError:
+                yield self._values_per_line(partition, first + at, part, on_error)
+                continue
+            yield self._values_of(partition, first + at, lines, on_error)
+
+    def _values_of(self, partition: str, line_no: int, lines: list[str],
+                   on_error: Callable[[RecordDecodeError], None]) -> list[list[Any]]:
+        """The values of decoded ``lines`` (the first is line ``line_no + 1``)."""
+        fields = self._fields
+        if fields is None:
+            return [[line.rstrip("\r")] for line in lines if line.strip(_ASCII_SPACE)]
+        block = []
+        for line in lines:
+            line_no += 1
+            if not line.strip(_ASCII_SPACE):
+                continue
+            values = decode_json_fields(line.rstrip("\r"), fields)
+            if isinstance(values, str):
+                on_error(self._bad(partition, line_no, line.rstrip("\r"), values))
+            else:
+                block.append(values)
+        return block
 
     def _values_per_line(self, partition: str, line_no: int, raws: list[bytes],
                          on_error: Callable[[RecordDecodeError], None]) -> list[list[Any]]:
@@ -208,6 +234,13 @@ class JsonLinesSpout(ReplayableSpout):
     def _blocks(self, partition: str, start: Any, end: Any) -> Iterator[tuple[int, list[bytes]]]:
         """``(line number before the block, raw lines without newline)`` for lines
         ``start+1 .. end``, read near ``_READ_BLOCK_BYTES`` at a time."""
+        for line_no, data, count in self._reads(partition, start, end):
+            yield line_no, data.split(b"\n")[:count]
+
+    def _reads(self, partition: str, start: Any, end: Any) -> Iterator[tuple[int, bytes, int]]:
+        """``(line number before the read, its bytes, its line count)`` for lines
+        ``start+1 .. end``, read near ``_READ_BLOCK_BYTES`` at a time (whole lines, each
+        ending in a newline but perhaps the file's last)."""
         first, last = int(start), int(end)
         if last <= first:
             return
@@ -228,7 +261,7 @@ class JsonLinesSpout(ReplayableSpout):
                 stop_byte = ends[chunk_last - 1] if chunk_last <= len(ends) else size
                 data = fh.read(stop_byte - position)
                 position = stop_byte
-                yield line_no, data.split(b"\n")[: chunk_last - line_no]
+                yield line_no, data, chunk_last - line_no
                 line_no = chunk_last
 
     def _decode(self, partition: str, line_no: int, raw: bytes) -> tuple[list[Any], str] | None:

@@ -36,7 +36,8 @@ QueueItem = tuple[int, int, list[list[Any]]]
 
 
 class MemberOutput:
-    """One member's output for one batch: ``deliver`` per emit, ``leaves`` for the sink."""
+    """One member's output for one batch: ``deliver`` per emit, ``leaves`` for the sink;
+    ``settle()`` once the member is done adds its emit counts to ``stats``."""
 
     def __init__(self, layout: Any, name: str, task: int, out: R.RowBuilder,
                  queues: dict[str, list[QueueItem]], keep_leaves: bool, stats: Any,
@@ -57,35 +58,42 @@ class MemberOutput:
         self.deliver = self._compile()
 
     def _compile(self) -> Callable[[str, list[Any], Any], None]:
+        """The per-emit ``deliver``. Its counts are closure ints, not ``stats`` attributes
+        (an attribute update per emit cost as much as the row write): ``settle`` adds them."""
         plans: dict[str, dict[Any, tuple[tuple[int, ...], tuple[str, ...], int]]] = {
             s: {} for s in self.codes
         }
         plan_for = self._plan
         pack = msgpack.Packer(use_bin_type=True).pack
-        add_emit, task_id, queues = self.out.add_emit, self.task_id, self.queues
+        task_id, queues, out = self.task_id, self.queues, self.out
+        write = out.writer(task_id)  # every emit with targets takes a seq there
+        first_seq = out.emitted(task_id)
         stats, bad = self.stats, self.bad
         leaf_streams, kept, leaves = self.leaf_streams, self.kept, self.leaves
+        leaf = 0  # emits on a leaf stream
+        stray = 0  # emits without targets on a stream that has consumers (none today)
 
         def deliver(stream: str, values: list[Any], targets: Any) -> None:
+            nonlocal leaf, stray
             if not targets:  # a leaf emit: the sink's (a drop sink only counts it)
-                stats.tuples_out += 1
                 if stream in leaf_streams:
-                    stats.leaf += 1
+                    leaf += 1
                     if stream in kept:
                         leaves.append((stream, list(values)))
+                else:
+                    stray += 1
                 return
-            by_targets = plans[stream]
-            plan = by_targets.get(targets)
-            if plan is None:
-                plan = by_targets[targets] = plan_for(stream, targets)
+            try:  # a subscript, not .get(): a method call costs more than the lookup here
+                plan = plans[stream][targets]
+            except KeyError:
+                plan = plans[stream][targets] = plan_for(stream, targets)
             try:
                 v = pack(values)
             except (TypeError, ValueError, OverflowError) as exc:
                 bad.append(exc)
                 return
-            stats.tuples_out += 1
             dests, fused, code = plan
-            add_emit(task_id, code, v, dests)  # the emit's seq even when all consumers are fused
+            write(code, v, dests)  # the emit's seq even when all consumers are fused
             for consumer in fused:
                 q = queues[consumer]
                 if q and q[-1][0] == task_id and q[-1][1] == code:
@@ -93,6 +101,15 @@ class MemberOutput:
                 else:
                     q.append((task_id, code, [values]))
 
+        def settle() -> None:
+            nonlocal leaf, stray, first_seq
+            now = out.emitted(task_id)
+            stats.tuples_out += now - first_seq + leaf + stray
+            stats.leaf += leaf
+            leaf = stray = 0
+            first_seq = now
+
+        self.settle = settle
         return deliver
 
     def _plan(self, stream: str, targets: Any) -> tuple[tuple[int, ...], tuple[str, ...], int]:

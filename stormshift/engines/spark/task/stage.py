@@ -273,6 +273,7 @@ class _Member:
                 self.poison[tup.id] = (decision.reason, letter)
 
     def drain_counts(self) -> None:
+        self.output.settle()
         outbox = self.host.outbox
         self.stats.acks += len(outbox.acks)
         self.stats.fails += len(outbox.fails)
