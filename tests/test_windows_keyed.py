@@ -138,16 +138,17 @@ def _run(windowing: Windowing, batches: list[tuple[list[tuple[Any, int]], int]]
     return ws, payloads
 
 
-BATCHES = [([("a", 1), ("b", 2), (("x", 1), 3)], 0), ([("a", 11), ("b", 4), ("c", 25)], 5),
-           ([("a", 3), ("c", 27)], 12), ([("d", 40)], 30), ([("d", 41), ("a", 44)], 35)]
-
-
-@pytest.mark.parametrize("windowing", [
+WINDOWINGS = [
     COUNTING,
     Windowing.sliding(length_ms=20, interval_ms=10).with_timestamp_field("t"),
     Windowing.session(gap_ms=5).with_timestamp_field("t").with_allowed_lateness(10)
     .with_accumulation(Accumulation.RETRACTING).with_trigger(Trigger(early_every_count=2, late_every_count=2)),
-], ids=["count", "sliding", "sessions-retracting"])
+]
+BATCHES = [([("a", 1), ("b", 2), (("x", 1), 3)], 0), ([("a", 11), ("b", 4), ("c", 25)], 5),
+           ([("a", 3), ("c", 27)], 12), ([("d", 40)], 30), ([("d", 41), ("a", 44)], 35)]
+
+
+@pytest.mark.parametrize("windowing", WINDOWINGS, ids=["count", "sliding", "sessions-retracting"])
 def test_base_and_deltas_restore_exactly_the_live_state(windowing: Windowing) -> None:
     ws, payloads = _run(windowing, BATCHES)
     back = D.fold_payloads(payloads[0], payloads[1:])["windowing_state"]
@@ -310,12 +311,7 @@ def test_a_state_pickled_whole_by_format_2_is_read_and_continues_per_key() -> No
     assert back.snapshot() == clone.snapshot()
 
 
-@pytest.mark.parametrize("windowing", [
-    COUNTING,
-    Windowing.sliding(length_ms=20, interval_ms=10).with_timestamp_field("t"),
-    Windowing.session(gap_ms=5).with_timestamp_field("t").with_allowed_lateness(10)
-    .with_accumulation(Accumulation.RETRACTING).with_trigger(Trigger(early_every_count=2, late_every_count=2)),
-], ids=["count", "sliding", "sessions-retracting"])
+@pytest.mark.parametrize("windowing", WINDOWINGS, ids=["count", "sliding", "sessions-retracting"])
 def test_a_stale_live_state_takes_the_later_deltas_in_place(windowing: Windowing) -> None:
     """A task's live instance that missed batches (``taskstate.catch_up``): the deltas
     applied in place give the live state, which then goes on exactly as the live one."""

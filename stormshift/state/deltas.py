@@ -75,6 +75,22 @@ def _apply_keys(target: Any, delta: KeyDelta) -> None:
         target[k] = v
 
 
+def _fold_one(state: dict[str, Any], delta: Mapping[str, Any], in_place: bool = False) -> None:
+    """One delta folded into ``state``; ``in_place``: a live keyed object takes its entries
+    itself (``keyed_apply``) instead of being turned into parts."""
+    for name in delta["drop"]:
+        state.pop(name, None)
+    state.update(delta["whole"])
+    for name, kd in delta["keys"].items():
+        _apply_keys(state[name], kd)
+    for name, kd in delta.get("keyed", {}).items():
+        target = state[name]
+        if in_place and not isinstance(target, KeyedParts):
+            target.keyed_apply(*kd)
+        else:
+            state[name] = apply_keyed(target, kd)
+
+
 def fold(base: Mapping[str, Any], deltas: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
     """The state after ``deltas`` (oldest first) on ``base``: attributes by name, keyed
     state objects built back from their parts."""
@@ -83,13 +99,7 @@ def fold(base: Mapping[str, Any], deltas: Sequence[Mapping[str, Any]]) -> dict[s
         if delta.get("format") not in READS:
             raise ValueError(f"snapshot delta format {delta.get('format')!r}, this stormshift "
                              f"reads {READS}")
-        for name in delta["drop"]:
-            state.pop(name, None)
-        state.update(delta["whole"])
-        for name, kd in delta["keys"].items():
-            _apply_keys(state[name], kd)
-        for name, kd in delta.get("keyed", {}).items():
-            state[name] = apply_keyed(state[name], kd)
+        _fold_one(state, delta)
     return to_live(state)
 
 
@@ -110,17 +120,7 @@ def fold_live(current: Mapping[str, Any], deltas: Sequence[Mapping[str, Any]]
         replaced |= set(delta["whole"]) | set(delta["drop"])
     state = dict(current)
     for delta in deltas:
-        for name in delta["drop"]:
-            state.pop(name, None)
-        state.update(delta["whole"])
-        for name, kd in delta["keys"].items():
-            _apply_keys(state[name], kd)
-        for name, kd in delta.get("keyed", {}).items():
-            target = state[name]
-            if isinstance(target, KeyedParts):  # written whole by a delta of this fold
-                apply_keyed(target, kd)
-            else:
-                target.keyed_apply(*kd)
+        _fold_one(state, delta, in_place=True)
     return to_live(state)
 
 
