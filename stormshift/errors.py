@@ -35,6 +35,19 @@ class TopologyError(StormshiftError):
         super().__init__(text)
 
 
+class MissingPackageError(TopologyError):
+    """The user's code imports a package that is not installed here (or a module or name
+    the installed version lacks). ``package`` is the top-level import name, ``file`` and
+    ``line`` the import statement in the user's project (None / 0 when not located)."""
+
+    def __init__(self, message: str, *, package: str, file: str | None, line: int, fix: str):
+        super().__init__(message, fix=fix)
+        self.package = package
+        self.file = file
+        self.line = line
+        self.detail = message
+
+
 class TupleError(StormshiftError):
     """A tuple that cannot be delivered: wrong arity, unencodable value, ...
 

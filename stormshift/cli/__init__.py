@@ -29,6 +29,7 @@ from types import FrameType
 
 import click
 from rich.console import Console
+from rich.markup import escape
 
 from stormshift.cli import exit_codes
 from stormshift.cli.check import check_command
@@ -90,10 +91,12 @@ def main(argv: list[str] | None = None) -> int:
         exc.show()
         return exc.exit_code
     except RunFailedError as exc:
-        console.print(f"[bold red]run failed:[/] {exc}", markup=True, highlight=False)
+        console.print(f"[bold red]run failed:[/] {escape(str(exc))}", markup=True, highlight=False,
+                      soft_wrap=True)
         return exit_codes.RUN_FAILED
     except StormshiftError as exc:
-        console.print(f"[bold red]error:[/] {exc}", markup=True, highlight=False)
+        console.print(f"[bold red]error:[/] {escape(str(exc))}", markup=True, highlight=False,
+                      soft_wrap=True)
         return exit_codes.USAGE
     finally:
         stop_embedded()

@@ -15,7 +15,7 @@ import sysconfig
 from collections.abc import Sequence
 from pathlib import Path
 
-from stormshift.errors import TopologyError
+from stormshift.errors import MissingPackageError, TopologyError
 from stormshift.topology.project import import_failure, topology_error
 from stormshift.topology.sources import use_sources
 
@@ -110,6 +110,8 @@ def check_importable(class_path: str, source_dirs: Sequence[str], component: str
     """Import a class at load time, so a typo fails now instead of in an executor."""
     try:
         return import_component_class(class_path, source_dirs)
+    except MissingPackageError:
+        raise  # names the package and the import statement already
     except TopologyError as err:
         detail = getattr(err, "detail", None) or str(err)
         raise topology_error(detail, component=component, fix=err.fix) from None
