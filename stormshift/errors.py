@@ -38,11 +38,14 @@ class TopologyError(StormshiftError):
 class MissingPackageError(TopologyError):
     """The user's code imports a package that is not installed here (or a module or name
     the installed version lacks). ``package`` is the top-level import name, ``file`` and
-    ``line`` the import statement in the user's project (None / 0 when not located)."""
+    ``line`` the import statement in the user's project (None / 0 when not located),
+    ``summary`` the message without the location."""
 
-    def __init__(self, message: str, *, package: str, file: str | None, line: int, fix: str):
+    def __init__(self, message: str, *, package: str, file: str | None, line: int, fix: str,
+                 summary: str = ""):
         super().__init__(message, fix=fix)
         self.package = package
+        self.summary = summary or message
         self.file = file
         self.line = line
         self.detail = message

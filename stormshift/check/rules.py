@@ -176,6 +176,12 @@ RULES: dict[str, Rule] = _rules(
          "installed packages, so a project cannot break them: `import NAME` gets the library's "
          "module, never the project's (Storm's multilang workers had src/ first)",
          "rename the project's module (and the imports of it)"),
+    Rule("missing-package", E, "the project imports a package that is not installed",
+         "every process that hosts the component (driver, Spark's planner and workers) imports "
+         "it: stormshift refuses the topology at load until it is installed; check stood it in "
+         "to read the rest, and the short run waits for it",
+         "pip install it (the message names it), or add it to the project's requirements; a "
+         "module of the project itself belongs in src/"),
     Rule("direct-emit", W, "direct emit to a task number",
          "a direct emit names the receiving task; code that picks the number from its own "
          "assumptions (a constant, a hash) may pick another task than on Storm",

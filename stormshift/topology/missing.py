@@ -41,14 +41,14 @@ class Missing:
     name: str | None = None
     version: str | None = None
 
-    def message(self, where: str) -> str:
-        at = f"(imported at {where})"
+    @property
+    def summary(self) -> str:
         if not self.installed:
-            return f"package {self.package!r} is not installed {at}"
+            return f"package {self.package!r} is not installed"
         which = f"installed package {self.package!r}" + (f" {self.version}" if self.version else "")
         if self.name is not None:
-            return f"{which} has no name {self.name!r} in module {self.module!r} {at}"
-        return f"{which} has no module {self.module!r} {at}"
+            return f"{which} has no name {self.name!r} in module {self.module!r}"
+        return f"{which} has no module {self.module!r}"
 
     @property
     def fix(self) -> str:

@@ -188,7 +188,8 @@ def import_failure(exc: BaseException, what: str, roots: Sequence[Path]) -> Topo
     missing = classify(exc, roots)
     if missing is not None:
         return MissingPackageError(
-            missing.message(where), package=missing.package, fix=missing.fix,
+            f"{missing.summary} (imported at {where})", summary=missing.summary,
+            package=missing.package, fix=missing.fix,
             file=location[0] if location else None, line=location[1] if location else 0,
         )
     fix = "fix the error at that line"
