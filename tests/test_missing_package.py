@@ -22,7 +22,7 @@ import pytest
 
 from stormshift.cli import main
 from stormshift.errors import MissingPackageError, TopologyError
-from stormshift.topology.loader import load_topology
+from stormshift.topology.loader import import_component_class, load_topology
 
 REPO = Path(__file__).resolve().parent.parent
 PROJECT = REPO / "tests" / "fixtures" / "check" / "missing_package"
@@ -97,6 +97,16 @@ def test_a_library_that_needs_a_missing_package_points_at_the_users_import(
     err = load_error(variant(tmp_path, "import billing_sdk"))
     assert isinstance(err, MissingPackageError) and err.package == "adnet_transport"
     assert f"{BOLT}:{import_line()} `import billing_sdk`" in str(err)
+
+
+def test_a_worker_importing_a_component_class_gets_the_same_error(tmp_path: Path) -> None:
+    """What a Spark worker runs (``import_component_class``), with a module whose name starts
+    with the missing package's: still that package, not "cannot import the class"."""
+    (tmp_path / "adnet_billing_bolts.py").write_text(
+        "import adnet_billing\n\n\nclass ChargeBolt:\n    pass\n")
+    with pytest.raises(MissingPackageError) as info:
+        import_component_class("adnet_billing_bolts.ChargeBolt", [str(tmp_path)])
+    assert info.value.package == "adnet_billing" and info.value.line == 1
 
 
 # -- every command that loads a topology: one line (and its fix), exit 2 ------------------

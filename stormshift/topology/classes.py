@@ -87,7 +87,7 @@ def _import_class(class_path: str, source_dirs: Sequence[str]) -> type:
         try:
             module = importlib.import_module(module_name)
         except ModuleNotFoundError as exc:
-            if exc.name and module_name.startswith(exc.name):
+            if exc.name and (module_name == exc.name or module_name.startswith(exc.name + ".")):
                 continue  # this prefix is not a module; try a shorter one
             raise import_failure(exc, f"component class {class_path}", roots) from None
         except Exception as exc:  # noqa: BLE001 - the user's module raised while importing
