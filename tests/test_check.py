@@ -29,6 +29,7 @@ MARK = re.compile(r"#\s*expect:\s*([a-z-]+)")
 CASES = {
     "clean": True, "writes": True, "nondeterminism": True, "threads": False,
     "shared_state": True, "unpicklable": True, "timing": False, "java": True,
+    "emits": False,
 }
 
 
@@ -55,7 +56,7 @@ def test_fixture_findings_match_their_markers(fixture: str) -> None:
 
 def test_every_rule_is_exercised_by_a_fixture_or_a_test() -> None:
     marked = {rule for fixture in CASES for rule, _, _ in expected(fixture)}
-    assert set(RULES) - marked == {"spout-fail", "run-error", "run-skipped"}
+    assert set(RULES) - marked == {"spout-fail", "run-error", "run-skipped", "run-budget"}
 
 
 def test_clean_fixture_says_nothing_and_exits_zero() -> None:
