@@ -14,7 +14,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from stormshift.check.dynamic import DEFAULT_MAX_TUPLES, dynamic_findings
+from stormshift.check.dynamic import DEFAULT_MAX_TUPLES, DEFAULT_WALL_SECS, dynamic_findings
 from stormshift.check.graph_rules import graph_findings, shadowed_findings
 from stormshift.check.project import declare
 from stormshift.check.report import CheckReport
@@ -35,6 +35,7 @@ def run_check(
     dynamic: bool = True,
     *,
     max_tuples: int = DEFAULT_MAX_TUPLES,
+    wall_secs: float = DEFAULT_WALL_SECS,
 ) -> CheckReport:
     """Check a streamparse project dir (or ``topologies/NAME.py``) for porting hazards.
 
@@ -59,9 +60,10 @@ def run_check(
 
             graph = load_topology(path, name=name, environment=environment,
                                   overrides=dict(overrides) if overrides else None)
-            findings += dynamic_findings(graph, declared, max_tuples=max_tuples)
-            if not any(f.rule == "run-skipped" for f in findings):
-                ran = f"{max_tuples} spout tuples on the local engine"
+            short = dynamic_findings(graph, declared, max_tuples=max_tuples,
+                                     wall_secs=wall_secs)
+            findings += short.findings
+            ran = short.ran
     return CheckReport(
         topology=declared.layout.topology_name, path=str(path), findings=findings,
         components=len(declared.components), ran=ran,

@@ -63,9 +63,9 @@ def _check(call: ast.Call, streams: Mapping[str, Sequence[str]],
     fields = list(streams[name])
     if len(values.elts) == len(fields):
         return None
-    return ("emit-arity",
-            f"{shown} sends {len(values.elts)} value(s); stream {name!r} declares "
-            f"{len(fields)} field(s) {fields}")
+    message = (f"{shown} sends {len(values.elts)} value(s); stream {name!r} declares "
+               f"{len(fields)} field(s) {fields}")
+    return "emit-arity", message
 
 
 def _stream(call: ast.Call, spout: bool) -> object:

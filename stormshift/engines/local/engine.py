@@ -24,6 +24,8 @@ Bounded runs (the engine is a bounded simulation, Storm is not):
   time (default 10) with nothing in flight, and no ``duration_secs`` bound: a spout
   that never signals end of input (one that swallows its own ``StopIteration``)
   ends the pull phase with a warning naming it, instead of a hang.
+- a stop request: ``request_stop(reason)`` (thread-safe; e.g. a caller's wall-clock
+  budget) is honoured between two calls into user code.
 Whichever comes first ends the *pull* phase; then, like ``storm kill -w``,
 spouts are deactivated and the run *drains*: queues are processed and it ends
 when no tree is pending (complete, failed or timed out, replays included),
@@ -50,6 +52,7 @@ worker; here only that task restarts -- the smallest failure Storm can have.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, cast
@@ -132,6 +135,8 @@ class LocalEngine:
         self._faults: ActiveFaults = self.plan.start()
         self._timers = Periodic()
         self._ran = False
+        self._stop = threading.Event()
+        self._stop_reason = ""
         self._reported: set[tuple[str, str, str, str]] = set()
 
     # -- public -------------------------------------------------------------
@@ -147,6 +152,12 @@ class LocalEngine:
     def injected(self) -> list[str]:
         """Faults that fired, in order (e.g. ``"crash count[0] at its tuple 5"``)."""
         return list(self._faults.injected)
+
+    def request_stop(self, reason: str) -> None:
+        """End the pull phase at the next round, then drain as for any bound (module doc).
+        Safe from another thread; a call into user code that never returns is not cut."""
+        self._stop_reason = self._stop_reason or reason
+        self._stop.set()
 
     def run(
         self,
@@ -212,6 +223,8 @@ class LocalEngine:
                 if max_tuples is not None:
                     self.tasks.targets = self._targets(max_tuples)
                 reason = self._bound(now_ms - start_ms, max_tuples, duration_ms)
+                if not reason and self._stop.is_set():
+                    reason = self._stop_reason
                 if not reason and duration_ms is None:
                     reason = self._idle_sources(now_ms - last_new_ms)
                 if reason:
