@@ -97,9 +97,9 @@ def dynamic_findings(
         engine.request_stop("interrupted")
         raise
     if "error" in outcome:
-        exc = outcome["error"]
+        failed = outcome["error"]
         return ShortRun([_skipped(declared, f"the short local run failed: "
-                                  f"{type(exc).__name__}: {exc}")], "")
+                                  f"{type(failed).__name__}: {failed}")], "")
     summary = outcome.get("summary", engine.summary)
     seen = summary.spout_tuples
     findings = _run_errors(summary, declared)
