@@ -21,6 +21,11 @@ letters redriven into them; that is the run's *input*, and it must equal what
 they processed (acked) plus what they dead-lettered. Spouts with several
 output streams make the expected count unknown (emits are not counted per
 stream); then only the per-bolt identities are checked.
+
+What failed past the first hop (a second bolt raising, calling ``fail``,
+dead-lettering) does not change the first hop's identity, so the lines name
+it beside it (``downstream``), and on the local engine the spouts' failed
+trees, so a "holds" never reads as "nothing failed".
 """
 
 from __future__ import annotations
@@ -80,7 +85,14 @@ def accounting(summary: Any) -> dict[str, Any]:
         "failed": sum(bolts[n]["failed"] for n in names),
         "lost": sum(b["lost"] for b in bolts.values()),
         "given_up": sum(s.gave_up for s in summary.components.values() if s.kind == "spout"),
+        "spout_acks": sum(s.acks for s in summary.components.values() if s.kind == "spout"),
+        "spout_fails": sum(s.fails for s in summary.components.values() if s.kind == "spout"),
     }
+    # Bolts past the first hop that failed / dead-lettered tuples: the first hop's identity
+    # holds without them, so they are named beside it (never a "holds" that hides them).
+    top["downstream"] = {n: b["failed"] if local else b["dead_lettered"]
+                         for n, b in bolts.items()
+                         if n not in hop and (b["failed"] if local else b["dead_lettered"])}
     expected: int | None = top["redriven"]
     for n in names:
         spec = hop[n]
@@ -110,9 +122,17 @@ def accounting_lines(summary: Any) -> list[str]:
     if top["redriven"]:
         source = f" ({top['input'] - top['redriven']:,} from spouts + {top['redriven']:,} redriven)"
     verdict = "holds" if top["holds"] else "does NOT hold"
+    hop = " at the first hop" if top["downstream"] else ""
     head = (f"accounting: input {top['input']:,}{source} = processed {top['processed']:,} "
-            f"+ {what} {settled:,} ({verdict})")
+            f"+ {what} {settled:,}{hop} ({verdict})")
     lines = [head]
+    for name in top["downstream"]:
+        b = acc["bolts"][name]
+        lines.append(f"  then downstream: {name} in {b['in']:,} = acked {b['acked']:,} + "
+                     f"{what} {b['failed'] if local else b['dead_lettered']:,}")
+    if local and top["spout_fails"]:
+        lines.append(f"  spout trees: {top['spout_acks']:,} completed, {top['spout_fails']:,} "
+                     "failed (a bolt failed them, or they timed out)")
     if top["expected_input"] is not None and top["expected_input"] != top["input"]:
         lines.append(f"  spouts emitted {top['spout_tuples']:,}: first-hop bolts should have got "
                      f"{top['expected_input']:,}, got {top['input']:,}")
