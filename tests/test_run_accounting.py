@@ -1,4 +1,4 @@
-"""The accounting lines agree with the fails and dead letters, on both engines.
+"""The accounting lines agree with the fails, dead letters and stops, on both engines.
 
 Real-shaped project ``tests/fixtures/runs/downstream_failures``: readings ->
 parse -> a second-hop bolt that raises on every fourth reading (``ratios``)
@@ -8,16 +8,25 @@ holds; the lines must say what failed past it, never a bare "holds".
 
 from __future__ import annotations
 
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 
+from stormshift.engines.accounting import accounting_lines
 from stormshift.engines.local import LocalEngine
+from stormshift.engines.summary import RunSummary
 from stormshift.runner import print_summary
 from stormshift.topology.loader import load_topology
 
 PROJECT = Path(__file__).resolve().parent / "fixtures" / "runs" / "downstream_failures"
+ENRICH = Path(__file__).resolve().parent / "fixtures" / "runs" / "sleeping_spout"
 
 
 def summary_text(graph: Any, summary: Any) -> str:
@@ -75,3 +84,39 @@ def test_spark_a_second_hop_that_raises_is_named_beside_the_first_hop(
         "  ratio dead letters by reason: raised 3",
     ]
     assert summary["ratio"].dead_lettered == 3
+
+
+def test_local_sigterm_counts_the_tuple_in_flight_not_a_broken_accounting(tmp_path: Path) -> None:
+    """33.8: SIGTERM while a bolt waits 0.2 s per tuple: exit 130, the accounting holds with
+    the one tuple inside the bolt's call counted in flight."""
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "stormshift", "run", str(ENRICH), "-n", "enrich", "--engine",
+         "local", "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        cwd=tmp_path, env=env)
+    time.sleep(3.0)  # a few tuples through the slow bolt
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err
+    report = json.loads(out)
+    assert report["stop_reason"] == "interrupted" and report["exit_code"] == 130
+    top, enrich = report["accounting"]["topology"], report["components"]["enrich"]
+    assert top["holds"] and top["in_flight"] == 1 and enrich["in_flight"] == 1
+    assert enrich["tuples_in"] == enrich["acks"] + 1 > 1
+    assert top["input"] == top["processed"] + top["in_flight"]
+
+
+def test_in_flight_is_a_term_of_the_identity_in_the_lines() -> None:
+    graph = load_topology(ENRICH, name="enrich")
+    summary = RunSummary.for_graph(graph, "local")
+    summary.stop_reason = "interrupted"
+    summary.spout_tuples = summary["words"].tuples_out = 19
+    bolt = summary["enrich"]
+    bolt.tuples_in = bolt.received = 19
+    bolt.acks, bolt.in_flight = 18, 1
+    assert accounting_lines(summary) == [
+        "accounting: input 19 = processed 18 + failed 0 + in flight 1 (holds)",
+        "  in flight when the run stopped: enrich 1 (inside the bolt's call, not yet acked)",
+    ]
+    bolt.in_flight = 0  # the same numbers without the stop: a gap, and said so
+    assert accounting_lines(summary)[0].endswith("(does NOT hold)")

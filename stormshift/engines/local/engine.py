@@ -181,6 +181,7 @@ class LocalEngine:
                 self._loop(start_ms, max_tuples, duration_ms, on_progress, wall_start)
             except KeyboardInterrupt:
                 self.summary.stop_reason = "interrupted"
+                self._count_in_flight()
         self._refresh(wall_start, start_ms)
         for (name, _), queue in self.tasks.queues.items():
             self.summary.components[name].queued += len(queue)
@@ -193,6 +194,15 @@ class LocalEngine:
             on_progress(self.summary.progress_line())
             self._report_new_errors(on_progress)
         return self.summary
+
+    def _count_in_flight(self) -> None:
+        """The tuple a bolt task was executing when the run was stopped, if not settled."""
+        if self.tasks.executing is None:
+            return
+        (name, _), settled_before = self.tasks.executing
+        stats = self.summary.components[name]
+        if stats.acks + stats.fails == settled_before:
+            stats.in_flight += 1
 
     def _report_new_errors(self, on_progress: Progress) -> None:
         """Each distinct error once, as soon as a progress line sees it."""
