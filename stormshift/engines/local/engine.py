@@ -306,17 +306,15 @@ class LocalEngine:
 
     def _idle_sources(self, idle_ms: int) -> str:
         """A stop reason once spouts emitted nothing new for ``idle_ms`` with nothing in
-        flight (module doc); the warning names the spouts that never said they were done."""
+        flight (module doc); the warning names each spout that never said it was done,
+        with the cause the run can see (``idle_cause``)."""
         if idle_ms < self.idle_ms or len(self.acker) or not self.tasks.idle():
             return ""
-        names = self.tasks.unfinished_spouts()
-        self.summary.warn(
-            f"spout {', '.join(names)} emitted nothing new for {self.idle_ms / 1000:g}s of "
-            "engine time and never signalled end of input: the run ended as if its input were "
-            "done. Fix: raise StopIteration (or stormshift.adapters.host.EndOfInput) from "
-            "next_tuple when the input is used up (a spout that catches StopIteration itself "
-            "never ends); or set -o stormshift.idle_timeout_secs=N for a slower source.")
-        return f"sources idle for {self.idle_ms / 1000:g}s"
+        idle = f"{self.idle_ms / 1000:g}s"
+        for name in self.tasks.unfinished_spouts():
+            self.summary.warn(idle_cause(name, self.summary.components[name].gave_up,
+                                         self.conf.get("stormshift.max_replays", 10), idle))
+        return f"sources idle for {idle}"
 
     def _reopened(self) -> bool:
         """A spout that had run out of input got a ``fail`` since: it may replay."""
@@ -397,3 +395,21 @@ class LocalEngine:
         self.summary.elapsed_ms = (time.perf_counter() - wall_start) * 1000
         self.summary.engine_time_ms = self.clock.now_ms() - start_ms
         self.summary.pending_trees = len(self.acker)
+
+
+def idle_cause(spout: str, gave_up: int, max_replays: Any, idle: str) -> str:
+    """Why ``spout`` never signalled end of input, as far as the run can tell: tuples the
+    engine gave up replaying (a reliable spout waits for their ack or fail for ever), else
+    a spout that does not raise ``StopIteration`` at the end of its input."""
+    if gave_up:
+        return (f"spout {spout} is still waiting for {gave_up:,} tuple(s) the engine gave up "
+                f"replaying (each failed more than stormshift.max_replays={max_replays} "
+                "times, see the errors and fails of the bolts above): a reliable spout never "
+                "gets their ack or fail, so it cannot signal end of input; the run ended after "
+                f"{idle} without new tuples. Fix the bolt that fails them, or raise -o "
+                "stormshift.max_replays=N.")
+    return (f"spout {spout} emitted nothing new for {idle} of engine time and never "
+            "signalled end of input: the run ended as if its input were done. Fix: raise "
+            "StopIteration (or stormshift.adapters.host.EndOfInput) from next_tuple when the "
+            "input is used up (a spout that catches StopIteration itself never ends); or set "
+            "-o stormshift.idle_timeout_secs=N for a slower source.")
