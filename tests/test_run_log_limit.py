@@ -47,8 +47,8 @@ def test_a_task_keeps_its_limit_counts_the_rest_and_says_so() -> None:
     stats.take_logs([("INFO", f"line {i}") for i in range(30)], 20)
     stats.take_logs([("INFO", "late")], 20)
     assert len(stats.logs) == 20 and stats.logs_dropped == 11
-    assert stats.log_lines()[-1] == ["WARN", f"11 more log lines of this task in this batch were "
-                                             f"dropped (-o {LIMIT_KEY}=N keeps more)"]
+    assert stats.log_lines()[-1] == ["WARN", (f"11 more log lines of this task in this batch were "
+                                             f"dropped (-o {LIMIT_KEY}=N keeps more)")]
 
 
 def test_local_engine_forwards_every_line(tmp_path: Path) -> None:

@@ -62,8 +62,8 @@ class MemberStats:
 
         out = [list(line) for line in self.logs]
         if self.logs_dropped:
-            out.append(["WARN", f"{self.logs_dropped:,} more log lines of this task in this "
-                                f"batch were dropped (-o {LIMIT_KEY}=N keeps more)"])
+            out.append(["WARN", (f"{self.logs_dropped:,} more log lines of this task in this "
+                                f"batch were dropped (-o {LIMIT_KEY}=N keeps more)")])
         return out
 
     def note_error(self, error: BaseException, trace: str = "") -> None:
