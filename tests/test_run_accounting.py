@@ -26,7 +26,7 @@ from stormshift.runner import print_summary
 from stormshift.topology.loader import load_topology
 
 PROJECT = Path(__file__).resolve().parent / "fixtures" / "runs" / "downstream_failures"
-ENRICH = Path(__file__).resolve().parent / "fixtures" / "runs" / "sleeping_spout"
+ENRICH = Path(__file__).resolve().parent / "fixtures" / "runs" / "slow_bolt"
 
 
 def summary_text(graph: Any, summary: Any) -> str:
