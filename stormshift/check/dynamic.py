@@ -73,8 +73,37 @@ def dynamic_findings(
         engine = LocalEngine(graph, clock=SimClock(), seed=0, final_tick=True,
                              keep_outputs=False)
     except Exception as exc:  # noqa: BLE001 - user code may raise anything
-        return ShortRun([_skipped(declared, f"the short local run failed: "
-                                  f"{type(exc).__name__}: {exc}")], "")
+        return ShortRun([_failed(declared, exc)], "")
+    cwd = os.getcwd()
+    outcome, worker, over = _run_in_worker(engine, max_tuples, wall_secs, grace_secs)
+    if "error" in outcome:
+        return ShortRun([_failed(declared, outcome["error"])], "")
+    summary = outcome.get("summary", engine.summary)
+    seen, budget = summary.spout_tuples, f"{wall_secs:g} s (budget)"
+    findings = _run_errors(summary, declared)
+    if worker.is_alive():
+        os.chdir(cwd)  # the run left behind is still inside the engine's working_dir()
+        stuck = _stuck_at(worker, declared)
+        ran = f"{seen:,} spout tuples in {budget}, then left behind"
+        findings.append(_budget(declared, stuck, f"short run: {ran}: a call into the project's "
+                                f"code did not return ({stuck[2] or 'place unknown'}); what ran "
+                                "before it is reported, attributes were not pickled"))
+        return ShortRun(findings, ran)  # instances still in use: pickling them could race
+    if over:
+        ran = f"{seen:,} spout tuples in {budget}"
+        findings.append(_budget(declared, None, f"short run: {ran}; it stopped before "
+                                f"{max_tuples:,} spout tuples (a spout that sleeps or waits "
+                                "gets fewer through)"))
+    else:
+        ran = f"{seen:,} spout tuples on the local engine"
+    return ShortRun(findings + _snapshot_findings(graph, engine, declared), ran)
+
+
+def _run_in_worker(engine: Any, max_tuples: int, wall_secs: float,
+                   grace_secs: float) -> tuple[dict[str, Any], threading.Thread, bool]:
+    """``engine.run`` in a daemon thread: past ``wall_secs`` a stop request, then at most
+    ``grace_secs`` more. Returns what it left (``summary`` or ``error``), the thread, and
+    whether the budget was reached. Ctrl-C stops the run and propagates (exit 130)."""
     outcome: dict[str, Any] = {}
 
     def work() -> None:
@@ -83,10 +112,8 @@ def dynamic_findings(
         except Exception as exc:  # noqa: BLE001 - user code may raise anything
             outcome["error"] = exc
 
-    cwd = os.getcwd()
     worker = threading.Thread(target=work, name="stormshift-check-run", daemon=True)
     worker.start()
-    budget = f"{wall_secs:g} s (budget)"
     try:
         worker.join(wall_secs)
         over = worker.is_alive()
@@ -96,26 +123,13 @@ def dynamic_findings(
     except KeyboardInterrupt:  # the user's Ctrl-C: stop the run, then let the CLI say 130
         engine.request_stop("interrupted")
         raise
-    if "error" in outcome:
-        failed = outcome["error"]
-        return ShortRun([_skipped(declared, f"the short local run failed: "
-                                  f"{type(failed).__name__}: {failed}")], "")
-    summary = outcome.get("summary", engine.summary)
-    seen = summary.spout_tuples
-    findings = _run_errors(summary, declared)
-    if worker.is_alive():
-        os.chdir(cwd)  # the run left behind is still inside the engine's working_dir()
-        stuck = _stuck_at(worker, declared)
-        ran = f"{seen:,} spout tuples in {budget}, then left behind"
-        findings.append(_budget(declared, stuck, f"short run: {ran}: a call into the project's code "
-                                f"did not return ({stuck[2] or 'place unknown'}); what ran "
-                                "before it is reported"))
-    elif over:
-        ran = f"{seen:,} spout tuples in {budget}"
-        findings.append(_budget(declared, None, f"short run: {ran}; it stopped before {max_tuples:,} "
-                                "spout tuples (a spout that sleeps or waits gets fewer through)"))
-    else:
-        ran = f"{seen:,} spout tuples on the local engine"
+    return outcome, worker, over
+
+
+def _snapshot_findings(graph: TopologyGraph, engine: Any,
+                       declared: DeclaredTopology) -> list[Finding]:
+    """Each bolt's attributes the Spark engine could not snapshot, where they are set."""
+    findings: list[Finding] = []
     sources = Sources(declared)
     by_name = {c.name: c for c in declared.components}
     for comp in graph.bolts:
@@ -126,7 +140,7 @@ def dynamic_findings(
         if bad and comp.name in by_name and by_name[comp.name].cls is not None:
             code = ComponentCode.build(by_name[comp.name], sources)
             findings += [_finding(item, code, declared) for item in bad.values()]
-    return ShortRun(findings, ran)
+    return findings
 
 
 def _stuck_at(worker: threading.Thread, declared: DeclaredTopology) -> tuple[str, int, str]:
@@ -205,6 +219,10 @@ def _budget(declared: DeclaredTopology, where: tuple[str, int, str] | None,
     file, line = (where[0], where[1]) if where and where[0] else (
         declared.relative(declared.layout.topology_file), 0)
     return Finding("run-budget", Severity.INFO, file, line, None, message)
+
+
+def _failed(declared: DeclaredTopology, exc: BaseException) -> Finding:
+    return _skipped(declared, f"the short local run failed: {type(exc).__name__}: {exc}")
 
 
 def _skipped(declared: DeclaredTopology, message: str) -> Finding:
