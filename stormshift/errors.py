@@ -68,8 +68,9 @@ class TupleError(StormshiftError):
 class ComponentFailure(StormshiftError):
     """A user component raised while handling one call (``process``, ``next_tuple``...).
 
-    ``where`` is the user's callable as ``module:line``; ``location`` the same
-    as ``file:line`` (relative to the project); ``traceback_text`` is
+    ``where`` is the user's callable as ``module:line``; ``location`` the deepest
+    frame in the user's project as ``file:line in function`` (relative to the
+    project), with the library frame that raised beside it (``adapters/location.py``); ``traceback_text`` is
     the formatted traceback of the original exception (kept for dead letters).
     """
 
@@ -95,7 +96,8 @@ class ComponentFailure(StormshiftError):
         self.location = location  # the user's file:line in function (engines/problems.py)
         super().__init__(
             f"component {component!r} task {task}: {call}() raised "
-            f"{type(cause).__name__}: {cause} (at {where})"
+            f"{type(cause).__name__}: {cause} "
+            f"(at {location if location and location != 'unknown' else where})"
         )
 
 

@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from stormshift.check.dynamic import DEFAULT_MAX_TUPLES, dynamic_findings
+from stormshift.check.dynamic import DEFAULT_MAX_TUPLES, DEFAULT_WALL_SECS, dynamic_findings
 from stormshift.check.graph_rules import graph_findings, shadowed_findings
 from stormshift.check.project import DeclaredTopology, declare
 from stormshift.check.report import CheckReport
@@ -39,6 +39,7 @@ def run_check(
     dynamic: bool = True,
     *,
     max_tuples: int = DEFAULT_MAX_TUPLES,
+    wall_secs: float = DEFAULT_WALL_SECS,
 ) -> CheckReport:
     """Check a streamparse project dir (or ``topologies/NAME.py``) for porting hazards.
 
@@ -68,9 +69,10 @@ def run_check(
 
             graph = load_topology(path, name=name, environment=environment,
                                   overrides=dict(overrides) if overrides else None)
-            findings += dynamic_findings(graph, declared, max_tuples=max_tuples)
-            if not any(f.rule == "run-skipped" for f in findings):
-                ran = f"{max_tuples} spout tuples on the local engine"
+            short = dynamic_findings(graph, declared, max_tuples=max_tuples,
+                                     wall_secs=wall_secs)
+            findings += short.findings
+            ran = short.ran
     return CheckReport(
         topology=declared.layout.topology_name, path=str(path), findings=findings,
         components=len(declared.components), ran=ran,
