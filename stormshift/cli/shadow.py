@@ -79,8 +79,11 @@ class ShadowUsageError(click.ClickException):
 @conf_option("Spark setting for the port's session; repeatable.")
 @click.option("--allow-external-writes", is_flag=True,
               help="Run even though a component writes outside the framework (Redis, SQL, "
-                   "HTTP, files, Kafka): both sides then write to its target, so point it at "
-                   "a scratch target first (-o).")
+                   "HTTP, files, Kafka): both sides write, so point them at scratch targets "
+                   "first (-o for both, --legacy-option for the legacy side alone).")
+@click.option("--legacy-option", "legacy_options", multiple=True, metavar="KEY=VALUE",
+              help="Like -o, for the legacy side only (e.g. its own scratch target of an "
+                   "external write); repeatable.")
 @click.pass_context
 def shadow_command(ctx: click.Context, path: str, name: str | None, environment: str | None,
                    config_options: tuple[str, ...], input_text: str, port_path: str | None,
@@ -88,7 +91,7 @@ def shadow_command(ctx: click.Context, path: str, name: str | None, environment:
                    report_path: str | None, as_json: bool, max_tuples: int | None, seed: int,
                    port_engine: str, master: str, redis_url: str | None,
                    batch_max_tuples: int | None, confs: tuple[str, ...],
-                   allow_external_writes: bool) -> None:
+                   allow_external_writes: bool, legacy_options: tuple[str, ...]) -> None:
     """Run the same input through the legacy (Storm semantics) and the port (Spark); compare
     every leaf stream key by key."""
     from stormshift.shadow.report_html import write_html
@@ -98,9 +101,11 @@ def shadow_command(ctx: click.Context, path: str, name: str | None, environment:
     out, err = Console(), Console(stderr=True)
     try:
         overrides = parse_overrides(config_options)
-        graph = _load(path, name, environment, overrides)
-        port_graph = _load(port_path, name, environment, overrides) if port_path else None
-        findings = _analyse(path, name, environment, overrides)
+        legacy_overrides = {**overrides, **parse_overrides(legacy_options)}
+        graph = _load(path, name, environment, legacy_overrides)
+        port_graph = _load(port_path or path, name, environment, overrides) \
+            if port_path or legacy_options else None
+        findings = _analyse(path, name, environment, legacy_overrides)
         port_findings = _analyse(port_path, name, environment, overrides) if port_path else None
         options = ShadowOptions(
             findings=findings, port_findings=port_findings,

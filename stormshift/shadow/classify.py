@@ -2,13 +2,14 @@
 
 Every divergence gets exactly one cause; the first that applies wins:
 
-- ``rounding (within the float tolerance)``: the values differ only within
-  the tolerance (``compare.py``: the default and why);
 - ``nondeterministic component``: the key belongs to an attribute or a stream
   that ``check`` finds fed by the wall clock or unseeded randomness
   (``findings.py``); ``detail`` names the rule and file:line. The two sides
   ran at other times (or drew other numbers), so they cannot agree there,
-  and it says nothing about the port;
+  and it says nothing about the port (it wins over rounding: a timestamp a
+  few ms apart is within a relative tolerance, and still not a rounding);
+- ``rounding (within the float tolerance)``: the values differ only within
+  the tolerance (``compare.py``: the default and why);
 - ``not comparable``: a value is an object without a comparable form (its
   text carries a memory address, ``<Foo object at 0x..>``);
 - then, by the legacy's injected failures, as below.
@@ -136,10 +137,10 @@ def classify(
         evidence = replay_evidence(graph, legacy, comparison.component)
         why = _nondeterminism(comparison, findings)
         for d in comparison.divergences:
-            if d.within_tolerance:
-                d.cause = ROUNDING
-            elif why:
+            if why:
                 d.cause, d.detail = NONDETERMINISTIC, why
+            elif d.within_tolerance:
+                d.cause = ROUNDING
             elif _opaque(d.legacy) or _opaque(d.port):
                 d.cause = NOT_COMPARABLE
             elif baseline is None or d.key in port_keys:

@@ -16,7 +16,7 @@ port, tolerance)``. Vocabulary:
   A port-only emit's position is scaled onto the legacy's emit count.
 - *tolerance*: numbers ``a``, ``b`` are within it when ``|a - b| <= max(abs,
   rel * max(|a|, |b|))``; everything else compares exactly (after a JSON round
-  trip, so a tuple equals a list). A key whose values differ but are within
+  trip, so a tuple equals a list; two integers too: they never round). A key whose values differ but are within
   the tolerance is still a divergence, marked ``within_tolerance`` (its cause
   is *rounding*, ``classify.py``): counted and shown, never silently equal
   and never blamed on the port. The default is relative ``1e-9``
@@ -74,6 +74,8 @@ class Tolerance:
 
     def equal(self, a: Any, b: Any) -> bool:
         if _number(a) and _number(b):
+            if isinstance(a, int) and isinstance(b, int):
+                return a == b  # integers do not round: an epoch-ms count is exact
             return abs(a - b) <= max(self.abs, self.rel * max(abs(a), abs(b)))
         if isinstance(a, list) and isinstance(b, list):
             return len(a) == len(b) and all(self.equal(x, y) for x, y in zip(a, b, strict=True))

@@ -18,8 +18,9 @@ Vocabulary:
 - *merging tasks*: the entry of a component is its tasks' entries merged, so
   it does not depend on which task held what (the engines shuffle
   differently): a key held by several tasks gets the sum of their values
-  when they are numbers (a counter split over tasks), else the sorted list
-  of them.
+  when they are numbers (a counter split over tasks), their items in one
+  sorted list when they are lists (a ``self.history = []`` per task), else
+  the sorted list of them.
 - divergence kinds, tolerance and causes are those of leaf streams
   (``compare.py``, ``classify.py``); ``count differs`` is a collection value
   (list, dict) whose length differs. Final state has no time: divergences
@@ -135,6 +136,8 @@ def _merge(held: list[Any]) -> Any:
         return held[0]
     if all(_number(v) for v in held):
         return sum(held)
+    if all(isinstance(v, list) for v in held):  # a list per task: one list of their items
+        return sorted((x for v in held for x in v), key=_order)
     return sorted(held, key=_order)
 
 

@@ -92,11 +92,11 @@ def refusal(sides: Sequence[tuple[str, ProjectFindings]]) -> str | None:
         return None
     return ("shadow refused: a component writes outside the framework, and a shadow run would "
             "run it on both sides against the same target (each write done twice, and the port "
-            "blamed for it):\n" + "\n".join(lines) + "\nfix: point the project at a scratch "
-            "target for the shadow run (e.g. -o KEY=redis://127.0.0.1:6379/15 for the config "
-            "key the component reads its target from), then pass --allow-external-writes to say "
-            "both sides may write there; or move the write into a stormshift state map or a "
-            "sink (migrations_guide/state.md) and compare that port with --port")
+            "blamed for it):\n" + "\n".join(lines) + "\nfix: give each side a scratch target "
+            "through the config key the component reads it from (-o KEY=VALUE for the port, "
+            "--legacy-option KEY=VALUE for the legacy side), then pass --allow-external-writes; "
+            "or move the write into a stormshift state map or a sink "
+            "(migrations_guide/state.md) and compare that port with --port")
 
 
 def _reach(units: Sequence[Any], seed: tuple[str, int]) -> tuple[set[str], set[str]]:

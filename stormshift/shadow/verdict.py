@@ -145,4 +145,5 @@ def _explained(c: ClassCount, result: Any) -> str:
         what += f" (within {result.tolerance.describe()})"
     elif c.detail:
         what += f" ({c.detail})"
-    return f"{c.keys} key{'s' if c.keys != 1 else ''} differ by {what}, e.g. {c.example}"
+    keys = f"{c.keys} keys differ" if c.keys != 1 else "1 key differs"
+    return f"{keys} by {what}, e.g. {c.example}"
