@@ -11,7 +11,9 @@ Every divergence gets exactly one cause; the first that applies wins:
 - ``rounding (within the float tolerance)``: the values differ only within
   the tolerance (``compare.py``: the default and why);
 - ``not comparable``: a value is an object without a comparable form (its
-  text carries a memory address, ``<Foo object at 0x..>``);
+  text carries a memory address, ``<Foo object at 0x..>``), or a value each
+  side holds from its own config (``--legacy-option``: a scratch target per
+  side; ``run.py``);
 - then, by the legacy's injected failures, as below.
 
 With legacy faults injected, the shadow also runs the legacy side *without*
