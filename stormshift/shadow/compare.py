@@ -38,6 +38,7 @@ from typing import Any
 from stormshift.shadow.results import Group, ResultMode, ResultSpec, materialize
 
 __all__ = [
+    "DEFAULT_REL",
     "Divergence",
     "DivergenceCounts",
     "DivergenceKind",
@@ -45,7 +46,6 @@ __all__ = [
     "StreamComparison",
     "Tolerance",
     "compare_stream",
-    "DEFAULT_REL",
     "count_causes",
     "key_text",
 ]
