@@ -306,6 +306,7 @@ def test_command_exit_codes_and_json(tmp_path: Path) -> None:
 
 
 # -- the HTML report in a real browser ------------------------------------------------
+CORPUS = Path(__file__).parent / "fixtures" / "corpus"
 def chromium() -> str:
     found = shutil.which("chromium") or shutil.which("chromium-browser")
     if found is None:
@@ -377,6 +378,8 @@ def test_html_report_renders_figures_in_headless_chromium(tmp_path: Path) -> Non
     figures.feed(dom)
     divergent = sum(len(s.divergences) for s in result.streams)
     assert figures.verdict.get("data-equal") == "false"
+    assert figures.verdict.get("data-verdict") == "PORT DIFFERS"
+    assert figures.verdict.get("data-exit-code") == "1"
     assert {"counts", "classes", "components", "fields", "divergences"} <= set(figures.tables)
     charted = [c.get("data-stream") for c in figures.charts]  # in the components' order
     assert sorted(charted) == sorted(s.label for s in result.streams)
@@ -480,3 +483,57 @@ def test_changed_bolt_on_spark_disagrees_with_the_right_keys(
     assert {d["key"] for d in spend["divergences"]} == rounded_advertisers()
     assert {d["cause"] for d in spend["divergences"]} == {PORT_DIFFERENCE}
     assert report.is_file() and "client_spent_bolt:default" in report.read_text(encoding="utf-8")
+
+
+def test_html_report_verdict_classes_and_tolerance_in_headless_chromium(tmp_path: Path) -> None:
+    """The verdict line, each class of difference with its example key and check's rule and
+    place, and the float tolerance, as the browser shows them (corpus: wall_clock)."""
+    from html.parser import HTMLParser
+
+    from stormshift.shadow.findings import analyse
+
+    path = CORPUS / "wall_clock"
+    result = run_shadow(load_topology(path), port_engine="local", findings=analyse(path))
+    dom = render_dom(write_html(result, tmp_path / "report.html"), tmp_path / "profile")
+
+    class Page(HTMLParser):
+        def __init__(self) -> None:
+            super().__init__()
+            self.verdict: dict[str, str | None] = {}
+            self.where: list[str] = []
+            self.rows: list[list[str]] = []
+            self.texts: dict[str, str] = {}
+
+        def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+            a = dict(attrs)
+            if a.get("id") in ("verdict", "tolerance"):
+                self.where.append(str(a["id"]))
+                self.verdict = a if a["id"] == "verdict" else self.verdict
+            elif tag == "table":
+                self.where.append(f"table.{a.get('class')}")
+            elif tag == "tr" and self.where and self.where[-1] == "table.classes":
+                self.rows.append([])
+
+        def handle_endtag(self, tag: str) -> None:
+            if tag in ("p", "span", "table") and self.where and (
+                    tag == "table") == self.where[-1].startswith("table."):
+                self.where.pop()
+
+        def handle_data(self, data: str) -> None:
+            if not self.where:
+                return
+            self.texts[self.where[-1]] = self.texts.get(self.where[-1], "") + data
+            if self.where[-1] == "table.classes" and self.rows:
+                self.rows[-1].append(data)
+
+    page = Page()
+    page.feed(dom)
+    assert page.verdict.get("data-verdict") == "SAFE TO SWITCH"
+    assert page.verdict.get("data-exit-code") == "0"
+    assert page.texts["verdict"].startswith("SAFE TO SWITCH: 0 port differences")
+    assert "rel 1e-09" in page.texts["tolerance"] and "rounding" in page.texts["tolerance"]
+    body = [r for r in page.rows if r and r[0] != "class"]
+    assert [r[0] for r in body] == ["nondeterministic"]
+    (row,) = body
+    assert row[2] == "14" and row[3].endswith("in seen.last_seen")
+    assert row[4] == "wall-clock at src/bolts/seen.py:18"
