@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from stormshift.shadow.classify import SHORT_CAUSES
+from stormshift.shadow.classify import ROUNDING, SHORT_CAUSES
 from stormshift.shadow.compare import StreamComparison
 from stormshift.shadow.final_state import StateComparison
 from stormshift.shadow.verdict import classes, judge
@@ -41,12 +41,12 @@ def print_report(result: Any, console: Console, top: int = _TOP) -> None:
                   "counted as rounding)", highlight=False, markup=False)
     console.print(_counts_table(result.streams))
     for stream in result.streams:
-        if not stream.equal:
+        if _shown(stream):
             _print_stream(stream, console, top)
     if result.states:
         console.print(_state_table(result.states))
         for state in result.states:
-            if not state.equal:
+            if _shown(state):
                 console.print(_keys_table(state, top))
     counted = classes(result)
     if counted:
@@ -71,6 +71,12 @@ def verdict_text(result: Any) -> str:
     COMPARED: ...`` / ``MOSTLY FAILED: ...`` (the top of the HTML report, the last line of
     the terminal one; ``verdict.py``)."""
     return judge(result).line
+
+
+def _shown(item: StreamComparison | StateComparison) -> bool:
+    """Whether a leaf stream's or a state entry's divergent keys get their own table: any
+    difference but rounding (counted in the classes table only)."""
+    return any(d.cause != ROUNDING for d in item.divergences)
 
 
 def _state_table(states: list[StateComparison]) -> Table:
