@@ -15,12 +15,13 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 from click.testing import CliRunner
+from guide_outputs import shown_outputs
 
 from stormshift.check import run_check
 from stormshift.cli.shadow import shadow_command
@@ -29,7 +30,9 @@ from stormshift.shadow.run import ShadowOptions, ShadowRefused, ShadowResult, ex
 from stormshift.shadow.verdict import classes
 from stormshift.topology.loader import load_topology
 
-CORPUS = Path(__file__).parent / "fixtures" / "corpus"
+ROOT = Path(__file__).resolve().parents[1]
+CORPUS = ROOT / "tests" / "fixtures" / "corpus"
+VERDICT_WORDS = ("SAFE TO SWITCH", "PORT DIFFERS", "NOTHING COMPARED", "MOSTLY FAILED")
 SHAPES = sorted(p.name for p in CORPUS.iterdir() if (p / "expected.json").is_file())
 NEEDS_REDIS = {"external_write"}  # the bolt itself talks to Redis
 
@@ -159,3 +162,25 @@ def test_shadow_verdict_with_the_port_on_spark(shape: str, spark: Any, redis_url
                                                  scratch: str) -> None:
     result = shadow(shape, "spark", spark=spark, redis_url=redis_url, namespace=scratch)
     assert_verdict(shape, "spark", result)
+
+
+# -- the guide's shadows of corpus projects ------------------------------------------------
+GUIDE_SHADOWS = [s for s in shown_outputs(ROOT / "migrations_guide" / "check.md")
+                 if s.args[0] == "shadow"]
+
+
+def _rows(lines: Sequence[str]) -> list[str]:
+    """What must match: table rows, the verdict's first line, the refusal's lines."""
+    return [line for line in lines if "│" in line or line.startswith(VERDICT_WORDS)
+            or line.lstrip().startswith(("Error: shadow refused", "leaderboard (legacy)"))]
+
+
+@pytest.mark.parametrize("shown", GUIDE_SHADOWS, ids=[s.id for s in GUIDE_SHADOWS])
+def test_check_guide_shadows_print_what_it_shows(shown: Any) -> None:
+    assert GUIDE_SHADOWS, "the parser finds the guide's shadow outputs"
+    argv = [str(ROOT / a) if a.startswith("tests/") else a for a in shown.args[1:]]
+    done = CliRunner().invoke(shadow_command, argv, terminal_width=80)
+    assert done.exit_code == shown.exit_code, done.output
+    real = [line.rstrip() for line in done.output.splitlines()]
+    missing = [row for row in _rows(shown.output) if row.strip() not in {r.strip() for r in real}]
+    assert not missing, "\n".join(missing)
