@@ -109,6 +109,30 @@ def test_shadow_verdict_with_the_port_on_the_local_engine(shape: str) -> None:
     assert_verdict(shape, "local", shadow(shape, "local"))
 
 
+def test_batching_bolt_internals_are_never_compared() -> None:
+    from stormshift.adapters.attributes import (
+        FRAMEWORK_ATTRS,
+        FRAMEWORK_PROGRESS,
+        framework_attributes,
+    )
+
+    result = shadow("batching_ticks", "local")
+    assert [s.label for s in result.states] == ["totals.totals"]  # no _batches, _tick_counter
+    # read off pystorm's own classes, not a hand list
+    assert {"_batches", "_tick_counter", "_batch_lock", "_batcher", "exc_info", "_current_key",
+            "_pending_commands", "logger", "storm_conf"} <= framework_attributes()
+    assert FRAMEWORK_PROGRESS == {"_batches", "_tick_counter"}  # snapshotted, never compared
+    assert FRAMEWORK_PROGRESS.isdisjoint(FRAMEWORK_ATTRS)
+
+
+def test_nondeterminism_reaches_attributes_and_streams_through_locals() -> None:
+    found = analyse(CORPUS / "wall_clock")
+    assert set(found.attributes) == {("seen", "last_seen")}  # not counts: no clock reaches it
+    assert set(found.streams) == {("seen", "default")}
+    (finding,) = found.attributes[("seen", "last_seen")]
+    assert (finding.rule, finding.location) == ("wall-clock", "src/bolts/seen.py:18")
+
+
 def test_external_write_is_refused_before_anything_runs() -> None:
     want = expected("external_write")["shadow"]["refused"]
     path = str(CORPUS / "external_write")

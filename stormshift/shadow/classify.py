@@ -64,6 +64,7 @@ __all__ = [
     "SHORT_CAUSES",
     "STORM_OTHER",
     "classify",
+    "own_config",
     "replay_evidence",
 ]
 
@@ -149,6 +150,22 @@ def classify(
                 d.cause = PORT_DIFFERENCE
             else:
                 d.cause = _storm_cause(d, evidence)
+
+
+def own_config(items: Sequence[StreamComparison | StateComparison], legacy: Mapping[str, Any],
+               port: Mapping[str, Any]) -> None:
+    """A value a side holds because its config differs from the other's (``--legacy-option``:
+    its own scratch target) is not comparable, never the port's difference."""
+    pairs = {(_text(legacy[k]), _text(port.get(k))): k for k in legacy if legacy[k] != port.get(k)}
+    for item in items if pairs else ():
+        for d in item.divergences:
+            key = pairs.get((_text(d.legacy), _text(d.port)))
+            if key is not None and d.cause == PORT_DIFFERENCE:
+                d.cause, d.detail = NOT_COMPARABLE, f"config {key} differs by side"
+
+
+def _text(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, default=str)
 
 
 def _nondeterminism(comparison: Any, findings: ProjectFindings | None) -> str:

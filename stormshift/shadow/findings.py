@@ -28,7 +28,8 @@ from typing import Any
 
 from stormshift.check.rules import Finding
 
-__all__ = ["NONDETERMINISTIC_RULES", "WRITE_RULES", "ProjectFindings", "analyse", "refusal"]
+__all__ = ["NONDETERMINISTIC_RULES", "WRITE_RULES", "ProjectFindings", "analyse", "merged",
+           "refusal"]
 
 NONDETERMINISTIC_RULES = frozenset({"wall-clock", "unseeded-random"})
 WRITE_RULES = frozenset({"external-write", "idempotent-write"})
@@ -80,6 +81,14 @@ def analyse(path: str | os.PathLike[str], name: str | None = None,
                 streams.setdefault((comp.name, stream), []).append(finding)
     return ProjectFindings(tuple(findings), {k: tuple(v) for k, v in sorted(attributes.items())},
                            {k: tuple(v) for k, v in sorted(streams.items())})
+
+
+def merged(a: ProjectFindings | None, b: ProjectFindings | None) -> ProjectFindings | None:
+    """The legacy's and the port's findings together (either side's nondeterminism)."""
+    if a is None or b is None:
+        return a or b
+    return ProjectFindings((*a.findings, *b.findings), {**b.attributes, **a.attributes},
+                           {**b.streams, **a.streams})
 
 
 def refusal(sides: Sequence[tuple[str, ProjectFindings]]) -> str | None:

@@ -22,7 +22,6 @@ Call order (each step a public engine run, nothing of the engines' insides):
 from __future__ import annotations
 
 import dataclasses
-import json
 import shutil
 import tempfile
 from collections.abc import Callable, Mapping, Sequence
@@ -33,11 +32,11 @@ from typing import Any
 from stormshift.engines.local import CrashTask, FailTuples, FaultPlan, LocalEngine, SimClock
 from stormshift.engines.summary import RunSummary
 from stormshift.errors import StormshiftError
-from stormshift.shadow.classify import NOT_COMPARABLE, PORT_DIFFERENCE, classify
+from stormshift.shadow.classify import classify, own_config
 from stormshift.shadow.compare import StreamComparison, Tolerance, compare_stream, count_causes
 from stormshift.shadow.faultspec import parse_faults
 from stormshift.shadow.final_state import StateComparison, compare_state, ignored
-from stormshift.shadow.findings import ProjectFindings, refusal
+from stormshift.shadow.findings import ProjectFindings, merged, refusal
 from stormshift.shadow.inputs import InputSpec, apply_input, parse_input
 from stormshift.shadow.results import RESULTS_KEY, ResultSpec, leaf_streams, result_specs
 from stormshift.shadow.verdict import Verdict, classes, judge
@@ -273,8 +272,8 @@ def execute(plan: ShadowPlan, on_progress: Callable[[str], None] | None = None) 
         port = _run_spark(plan.port_graph, opts, plan.namespace, say)
     result = compare_runs(graph, legacy, port, baseline if faults else None,
                           tolerance=plan.tolerance, results=opts.results,
-                          findings=_merged(opts.findings, opts.port_findings))
-    _own_config(result, graph, plan.port_graph)
+                          findings=merged(opts.findings, opts.port_findings))
+    own_config([*result.streams, *result.states], graph.config, plan.port_graph.config)
     if opts.allow_external_writes:
         for side, found in (("legacy", opts.findings), ("port", opts.port_findings)):
             for f in found.writers if found is not None else ():
@@ -295,32 +294,6 @@ def _run_local(graph: TopologyGraph, opts: ShadowOptions) -> RunSummary:
 
 def _config(graph: TopologyGraph, results: Mapping[str, Any] | None) -> dict[str, Any]:
     return {**graph.config, **({RESULTS_KEY: results} if results is not None else {})}
-
-
-def _own_config(result: ShadowResult, legacy: TopologyGraph, port: TopologyGraph) -> None:
-    """A value a side holds because its config differs (``--legacy-option``: its own scratch
-    target) is not comparable, never the port's difference."""
-    pairs = {(_text(legacy.config[k]), _text(port.config.get(k))): k for k in legacy.config
-             if legacy.config[k] != port.config.get(k)}
-    if not pairs:
-        return
-    for item in [*result.streams, *result.states]:
-        for d in item.divergences:
-            key = pairs.get((_text(d.legacy), _text(d.port)))
-            if key is not None and d.cause == PORT_DIFFERENCE:
-                d.cause, d.detail = NOT_COMPARABLE, f"config {key} differs by side"
-
-
-def _text(value: Any) -> str:
-    return json.dumps(value, sort_keys=True, default=str)
-
-
-def _merged(a: ProjectFindings | None, b: ProjectFindings | None) -> ProjectFindings | None:
-    """The legacy's and the port's findings together (either side's nondeterminism)."""
-    if a is None or b is None:
-        return a or b
-    return ProjectFindings((*a.findings, *b.findings), {**b.attributes, **a.attributes},
-                           {**b.streams, **a.streams})
 
 
 def compare_runs(graph: TopologyGraph, legacy: RunSummary, port: RunSummary,
