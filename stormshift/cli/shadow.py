@@ -30,12 +30,13 @@ EXIT_EQUAL, EXIT_DIVERGE, EXIT_USAGE = 0, 1, 2
 
 EPILOG = (
     "\b\nExit codes (the verdict line):\n"
-    "  0  SAFE TO SWITCH: no port difference (keys that differ by Storm's replays or\n"
-    "     crash loss, a nondeterministic component or rounding are counted, not blamed)\n"
+    "  0  SAFE TO SWITCH: no port difference (keys that differ by Storm's\n"
+    "     replays or crash loss, a nondeterministic component or rounding\n"
+    "     are counted, not blamed)\n"
     "  1  PORT DIFFERS: keys differ in the port\n"
-    "  2  load, input or config error, or refused: a component writes outside the\n"
-    "     framework (nothing ran)\n"
-    "  3  NOTHING COMPARED: no leaf stream emitted and no bolt holds state\n"
+    "  2  load, input or config error, or refused: a component writes\n"
+    "     outside the framework (nothing ran)\n"
+    "  3  NOTHING COMPARED: no leaf stream emitted, no bolt holds state\n"
     "  4  MOSTLY FAILED: on both sides a bolt failed most of its input\n"
     "\b\nResults per leaf stream, and the float tolerance (default rel 1e-9):\n"
     "  -o 'shadow.results={\"bolt:default\": {\"mode\": \"sum\", \"key\": [\"k\"]}}'\n"
