@@ -155,13 +155,20 @@ def classify(
 def own_config(items: Sequence[StreamComparison | StateComparison], legacy: Mapping[str, Any],
                port: Mapping[str, Any]) -> None:
     """A value a side holds because its config differs from the other's (``--legacy-option``:
-    its own scratch target) is not comparable, never the port's difference."""
-    pairs = {(_text(legacy[k]), _text(port.get(k))): k for k in legacy if legacy[k] != port.get(k)}
-    for item in items if pairs else ():
+    its own scratch target, kept in an attribute by each task) is not comparable, never the
+    port's difference: the two values are equal once each side's config value is named."""
+    keys = sorted(k for k in legacy if legacy[k] != port.get(k))
+    for item in items if keys else ():
         for d in item.divergences:
-            key = pairs.get((_text(d.legacy), _text(d.port)))
-            if key is not None and d.cause == PORT_DIFFERENCE:
-                d.cause, d.detail = NOT_COMPARABLE, f"config {key} differs by side"
+            if d.cause != PORT_DIFFERENCE:
+                continue
+            left, right = _text(d.legacy), _text(d.port)
+            for k in keys:
+                left = left.replace(_text(legacy[k]), f"<{k}>")
+                right = right.replace(_text(port.get(k)), f"<{k}>")
+                if left == right:
+                    d.cause, d.detail = NOT_COMPARABLE, f"config {k} differs by side"
+                    break
 
 
 def _text(value: Any) -> str:
