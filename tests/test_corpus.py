@@ -196,7 +196,7 @@ GUIDE_SHADOWS = [s for s in shown_outputs(ROOT / "migrations_guide" / "check.md"
 def _rows(lines: Sequence[str]) -> list[str]:
     """What must match: table rows, the verdict's first line, the refusal's lines."""
     return [line for line in lines if "│" in line or line.startswith(VERDICT_WORDS)
-            or line.lstrip().startswith(("Error: shadow refused", "leaderboard (legacy)"))]
+            or line.lstrip().startswith(("Error: shadow refused", "leaderboard (both sides)"))]
 
 
 @pytest.mark.parametrize("shown", GUIDE_SHADOWS, ids=[s.id for s in GUIDE_SHADOWS])

@@ -195,7 +195,8 @@ def plan_shadow(graph: TopologyGraph, options: ShadowOptions | None = None, *,
     opts = dataclasses.replace(options or ShadowOptions(), **settings)
     if opts.port_engine not in ("spark", "local"):
         raise StormshiftError(f"port engine {opts.port_engine!r}: use spark or local")
-    sides = [(side, f) for side, f in (("legacy", opts.findings), ("port", opts.port_findings))
+    legacy_side = "legacy" if opts.port_findings is not None else "both sides"
+    sides = [(side, f) for side, f in ((legacy_side, opts.findings), ("port", opts.port_findings))
              if f is not None]
     refused = None if opts.allow_external_writes else refusal(sides)
     if refused:
