@@ -188,7 +188,10 @@ def test_float_tolerance_absolute_and_relative() -> None:
     assert len(compare_stream(spec(ResultMode.LATEST), legacy, port).divergences) == 2
     assert compare_stream(spec(ResultMode.LATEST), legacy, port, Tolerance(abs=1.0)).equal
     relative = compare_stream(spec(ResultMode.LATEST), legacy, port, Tolerance(rel=0.001))
-    assert [d.key for d in relative.divergences] == ["a"]  # 0.4 % off; b is 0.09 % off
+    # 0.4 % off; b is 0.09 % off: within the tolerance, counted as rounding, not unequal
+    assert [d.key for d in relative.divergences if not d.within_tolerance] == ["a"]
+    assert [d.key for d in relative.divergences if d.within_tolerance] == ["b"]
+    assert Tolerance().rel == 1e-9 and Tolerance().describe() == "rel 1e-09"
     assert Tolerance().equal([1, "x"], (1, "x")) is False  # types compared after normalizing
     assert compare_stream(spec(ResultMode.LATEST), [["a", [1, 2]]], [("a", (1, 2))]).equal
 
@@ -251,7 +254,10 @@ def test_redis_range_input_is_copied_once_and_read_by_both_sides(redis_url: str,
 def test_local_dry_run_with_storm_failures_classifies_double_count() -> None:
     graph = load_topology(ADCLICKS, overrides=SMALL)
     result = run_shadow(graph, legacy_faults=FAULTS, port_engine="local")
-    assert result.exit_code == 1 and result.baseline is not None
+    # Storm's double count is not the port's: safe to switch, and the line says why
+    assert result.exit_code == 0 and result.baseline is not None
+    assert result.verdict.line.startswith("SAFE TO SWITCH: 0 port differences")
+    assert "Storm replay double count" in result.verdict.line
     # the replayed lines reach the event-time reports too: per-minute impressions, a
     # user's session events (its final state nests them: {start: [end, events, clicks]})
     assert set(result.causes()) == {REPLAY_DOUBLE_COUNT}
@@ -278,7 +284,7 @@ def test_local_dry_run_of_changed_bolt_reports_the_right_keys() -> None:
     console = Console(width=80, record=True)
     print_report(result, console)
     text = console.export_text()
-    assert "DIVERGE" in text and max(len(line) for line in text.splitlines()) <= 80
+    assert "PORT DIFFERS" in text and max(len(line) for line in text.splitlines()) <= 80
 
 
 def test_command_exit_codes_and_json(tmp_path: Path) -> None:
@@ -286,7 +292,7 @@ def test_command_exit_codes_and_json(tmp_path: Path) -> None:
     base = [str(ADCLICKS), "-o", f"adclicks.events={EVENTS}", "--port-engine", "local"]
     equal = runner.invoke(shadow_command, base, catch_exceptions=False)
     assert equal.exit_code == 0, equal.output
-    assert "AGREE" in equal.output
+    assert "SAFE TO SWITCH: 0 port differences" in equal.output
     differ = runner.invoke(shadow_command, [*base, "--port", str(ported_adclicks()), "--json"],
                            catch_exceptions=False)
     assert differ.exit_code == 1
@@ -300,6 +306,7 @@ def test_command_exit_codes_and_json(tmp_path: Path) -> None:
 
 
 # -- the HTML report in a real browser ------------------------------------------------
+CORPUS = Path(__file__).parent / "fixtures" / "corpus"
 def chromium() -> str:
     found = shutil.which("chromium") or shutil.which("chromium-browser")
     if found is None:
@@ -371,7 +378,9 @@ def test_html_report_renders_figures_in_headless_chromium(tmp_path: Path) -> Non
     figures.feed(dom)
     divergent = sum(len(s.divergences) for s in result.streams)
     assert figures.verdict.get("data-equal") == "false"
-    assert {"counts", "causes", "components", "fields", "divergences"} <= set(figures.tables)
+    assert figures.verdict.get("data-verdict") == "PORT DIFFERS"
+    assert figures.verdict.get("data-exit-code") == "1"
+    assert {"counts", "classes", "components", "fields", "divergences"} <= set(figures.tables)
     charted = [c.get("data-stream") for c in figures.charts]  # in the components' order
     assert sorted(charted) == sorted(s.label for s in result.streams)
     assert sum(int(c.get("data-divergences") or 0) for c in figures.charts) == divergent
@@ -446,7 +455,8 @@ def test_adclicks_port_on_spark_agrees_with_storm(adclicks_shadow: Any) -> None:
 @pytest.mark.redis
 def test_storm_failures_on_legacy_show_as_double_count(adclicks_shadow: Any) -> None:
     _, result = adclicks_shadow
-    assert result.exit_code == 1
+    assert result.exit_code == 0  # Storm's double count, not the port's: safe to switch
+    assert result.verdict.word == "SAFE TO SWITCH" and "Storm replay" in result.verdict.reason
     assert set(result.causes()) == {REPLAY_DOUBLE_COUNT}
     assert result.legacy["client_spent_bolt"].duplicates > 0
     for stream in result.streams:
@@ -474,3 +484,57 @@ def test_changed_bolt_on_spark_disagrees_with_the_right_keys(
     assert {d["key"] for d in spend["divergences"]} == rounded_advertisers()
     assert {d["cause"] for d in spend["divergences"]} == {PORT_DIFFERENCE}
     assert report.is_file() and "client_spent_bolt:default" in report.read_text(encoding="utf-8")
+
+
+def test_html_report_verdict_classes_and_tolerance_in_headless_chromium(tmp_path: Path) -> None:
+    """The verdict line, each class of difference with its example key and check's rule and
+    place, and the float tolerance, as the browser shows them (corpus: wall_clock)."""
+    from html.parser import HTMLParser
+
+    from stormshift.shadow.findings import analyse
+
+    path = CORPUS / "wall_clock"
+    result = run_shadow(load_topology(path), port_engine="local", findings=analyse(path))
+    dom = render_dom(write_html(result, tmp_path / "report.html"), tmp_path / "profile")
+
+    class Page(HTMLParser):
+        def __init__(self) -> None:
+            super().__init__()
+            self.verdict: dict[str, str | None] = {}
+            self.where: list[str] = []
+            self.rows: list[list[str]] = []
+            self.texts: dict[str, str] = {}
+
+        def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+            a = dict(attrs)
+            if a.get("id") in ("verdict", "tolerance"):
+                self.where.append(str(a["id"]))
+                self.verdict = a if a["id"] == "verdict" else self.verdict
+            elif tag == "table":
+                self.where.append(f"table.{a.get('class')}")
+            elif tag == "tr" and self.where and self.where[-1] == "table.classes":
+                self.rows.append([])
+
+        def handle_endtag(self, tag: str) -> None:
+            if tag in ("p", "span", "table") and self.where and (
+                    tag == "table") == self.where[-1].startswith("table."):
+                self.where.pop()
+
+        def handle_data(self, data: str) -> None:
+            if not self.where:
+                return
+            self.texts[self.where[-1]] = self.texts.get(self.where[-1], "") + data
+            if self.where[-1] == "table.classes" and self.rows:
+                self.rows[-1].append(data)
+
+    page = Page()
+    page.feed(dom)
+    assert page.verdict.get("data-verdict") == "SAFE TO SWITCH"
+    assert page.verdict.get("data-exit-code") == "0"
+    assert page.texts["verdict"].startswith("SAFE TO SWITCH: 0 port differences")
+    assert "rel 1e-09" in page.texts["tolerance"] and "rounding" in page.texts["tolerance"]
+    body = [r for r in page.rows if r and r[0] != "class"]
+    assert [r[0] for r in body] == ["nondeterministic"]
+    (row,) = body
+    assert row[2] == "14" and row[3].endswith("in seen.last_seen")
+    assert row[4] == "wall-clock at src/bolts/seen.py:18"

@@ -227,7 +227,7 @@ def test_command_exit_codes_json_and_report(tmp_path: Path) -> None:
     html = (tmp_path / "live.html").read_text(encoding="utf-8")
     assert "spend_bolt:default" in html and "production topology" in html
     text = runner.invoke(cli, [*base, "--since", "2024-05-02T00:00:00Z"])
-    assert text.exit_code == 1 and "DIVERGE" in text.output and "live" in text.output
+    assert text.exit_code == 1 and "PORT DIFFERS" in text.output and "live" in text.output
     assert max(len(line) for line in text.output.splitlines()) <= 80
 
 

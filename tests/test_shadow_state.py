@@ -59,7 +59,7 @@ def test_state_divergence_kinds_and_tolerance() -> None:
                      "d": DivergenceKind.EXTRA_KEY, "l": DivergenceKind.COUNT_DIFFERS}
     assert (entry.same, entry.missing_left, entry.missing_right, entry.different) == (1, 1, 1, 2)
     (loose,) = compare_state(legacy, port, Tolerance(abs=0.01))
-    assert "b" not in {d.key for d in loose.divergences}
+    assert "b" not in {d.key for d in loose.divergences if not d.within_tolerance}
     assert compare_state(legacy, port, ignore=["bolt.m"]) == []
 
 
@@ -92,7 +92,7 @@ def test_storm_crash_shows_as_lost_state_in_the_final_state() -> None:
     engine.run()
     survivor = set(engine.instances("client_spent_bolt")[1].spend)
     assert not survivor & {d.key for d in spend.divergences}
-    assert result.exit_code == 1
+    assert result.exit_code == 0 and "legacy crash loss" in result.verdict.line  # not the port's
 
 
 def test_changed_bolt_final_state_differs_on_the_right_keys() -> None:

@@ -24,6 +24,7 @@ EPILOG = (
     "  0  every mapped leaf stream equal within tolerance\n"
     "  1  the port diverges from the legacy's outputs\n"
     "  2  load, mapping or config error (nothing compared)\n"
+    "  3  NOTHING COMPARED: no mapped leaf stream held a key on either side\n"
     "\b\nWhere the legacy wrote each leaf stream (see migrations_guide, Live shadow):\n"
     "  -o 'shadow.legacy={\"spend_bolt:default\": {\"redis_hash\": \"spend:*\",\n"
     "      \"key\": \"field\", \"value\": \"json:spend\"}}'"

@@ -1,8 +1,8 @@
 """``stormshift shadow PATH``: the offline shadow as a click command (``shadow_command``).
 
-Mounted by the ``stormshift`` group; a thin shell over ``run_shadow`` and the
-two reports. Exit code: 0 when every leaf stream and the bolts' final state
-are equal within tolerance, 1 when they diverge, 2 for load, input or config errors (nothing compared).
+Mounted by the ``stormshift`` group; a thin shell over ``check``'s static
+analysis (``shadow/findings.py``), ``run_shadow`` and the two reports. Exit
+codes: ``EPILOG`` (the verdicts are ``shadow/verdict.py``'s).
 """
 
 from __future__ import annotations
@@ -29,13 +29,18 @@ __all__ = ["EXIT_DIVERGE", "EXIT_EQUAL", "EXIT_USAGE", "ShadowUsageError", "shad
 EXIT_EQUAL, EXIT_DIVERGE, EXIT_USAGE = 0, 1, 2
 
 EPILOG = (
-    "\b\nExit codes:\n"
-    "  0  leaf streams and final state equal within tolerance\n"
-    "  1  the port diverges from the legacy\n"
-    "  2  load, input or config error (nothing compared)\n"
-    "\b\nResults per leaf stream, and the float tolerance:\n"
+    "\b\nExit codes (the verdict line):\n"
+    "  0  SAFE TO SWITCH: no port difference (keys that differ by Storm's\n"
+    "     replays or crash loss, a nondeterministic component or rounding\n"
+    "     are counted, not blamed)\n"
+    "  1  PORT DIFFERS: keys differ in the port\n"
+    "  2  load, input or config error, or refused: a component writes\n"
+    "     outside the framework (nothing ran)\n"
+    "  3  NOTHING COMPARED: no leaf stream emitted, no bolt holds state\n"
+    "  4  MOSTLY FAILED: on both sides a bolt failed most of its input\n"
+    "\b\nResults per leaf stream, and the float tolerance (default rel 1e-9):\n"
     "  -o 'shadow.results={\"bolt:default\": {\"mode\": \"sum\", \"key\": [\"k\"]}}'\n"
-    "  -o 'shadow.tolerance={\"abs\": 0.01}'\n"
+    "  -o 'shadow.tolerance={\"abs\": 0.01, \"rel\": 1e-6}'\n"
     "\b\nFinal state left out (a bolt, or BOLT.ATTRIBUTE / BOLT.MAP):\n"
     "  -o 'shadow.state={\"ignore\": [\"bolt.started_at\"]}'"
 )
@@ -73,13 +78,21 @@ class ShadowUsageError(click.ClickException):
 @redis_option("Redis of the port's state (and of a redis: input); default: embedded.")
 @click.option("--batch-max-tuples", type=int, help="Port: tuples per spout task per batch.")
 @conf_option("Spark setting for the port's session; repeatable.")
+@click.option("--allow-external-writes", is_flag=True,
+              help="Run even though a component writes outside the framework (Redis, SQL, "
+                   "HTTP, files, Kafka): both sides write, so point them at scratch targets "
+                   "first (-o for both, --legacy-option for the legacy side alone).")
+@click.option("--legacy-option", "legacy_options", multiple=True, metavar="KEY=VALUE",
+              help="Like -o, for the legacy side only (e.g. its own scratch target of an "
+                   "external write); repeatable.")
 @click.pass_context
 def shadow_command(ctx: click.Context, path: str, name: str | None, environment: str | None,
                    config_options: tuple[str, ...], input_text: str, port_path: str | None,
                    namespace: str | None, legacy_faults: str | None,
                    report_path: str | None, as_json: bool, max_tuples: int | None, seed: int,
                    port_engine: str, master: str, redis_url: str | None,
-                   batch_max_tuples: int | None, confs: tuple[str, ...]) -> None:
+                   batch_max_tuples: int | None, confs: tuple[str, ...],
+                   allow_external_writes: bool, legacy_options: tuple[str, ...]) -> None:
     """Run the same input through the legacy (Storm semantics) and the port (Spark); compare
     every leaf stream key by key."""
     from stormshift.shadow.report_html import write_html
@@ -89,9 +102,15 @@ def shadow_command(ctx: click.Context, path: str, name: str | None, environment:
     out, err = Console(), Console(stderr=True)
     try:
         overrides = parse_overrides(config_options)
-        graph = _load(path, name, environment, overrides)
-        port_graph = _load(port_path, name, environment, overrides) if port_path else None
+        legacy_overrides = {**overrides, **parse_overrides(legacy_options)}
+        graph = _load(path, name, environment, legacy_overrides)
+        port_graph = _load(port_path or path, name, environment, overrides) \
+            if port_path or legacy_options else None
+        findings = _analyse(path, name, environment, legacy_overrides)
+        port_findings = _analyse(port_path, name, environment, overrides) if port_path else None
         options = ShadowOptions(
+            findings=findings, port_findings=port_findings,
+            allow_external_writes=allow_external_writes,
             input=input_text, legacy_faults=legacy_faults, max_tuples=max_tuples, seed=seed,
             port_engine=port_engine, master=master, redis_url=redis_url,
             batch_max_tuples=batch_max_tuples, spark_conf=parse_confs(confs), namespace=namespace,
@@ -116,3 +135,17 @@ def _load(path: str, name: str | None, environment: str | None, overrides: dict[
     from stormshift.topology.loader import load_topology
 
     return load_topology(path, name=name, environment=environment, overrides=overrides or None)
+
+
+def _analyse(path: str, name: str | None, environment: str | None,
+             overrides: dict[str, Any]) -> Any:
+    """``check``'s static findings of a project dir or topology file (None for ``module:Class``:
+    no sources to read)."""
+    from pathlib import Path
+
+    from stormshift.shadow.findings import analyse
+
+    target = Path(path)
+    if not (target.is_dir() or target.suffix == ".py"):
+        return None
+    return analyse(path, name, environment, overrides or None)

@@ -17,11 +17,17 @@ Vocabulary:
 - *final state*: what each bolt holds at the end -- its tasks' user
   attributes and its keyed state maps -- compared per component, per
   attribute (or map), per key (``final_state.py``);
-- *divergence*: a key whose result (or final state) differs beyond the
-  tolerance -- missing key, extra key, value differs, count differs
-  (``compare.py``) -- with its
-  *cause* (``classify.py``): Storm's replay double count, Storm's crash losing
-  in-memory state, or a real difference in the port.
+- *divergence*: a key whose result (or final state) differs -- missing key,
+  extra key, value differs, count differs (``compare.py``; within the float
+  tolerance it is *rounding*) -- with its *cause*, one class each
+  (``classify.py``): the port, Storm's replay double count, Storm's crash
+  losing in-memory state, a nondeterministic component, rounding, not
+  comparable;
+- *verdict* (``verdict.py``): the one line a team acts on and its exit code:
+  SAFE TO SWITCH, PORT DIFFERS, NOTHING COMPARED, MOSTLY FAILED;
+- *findings* (``findings.py``): ``check``'s static analysis, used before the
+  run (a component writing outside the framework refuses it) and in the
+  classification (what the wall clock or unseeded randomness reaches).
 
 The *live shadow* (``live.py``, ``compare_live``) compares a port running
 beside production under a shadow namespace with the legacy's own outputs,
@@ -30,7 +36,8 @@ mapping, and ``extractors.py``); its command is ``stormshift compare --live``
 (``cli/compare.py``).
 
 Modules: ``run.py`` (``run_shadow``), ``inputs.py`` (``--input``),
-``results.py``, ``compare.py``, ``final_state.py``, ``classify.py``,
+``results.py``, ``compare.py``, ``final_state.py``, ``findings.py``,
+``classify.py``, ``verdict.py``,
 ``report_text.py``, ``report_html.py`` + ``report_sections.py`` (the
 per-component drill-down) + ``chart.py`` + ``key_chart.py`` (the
 self-contained HTML report),
@@ -45,34 +52,42 @@ from stormshift.shadow.compare import (
     compare_stream,
 )
 from stormshift.shadow.final_state import StateComparison, compare_state
+from stormshift.shadow.findings import ProjectFindings, analyse
 from stormshift.shadow.live import LiveResult, compare_live
 from stormshift.shadow.report_html import render_html, write_html
 from stormshift.shadow.report_text import print_report
 from stormshift.shadow.results import ResultMode, ResultSpec, infer_spec, leaf_streams, result_specs
 from stormshift.shadow.run import (
     ShadowOptions,
+    ShadowRefused,
     ShadowResult,
     compare_runs,
     plan_shadow,
     run_shadow,
 )
+from stormshift.shadow.verdict import Verdict, judge
 
 __all__ = [
     "Divergence",
     "DivergenceKind",
     "LiveResult",
+    "ProjectFindings",
     "ResultMode",
     "ResultSpec",
     "ShadowOptions",
+    "ShadowRefused",
     "ShadowResult",
     "StateComparison",
     "StreamComparison",
     "Tolerance",
+    "Verdict",
+    "analyse",
     "compare_live",
     "compare_runs",
     "compare_state",
     "compare_stream",
     "infer_spec",
+    "judge",
     "leaf_streams",
     "plan_shadow",
     "print_report",

@@ -15,8 +15,11 @@ from html import escape
 from stormshift.shadow.classify import (
     CRASH_LOST_STATE,
     LIVE_DIFFERENCE,
+    NONDETERMINISTIC,
+    NOT_COMPARABLE,
     PORT_DIFFERENCE,
     REPLAY_DOUBLE_COUNT,
+    ROUNDING,
     STORM_OTHER,
 )
 from stormshift.shadow.compare import StreamComparison
@@ -29,6 +32,9 @@ CAUSE_COLORS = {
     CRASH_LOST_STATE: "#9467bd",
     STORM_OTHER: "#8c564b",
     LIVE_DIFFERENCE: "#1f77b4",
+    NONDETERMINISTIC: "#bcbd22",
+    ROUNDING: "#7f7f7f",
+    NOT_COMPARABLE: "#17becf",
 }
 _BINS = 40
 _W, _H, _LEFT, _BOTTOM, _TOP, _RIGHT = 720, 220, 48, 36, 14, 12

@@ -1,4 +1,20 @@
-"""Why a key diverges: Storm's at-least-once under injected failures, or the port.
+"""Why a key diverges: rounding, nondeterminism, Storm's at-least-once, or the port.
+
+Every divergence gets exactly one cause; the first that applies wins:
+
+- ``nondeterministic component``: the key belongs to an attribute or a stream
+  that ``check`` finds fed by the wall clock or unseeded randomness
+  (``findings.py``); ``detail`` names the rule and file:line. The two sides
+  ran at other times (or drew other numbers), so they cannot agree there,
+  and it says nothing about the port (it wins over rounding: a timestamp a
+  few ms apart is within a relative tolerance, and still not a rounding);
+- ``rounding (within the float tolerance)``: the values differ only within
+  the tolerance (``compare.py``: the default and why);
+- ``not comparable``: a value is an object without a comparable form (its
+  text carries a memory address, ``<Foo object at 0x..>``), or a value each
+  side holds from its own config (``--legacy-option``: a scratch target per
+  side; ``run.py``);
+- then, by the legacy's injected failures, as below.
 
 With legacy faults injected, the shadow also runs the legacy side *without*
 them (the *baseline*: same input, seed and simulated clock, so it is the run
@@ -24,6 +40,8 @@ Storm would have had without the failures). A divergence is then
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -31,24 +49,46 @@ from stormshift.shadow.compare import Divergence, DivergenceKind, StreamComparis
 
 if TYPE_CHECKING:
     from stormshift.shadow.final_state import StateComparison
+    from stormshift.shadow.findings import ProjectFindings
 from stormshift.topology.graph import TopologyGraph
 
 __all__ = [
+    "CAUSE_CLASSES",
     "CRASH_LOST_STATE",
     "LIVE_DIFFERENCE",
+    "NONDETERMINISTIC",
+    "NOT_COMPARABLE",
     "PORT_DIFFERENCE",
     "REPLAY_DOUBLE_COUNT",
+    "ROUNDING",
     "SHORT_CAUSES",
     "STORM_OTHER",
     "classify",
+    "own_config",
     "replay_evidence",
 ]
 
+_ADDRESS = re.compile(r"<[^<>]* at 0x[0-9a-fA-F]+>")
 REPLAY_DOUBLE_COUNT = "storm at-least-once replay (double count)"
 CRASH_LOST_STATE = "storm crash lost in-memory state"
 STORM_OTHER = "storm failure (other effect)"
 PORT_DIFFERENCE = "real difference in the port"
 LIVE_DIFFERENCE = "live difference (no baseline: Storm replay or the port)"
+ROUNDING = "rounding (within the float tolerance)"
+NONDETERMINISTIC = "nondeterministic component"
+NOT_COMPARABLE = "not comparable"
+
+#: each cause's class id (the ``--json`` report's ``classes``), in report order
+CAUSE_CLASSES = {
+    PORT_DIFFERENCE: "port",
+    LIVE_DIFFERENCE: "live",
+    REPLAY_DOUBLE_COUNT: "storm-replay",
+    CRASH_LOST_STATE: "storm-crash-loss",
+    STORM_OTHER: "storm-other",
+    NONDETERMINISTIC: "nondeterministic",
+    ROUNDING: "rounding",
+    NOT_COMPARABLE: "not-comparable",
+}
 
 #: one or two words per cause, for narrow terminals
 SHORT_CAUSES = {
@@ -57,6 +97,9 @@ SHORT_CAUSES = {
     STORM_OTHER: "storm other",
     PORT_DIFFERENCE: "PORT",
     LIVE_DIFFERENCE: "live",
+    ROUNDING: "rounding",
+    NONDETERMINISTIC: "nondeterm.",
+    NOT_COMPARABLE: "not compar.",
 }
 
 
@@ -86,20 +129,67 @@ def classify(
     streams: Sequence[StreamComparison | StateComparison],
     legacy: Any,
     baseline: Mapping[str, StreamComparison | StateComparison] | None,
+    findings: ProjectFindings | None = None,
 ) -> None:
     """Set ``cause`` on every divergence of ``streams`` (leaf streams or final-state
     entries; ``baseline``: the same comparisons with the fault-free legacy run, by
-    label; None: no faults)."""
+    label; None: no faults; ``findings``: ``check``'s, for nondeterministic places)."""
     for comparison in streams:
-        if baseline is None:
-            for d in comparison.divergences:
-                d.cause = PORT_DIFFERENCE
-            continue
-        base = baseline.get(comparison.label)
+        base = baseline.get(comparison.label) if baseline is not None else None
         port_keys = {d.key for d in base.divergences} if base is not None else set()
         evidence = replay_evidence(graph, legacy, comparison.component)
+        why = _nondeterminism(comparison, findings)
         for d in comparison.divergences:
-            d.cause = PORT_DIFFERENCE if d.key in port_keys else _storm_cause(d, evidence)
+            if why:
+                d.cause, d.detail = NONDETERMINISTIC, why
+            elif d.within_tolerance:
+                d.cause = ROUNDING
+            elif _opaque(d.legacy) or _opaque(d.port):
+                d.cause = NOT_COMPARABLE
+            elif baseline is None or d.key in port_keys:
+                d.cause = PORT_DIFFERENCE
+            else:
+                d.cause = _storm_cause(d, evidence)
+
+
+def own_config(items: Sequence[StreamComparison | StateComparison], legacy: Mapping[str, Any],
+               port: Mapping[str, Any]) -> None:
+    """A value a side holds because its config differs from the other's (``--legacy-option``:
+    its own scratch target, kept in an attribute by each task) is not comparable, never the
+    port's difference: the two values are equal once each side's config value is named."""
+    keys = sorted(k for k in legacy if legacy[k] != port.get(k))
+    for item in items if keys else ():
+        for d in item.divergences:
+            if d.cause != PORT_DIFFERENCE:
+                continue
+            left, right = _text(d.legacy), _text(d.port)
+            for k in keys:
+                left = left.replace(_text(legacy[k]), f"<{k}>")
+                right = right.replace(_text(port.get(k)), f"<{k}>")
+                if left == right:
+                    d.cause, d.detail = NOT_COMPARABLE, f"config {k} differs by side"
+                    break
+
+
+def _text(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, default=str)
+
+
+def _nondeterminism(comparison: Any, findings: ProjectFindings | None) -> str:
+    """``wall-clock at src/bolts.py:12`` when ``check`` found what feeds ``comparison``."""
+    if findings is None:
+        return ""
+    if hasattr(comparison, "spec"):
+        found = findings.nondeterministic(comparison.component, comparison.spec.stream, stream=True)
+    else:
+        found = findings.nondeterministic(comparison.component, comparison.entry, stream=False)
+    return "; ".join(f"{f.rule} at {f.location}" for f in found)
+
+
+def _opaque(value: Any) -> bool:
+    """A value whose text is an object's default repr (it carries a memory address)."""
+    text = value if isinstance(value, str) else json.dumps(value, default=str)
+    return _ADDRESS.search(text) is not None
 
 
 def _storm_cause(d: Divergence, evidence: Mapping[str, int]) -> str:

@@ -14,9 +14,17 @@ port, tolerance)``. Vocabulary:
 - *first divergence*: where, in the legacy's emit order (or event time), the
   key's emits stopped agreeing -- the report's chart of when the sides diverged.
   A port-only emit's position is scaled onto the legacy's emit count.
-- *tolerance*: numbers ``a``, ``b`` are equal when ``|a - b| <= max(abs,
+- *tolerance*: numbers ``a``, ``b`` are within it when ``|a - b| <= max(abs,
   rel * max(|a|, |b|))``; everything else compares exactly (after a JSON round
-  trip, so a tuple equals a list).
+  trip, so a tuple equals a list; two integers too: they never round). A key whose values differ but are within
+  the tolerance is still a divergence, marked ``within_tolerance`` (its cause
+  is *rounding*, ``classify.py``): counted and shown, never silently equal
+  and never blamed on the port. The default is relative ``1e-9``
+  (``DEFAULT_REL``): a sum of doubles added in another order (a shuffle
+  feeds Storm's and Spark's tasks in other orders) differs by about
+  ``n * 1.1e-16`` of its magnitude for ``n`` terms, so a few ULPs would call a
+  million-term sum a port difference, while ``1e-9`` stays far below any
+  difference a business sees (one cent in ten million).
 """
 
 from __future__ import annotations
@@ -30,6 +38,7 @@ from typing import Any
 from stormshift.shadow.results import Group, ResultMode, ResultSpec, materialize
 
 __all__ = [
+    "DEFAULT_REL",
     "Divergence",
     "DivergenceCounts",
     "DivergenceKind",
@@ -41,6 +50,9 @@ __all__ = [
     "key_text",
 ]
 
+#: the default relative float tolerance (module docstring: why 1e-9)
+DEFAULT_REL = 1e-9
+
 
 class DivergenceKind(str, enum.Enum):
     MISSING_KEY = "missing key"
@@ -51,10 +63,10 @@ class DivergenceKind(str, enum.Enum):
 
 @dataclass(frozen=True)
 class Tolerance:
-    """Float tolerance: absolute and relative (0, 0: exact)."""
+    """Float tolerance: absolute and relative (default relative ``1e-9``; 0, 0: exact)."""
 
     abs: float = 0.0
-    rel: float = 0.0
+    rel: float = DEFAULT_REL
 
     def __post_init__(self) -> None:
         if self.abs < 0 or self.rel < 0:
@@ -62,6 +74,8 @@ class Tolerance:
 
     def equal(self, a: Any, b: Any) -> bool:
         if _number(a) and _number(b):
+            if isinstance(a, int) and isinstance(b, int):
+                return a == b  # integers do not round: an epoch-ms count is exact
             return abs(a - b) <= max(self.abs, self.rel * max(abs(a), abs(b)))
         if isinstance(a, list) and isinstance(b, list):
             return len(a) == len(b) and all(self.equal(x, y) for x, y in zip(a, b, strict=True))
@@ -69,10 +83,17 @@ class Tolerance:
             return a.keys() == b.keys() and all(self.equal(a[k], b[k]) for k in a)
         return bool(a == b)
 
+    def describe(self) -> str:
+        """The tolerance as the reports print it."""
+        parts = [f"rel {self.rel:g}" if self.rel else "", f"abs {self.abs:g}" if self.abs else ""]
+        return ", ".join(p for p in parts if p) or "exact"
+
 
 @dataclass
 class Divergence:
-    """One key whose result differs; ``cause`` is set by ``classify``."""
+    """One key whose result differs; ``cause`` (and ``detail``: the rule and file:line of a
+    nondeterministic one) are set by ``classify``; ``within_tolerance``: the values differ
+    only within the float tolerance (rounding)."""
 
     stream: str
     kind: DivergenceKind
@@ -86,9 +107,12 @@ class Divergence:
     event_time: int | None = None
     magnitude: float = 0.0
     cause: str = ""
+    within_tolerance: bool = False
+    detail: str = ""
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "within_tolerance": self.within_tolerance, "detail": self.detail,
             "stream": self.stream, "kind": self.kind.value, "key": self.key,
             "legacy": self.legacy, "port": self.port, "legacy_count": self.legacy_count,
             "port_count": self.port_count, "fields": list(self.fields),
@@ -170,8 +194,14 @@ class DivergenceCounts:
         return self.same + len(self.divergences)
 
     @property
+    def rounding(self) -> int:
+        """Divergences within the float tolerance."""
+        return sum(1 for d in self.divergences if d.within_tolerance)
+
+    @property
     def equal(self) -> bool:
-        return not self.divergences
+        """Equal within the tolerance (rounding differences are counted, not unequal)."""
+        return all(d.within_tolerance for d in self.divergences)
 
     def top(self, n: int = 10) -> list[Divergence]:
         """The ``n`` largest divergences (relative size, then key)."""
@@ -251,6 +281,14 @@ def _diverge(spec: ResultSpec, key: tuple[Any, ...], a: Group | None, b: Group |
                           tuple(spec.values), round(b.positions[0] * scale), b.times[0], 1.0)
     fields: tuple[str, ...] = ()
     magnitude = 0.0
+    counted = spec.mode is not ResultMode.LATEST and a.count != b.count
+    if not counted and a.value != b.value and tol.equal(a.value, b.value):
+        for st, x, y in zip(stats, a.value, b.value, strict=False):
+            st.add(x, y, False)
+        rounded = tuple(f for f, x, y in zip(spec.values, a.value, b.value, strict=False) if x != y)
+        return Divergence(spec.label, DivergenceKind.VALUE_DIFFERS, shown, a.value, b.value,
+                          a.count, b.count, rounded or tuple(spec.values), a.positions[-1],
+                          a.times[-1], _relative_max(a.value, b.value), within_tolerance=True)
     if spec.mode in (ResultMode.LATEST, ResultMode.SUM):
         differs = [not tol.equal(x, y) for x, y in zip(a.value, b.value, strict=True)]
         for st, x, y, d in zip(stats, a.value, b.value, differs, strict=True):
@@ -261,7 +299,6 @@ def _diverge(spec: ResultSpec, key: tuple[Any, ...], a: Group | None, b: Group |
     elif not tol.equal(a.value, b.value):
         fields = tuple(spec.values)
         magnitude = 1.0
-    counted = spec.mode is not ResultMode.LATEST and a.count != b.count
     if not fields and not counted:
         return None
     kind = DivergenceKind.COUNT_DIFFERS if counted else DivergenceKind.VALUE_DIFFERS
@@ -301,6 +338,12 @@ def _relative(x: Any, y: Any) -> float:
         scale = max(abs(x), abs(y))
         return abs(y - x) / scale if scale else 0.0
     return 1.0
+
+
+def _relative_max(a: Any, b: Any) -> float:
+    if isinstance(a, list) and isinstance(b, list):
+        return max((_relative_max(x, y) for x, y in zip(a, b, strict=False)), default=0.0)
+    return _relative(a, b) if a != b else 0.0
 
 
 def _sort_key(key: tuple[Any, ...]) -> str:

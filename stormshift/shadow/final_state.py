@@ -12,11 +12,15 @@ Vocabulary:
   ``opaque_map("counts")`` is compared with the legacy's attribute.
 - *keys of an attribute*: a dict-like attribute's keys; a set's elements
   (value 1); any other value is the one key ``(value)``.
+- *user state only*: attributes pystorm, streamparse or stormshift set (a
+  ``BatchingBolt``'s ``_batches``, ``_tick_counter``) are never entries
+  (``adapters/attributes.py``, the same list the snapshots use).
 - *merging tasks*: the entry of a component is its tasks' entries merged, so
   it does not depend on which task held what (the engines shuffle
   differently): a key held by several tasks gets the sum of their values
-  when they are numbers (a counter split over tasks), else the sorted list
-  of them.
+  when they are numbers (a counter split over tasks), their items in one
+  sorted list when they are lists (a ``self.history = []`` per task), else
+  the sorted list of them.
 - divergence kinds, tolerance and causes are those of leaf streams
   (``compare.py``, ``classify.py``); ``count differs`` is a collection value
   (list, dict) whose length differs. Final state has no time: divergences
@@ -35,6 +39,7 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any
 
+from stormshift.adapters.attributes import is_user_attribute
 from stormshift.errors import StormshiftError
 from stormshift.shadow.compare import (
     Divergence,
@@ -131,6 +136,8 @@ def _merge(held: list[Any]) -> Any:
         return held[0]
     if all(_number(v) for v in held):
         return sum(held)
+    if all(isinstance(v, list) for v in held):  # a list per task: one list of their items
+        return sorted((x for v in held for x in v), key=_order)
     return sorted(held, key=_order)
 
 
@@ -139,8 +146,8 @@ def entries_of(state: Any) -> dict[str, tuple[str, dict[str, Any]]]:
     held: dict[str, dict[str, list[Any]]] = {}
     for attrs in state.tasks:
         for name, value in attrs.items():
-            if isinstance(value, MapHandle):
-                continue  # a handle holds no state: its map does (``state.maps``)
+            if isinstance(value, MapHandle) or not is_user_attribute(name):
+                continue  # a handle holds no state (its map does); pystorm's own is not the user's
             keys = held.setdefault(name, {})
             for k, v in _keys_of(value).items():
                 keys.setdefault(k, []).append(v)
@@ -183,8 +190,13 @@ def _compare_entry(component: str, entry: str, left: tuple[str, dict[str, Any]],
         elif key not in a:
             out.divergences.append(Divergence(label, DivergenceKind.EXTRA_KEY, key, None, b[key],
                                               0, _size(b[key]), magnitude=1.0))
-        elif tol.equal(a[key], b[key]):
+        elif a[key] == b[key]:
             out.same += 1
+        elif tol.equal(a[key], b[key]):
+            out.divergences.append(Divergence(label, DivergenceKind.VALUE_DIFFERS, key, a[key],
+                                              b[key], _size(a[key]), _size(b[key]),
+                                              magnitude=_relative(a[key], b[key]),
+                                              within_tolerance=True))
         else:
             x, y = a[key], b[key]
             counted = isinstance(x, (list, dict)) and isinstance(y, (list, dict)) and (

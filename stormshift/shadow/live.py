@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from stormshift.errors import StormshiftError
-from stormshift.shadow.classify import LIVE_DIFFERENCE
+from stormshift.shadow.classify import LIVE_DIFFERENCE, ROUNDING
 from stormshift.shadow.compare import StreamComparison, Tolerance, compare_stream, count_causes
 from stormshift.shadow.legacy_outputs import (
     LegacyMapping,
@@ -180,8 +180,10 @@ class LiveResult:
 
     @property
     def exit_code(self) -> int:
-        """0 when every mapped leaf stream agrees within tolerance, else 1."""
-        return 0 if self.equal else 1
+        """0 safe to switch, 1 the port differs, 3 nothing compared (``verdict.py``)."""
+        from stormshift.shadow.verdict import judge
+
+        return judge(self).exit_code
 
     def causes(self) -> dict[str, int]:
         """Divergences per cause, over all streams (sorted by cause)."""
@@ -254,7 +256,7 @@ def execute_live(plan: LivePlan, connect: Callable[[str | None], Any] | None = N
                 mapping.spec, _kept(mapping.spec, legacy, plan.window, in_flight),
                 _kept(mapping.spec, port, plan.window, in_flight), plan.tolerance)
             for d in comparison.divergences:
-                d.cause = LIVE_DIFFERENCE
+                d.cause = ROUNDING if d.within_tolerance else LIVE_DIFFERENCE
             streams.append(comparison)
     finally:
         for c in clients.values():

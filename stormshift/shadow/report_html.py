@@ -2,8 +2,9 @@
 
 Inline CSS, a few lines of inline JS (filtering the divergence tables) and
 inline SVG charts (``chart.py``, ``key_chart.py``); no external asset, so it can
-be attached to a CI job or mailed. Sections: verdict and global counts per
-leaf stream and per final-state entry, divergences by cause, per component
+be attached to a CI job or mailed. Sections: the verdict line
+(``verdict.py``), the float tolerance, differences by class with an example
+key each, global counts per leaf stream and per final-state entry, per component
 counters of both sides, then the drill-down per component
 (``report_sections.py``): per leaf stream its result rule, per-field delta
 statistics, the chart of divergence over event time (or output position), the
@@ -11,6 +12,7 @@ per-key divergences and the largest divergent keys' own charts; per
 final-state entry its divergent keys.
 
 Elements carry ``id``/``class``/``data-*`` hooks (``#verdict``,
+``table.classes`` (one row per class of difference), ``#tolerance``,
 ``table.counts``, ``table.state-counts``, ``section.component[data-component]``,
 ``section.stream[data-stream]``, ``section.state[data-state]``,
 ``table.divergences``, ``table.state-divergences``, ``svg.divergence-chart``,
@@ -28,7 +30,7 @@ from stormshift.shadow.compare import StreamComparison
 from stormshift.shadow.final_state import StateComparison
 from stormshift.shadow.report_sections import component_sections
 from stormshift.shadow.report_sections import table as _table
-from stormshift.shadow.report_text import verdict_text
+from stormshift.shadow.verdict import ClassCount, classes, judge
 
 __all__ = ["render_html", "write_html"]
 
@@ -63,15 +65,19 @@ def write_html(result: Any, path: str | Path) -> Path:
 
 
 def render_html(result: Any) -> str:
-    verdict = f"<span class='{'ok' if result.equal else 'bad'}'>{escape(verdict_text(result))}</span>"
+    counted = classes(result)
+    verdict = judge(result, counted)
+    line = f"<span class='{'ok' if verdict.safe else 'bad'}'>{escape(verdict.line)}</span>"
     body = [
         f"<h1>Shadow run of <code>{escape(result.topology)}</code></h1>",
-        f"<p id='verdict' class='verdict' data-equal='{str(result.equal).lower()}'>{verdict}</p>",
-        (f"<p>{escape(result.sides)}. {escape(result.context)}. Tolerance: abs "
-        f"{result.tolerance.abs:g}, rel {result.tolerance.rel:g}.</p>"),
+        (f"<p id='verdict' class='verdict' data-equal='{str(result.equal).lower()}' "
+         f"data-verdict='{escape(verdict.word)}' data-exit-code='{verdict.exit_code}'>{line}</p>"),
+        (f"<p>{escape(result.sides)}. {escape(result.context)}. <span id='tolerance'>Float "
+         f"tolerance: {escape(result.tolerance.describe())} (differences within it are counted "
+         "as rounding)</span>.</p>"),
+        _classes(counted),
         _counts(result.streams),
         _state_counts(result.states),
-        _causes(result.causes()),
         _warnings(result.warnings, result.injected),
         _components(result),
         component_sections(result),
@@ -102,12 +108,15 @@ def _state_counts(states: list[StateComparison]) -> str:
                          "missing-left (port only)", "missing-right (legacy only)"], rows)
 
 
-def _causes(causes: dict[str, int]) -> str:
-    if not causes:
+def _classes(counted: list[ClassCount]) -> str:
+    if not counted:
         return ""
-    rows = [[(f"<span class='swatch' style='background:{CAUSE_COLORS.get(c, '#555')}'></span>"
-             f"{escape(c)}"), str(n)] for c, n in causes.items()]
-    return "<h2>Divergences by cause</h2>" + _table("causes", ["cause", "keys"], rows)
+    rows = [[(f"<span class='swatch' style='background:{CAUSE_COLORS.get(c.cause, '#555')}'>"
+              f"</span>{escape(c.id)}"), escape(c.cause), str(c.keys), escape(c.example),
+             escape(c.detail)] for c in counted]
+    return "<h2>Differences by class</h2>" + _table(
+        "classes", ["class", "cause", "keys", "example key", "why (check's rule and place)"],
+        rows)
 
 
 def _warnings(warnings: list[str], injected: list[str]) -> str:

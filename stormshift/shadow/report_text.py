@@ -14,10 +14,12 @@ from typing import Any
 
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
-from stormshift.shadow.classify import SHORT_CAUSES
+from stormshift.shadow.classify import ROUNDING, SHORT_CAUSES
 from stormshift.shadow.compare import StreamComparison
 from stormshift.shadow.final_state import StateComparison
+from stormshift.shadow.verdict import classes, judge
 
 __all__ = ["print_report", "short", "verdict_text"]
 
@@ -35,47 +37,46 @@ def print_report(result: Any, console: Console, top: int = _TOP) -> None:
     """Print ``result`` (a ``ShadowResult``, or a live shadow's ``LiveResult``)."""
     console.print(f"shadow of [bold]{result.topology}[/]: {result.sides}", highlight=False)
     console.print(result.context, highlight=False, markup=False)
-    if result.tolerance.abs or result.tolerance.rel:
-        console.print(f"tolerance: abs {result.tolerance.abs:g}, rel {result.tolerance.rel:g}",
-                      highlight=False)
+    console.print(f"float tolerance: {result.tolerance.describe()} (differences within it are "
+                  "counted as rounding)", highlight=False, markup=False)
     console.print(_counts_table(result.streams))
     for stream in result.streams:
-        if not stream.equal:
+        if _shown(stream):
             _print_stream(stream, console, top)
     if result.states:
         console.print(_state_table(result.states))
         for state in result.states:
-            if not state.equal:
+            if _shown(state):
                 console.print(_keys_table(state, top))
-    causes = result.causes()
-    if causes:
-        table = Table(title="divergences by cause")
-        table.add_column("cause")
-        table.add_column("short")
+    counted = classes(result)
+    if counted:
+        table = Table(title="differences by class")
+        table.add_column("class", no_wrap=True)
         table.add_column("keys", justify="right")
-        for cause, n in causes.items():
-            table.add_row(cause, SHORT_CAUSES.get(cause, ""), str(n))
+        table.add_column("example", overflow="fold", max_width=28)
+        table.add_column("why", overflow="fold", max_width=30)
+        for c in counted:
+            table.add_row(c.id, str(c.keys), c.example, c.detail or c.cause,
+                          style="red" if c.id in ("port", "live") else None)
         console.print(table)
     for warning in result.warnings:
         console.print(f"warning: {warning}", style="yellow", highlight=False, markup=False)
-    verdict, _, rest = verdict_text(result).partition(":")
-    style = "bold green" if result.equal else "bold red"
-    console.print(f"[{style}]{verdict}[/]:{rest}", highlight=False)
+    verdict = judge(result, counted)
+    style = "bold green" if verdict.safe else "bold red"
+    console.print(Text.assemble((verdict.word, style), f": {verdict.reason}"), highlight=False)
 
 
 def verdict_text(result: Any) -> str:
-    """``AGREE: ...`` or ``DIVERGE: ...`` (the last line of both reports)."""
-    states = result.states
-    if result.equal:
-        tail = " and the final state are" if states else " is"
-        return f"AGREE: every leaf stream{tail} equal within tolerance"
-    text = (f"DIVERGE: {sum(len(s.divergences) for s in result.streams)} keys differ in "
-            f"{sum(1 for s in result.streams if not s.equal)} of {len(result.streams)} leaf "
-            "streams")
-    if states:
-        text += (f"; {sum(len(s.divergences) for s in states)} keys of the final state in "
-                 f"{sum(1 for s in states if not s.equal)} of {len(states)} entries")
-    return text
+    """The verdict line, ``SAFE TO SWITCH: ...`` / ``PORT DIFFERS: ...`` / ``NOTHING
+    COMPARED: ...`` / ``MOSTLY FAILED: ...`` (the top of the HTML report, the last line of
+    the terminal one; ``verdict.py``)."""
+    return judge(result).line
+
+
+def _shown(item: StreamComparison | StateComparison) -> bool:
+    """Whether a leaf stream's or a state entry's divergent keys get their own table: any
+    difference but rounding (counted in the classes table only)."""
+    return any(d.cause != ROUNDING for d in item.divergences)
 
 
 def _state_table(states: list[StateComparison]) -> Table:

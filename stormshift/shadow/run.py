@@ -3,7 +3,9 @@
 Call order (each step a public engine run, nothing of the engines' insides):
 
 1. The input: ``inputs.apply_input`` replaces the spouts for ``jsonl:`` /
-   ``redis:`` inputs (the same graph feeds both sides).
+   ``redis:`` inputs (the same graph feeds both sides). A component that
+   ``check`` finds writing outside the framework (``findings.py``) refuses
+   the run here, before anything runs, unless ``allow_external_writes``.
 2. Legacy: ``LocalEngine`` with a ``SimClock`` and ``seed`` (deterministic),
    with ``legacy_faults`` injected when given.
 3. Baseline (only with faults): the same legacy run without them.
@@ -12,8 +14,9 @@ Call order (each step a public engine run, nothing of the engines' insides):
    with ``port_engine="local"`` a fault-free local run (a dry run of the
    comparison; with faults it shows what Storm's failures alone change).
 5. Compare each leaf stream (``results.result_specs``, ``compare.compare_stream``)
-   and the bolts' final state (``final_state.compare_state``), and classify the
-   divergences (``classify.classify``).
+   and the bolts' final state (``final_state.compare_state``), classify the
+   divergences (``classify.classify``, with ``check``'s nondeterministic
+   places) and judge (``verdict.judge``: the top line and the exit code).
 """
 
 from __future__ import annotations
@@ -29,17 +32,19 @@ from typing import Any
 from stormshift.engines.local import CrashTask, FailTuples, FaultPlan, LocalEngine, SimClock
 from stormshift.engines.summary import RunSummary
 from stormshift.errors import StormshiftError
-from stormshift.shadow.classify import classify
+from stormshift.shadow.classify import classify, own_config
 from stormshift.shadow.compare import StreamComparison, Tolerance, compare_stream, count_causes
 from stormshift.shadow.faultspec import parse_faults
 from stormshift.shadow.final_state import StateComparison, compare_state, ignored
+from stormshift.shadow.findings import ProjectFindings, merged, refusal
 from stormshift.shadow.inputs import InputSpec, apply_input, parse_input
 from stormshift.shadow.results import RESULTS_KEY, ResultSpec, leaf_streams, result_specs
+from stormshift.shadow.verdict import Verdict, classes, judge
 from stormshift.topology.graph import TopologyGraph
 
 __all__ = [
-    "ShadowOptions", "ShadowPlan", "ShadowResult", "compare_runs", "execute", "plan_shadow",
-    "run_shadow", "tolerance_of",
+    "ShadowOptions", "ShadowPlan", "ShadowRefused", "ShadowResult", "compare_runs", "execute",
+    "plan_shadow", "run_shadow", "tolerance_of",
 ]
 
 TOLERANCE_KEY = "shadow.tolerance"
@@ -65,6 +70,15 @@ class ShadowOptions:
     batch_max_tuples: int | None = None
     workdir: str | None = None
     spark_conf: Mapping[str, str] = field(default_factory=dict)
+    #: ``check``'s static findings of the legacy project and of the port's own project
+    #: (``findings.analyse``); None: not analysed (no refusal, no nondeterministic class)
+    findings: ProjectFindings | None = None
+    port_findings: ProjectFindings | None = None
+    allow_external_writes: bool = False
+
+
+class ShadowRefused(StormshiftError):
+    """The shadow must not run: a component writes outside the framework (exit 2)."""
 
 
 @dataclass
@@ -86,12 +100,18 @@ class ShadowResult:
 
     @property
     def equal(self) -> bool:
+        """Every leaf stream and final-state entry equal within the tolerance."""
         return all(s.equal for s in self.streams) and all(s.equal for s in self.states)
 
     @property
+    def verdict(self) -> Verdict:
+        """The top line and exit code (``verdict.py``)."""
+        return judge(self)
+
+    @property
     def exit_code(self) -> int:
-        """0 when every leaf stream and the final state agree within tolerance, else 1."""
-        return 0 if self.equal else 1
+        """0 safe to switch, 1 the port differs, 3 nothing compared, 4 mostly failed."""
+        return self.verdict.exit_code
 
     @property
     def sides(self) -> str:
@@ -108,11 +128,16 @@ class ShadowResult:
         return count_causes([*self.streams, *self.states])
 
     def to_dict(self, examples: int = 50) -> dict[str, Any]:
+        counted = classes(self)
+        verdict = judge(self, counted)
         return {
             "topology": self.topology, "input": self.input, "equal": self.equal,
-            "exit_code": self.exit_code, "port_engine": self.port_engine,
-            "tolerance": {"abs": self.tolerance.abs, "rel": self.tolerance.rel},
+            "verdict": verdict.to_dict(), "exit_code": verdict.exit_code,
+            "port_engine": self.port_engine,
+            "tolerance": {"abs": self.tolerance.abs, "rel": self.tolerance.rel,
+                          "text": self.tolerance.describe()},
             "faults": list(self.faults), "injected": list(self.injected),
+            "classes": [c.to_dict() for c in counted],
             "causes": self.causes(), "warnings": list(self.warnings),
             "streams": [s.to_dict(examples) for s in self.streams],
             "state": [s.to_dict(examples) for s in self.states],
@@ -131,12 +156,14 @@ def _stats(summary: RunSummary, name: str) -> dict[str, int]:
 
 
 def tolerance_of(config: Mapping[str, Any]) -> Tolerance:
-    """``shadow.tolerance`` of a config: ``{"abs": 0.01, "rel": 1e-9}`` (default exact)."""
+    """``shadow.tolerance`` of a config: ``{"abs": 0.01, "rel": 1e-9}``; a field left out
+    keeps its default (``Tolerance``: relative 1e-9, ``compare.py`` says why)."""
     entry = config.get(TOLERANCE_KEY) or {}
     if not isinstance(entry, Mapping) or set(entry) - {"abs", "rel"}:
         raise StormshiftError(f'{TOLERANCE_KEY} must be {{"abs": X, "rel": Y}}, got {entry!r}')
     try:
-        return Tolerance(float(entry.get("abs", 0.0)), float(entry.get("rel", 0.0)))
+        default = Tolerance()
+        return Tolerance(float(entry.get("abs", default.abs)), float(entry.get("rel", default.rel)))
     except (TypeError, ValueError) as exc:
         raise StormshiftError(f"{TOLERANCE_KEY}: {exc}") from None
 
@@ -168,6 +195,12 @@ def plan_shadow(graph: TopologyGraph, options: ShadowOptions | None = None, *,
     opts = dataclasses.replace(options or ShadowOptions(), **settings)
     if opts.port_engine not in ("spark", "local"):
         raise StormshiftError(f"port engine {opts.port_engine!r}: use spark or local")
+    legacy_side = "legacy" if opts.port_findings is not None else "both sides"
+    sides = [(side, f) for side, f in ((legacy_side, opts.findings), ("port", opts.port_findings))
+             if f is not None]
+    refused = None if opts.allow_external_writes else refusal(sides)
+    if refused:
+        raise ShadowRefused(refused)
     spec = opts.input if isinstance(opts.input, InputSpec) else parse_input(opts.input)
     raw_faults = opts.legacy_faults
     faults = parse_faults(raw_faults) if isinstance(raw_faults, str) else tuple(raw_faults or ())
@@ -239,7 +272,14 @@ def execute(plan: ShadowPlan, on_progress: Callable[[str], None] | None = None) 
         say("port: spark engine")
         port = _run_spark(plan.port_graph, opts, plan.namespace, say)
     result = compare_runs(graph, legacy, port, baseline if faults else None,
-                          tolerance=plan.tolerance, results=opts.results)
+                          tolerance=plan.tolerance, results=opts.results,
+                          findings=merged(opts.findings, opts.port_findings))
+    own_config([*result.streams, *result.states], graph.config, plan.port_graph.config)
+    if opts.allow_external_writes:
+        for side, found in (("legacy", opts.findings), ("port", opts.port_findings)):
+            for f in found.writers if found is not None else ():
+                result.warnings.append(f"{side}: {f.component} wrote outside the framework "
+                                       f"({f.location}, allowed by --allow-external-writes)")
     result.input = plan.input.describe()
     result.faults = [_describe(f) for f in faults]
     result.injected = legacy_engine.injected
@@ -259,9 +299,10 @@ def _config(graph: TopologyGraph, results: Mapping[str, Any] | None) -> dict[str
 
 def compare_runs(graph: TopologyGraph, legacy: RunSummary, port: RunSummary,
                  baseline: RunSummary | None = None, *, tolerance: Tolerance | None = None,
-                 results: Mapping[str, Any] | None = None) -> ShadowResult:
+                 results: Mapping[str, Any] | None = None,
+                 findings: ProjectFindings | None = None) -> ShadowResult:
     """Compare two finished runs' leaf outputs and final state (``baseline``: the
-    fault-free legacy run)."""
+    fault-free legacy run; ``findings``: ``check``'s, for nondeterministic places)."""
     config = _config(graph, results)
     tol = tolerance if tolerance is not None else tolerance_of(config)
     specs = result_specs(graph, config)
@@ -274,8 +315,8 @@ def compare_runs(graph: TopologyGraph, legacy: RunSummary, port: RunSummary,
         base = {s.label: compare_stream(s, baseline.output(s.component, s.stream),
                                         port.output(s.component, s.stream), tol) for s in specs}
         base_states = {s.label: s for s in _states(baseline, port, tol, skip)}
-    classify(graph, streams, legacy, base)
-    classify(graph, states, legacy, base_states)
+    classify(graph, streams, legacy, base, findings)
+    classify(graph, states, legacy, base_states, findings)
     result = ShadowResult(graph.name, "", streams, legacy, port, baseline, tolerance=tol,
                           states=states)
     result.warnings = _warnings(legacy, port)
