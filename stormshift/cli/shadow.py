@@ -7,11 +7,9 @@ are equal within tolerance, 1 when they diverge, 2 for load, input or config err
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import click
-from rich.console import Console
 
 from stormshift.cli.options import (
     conf_option,
@@ -22,6 +20,7 @@ from stormshift.cli.options import (
     redis_option,
     topology_options,
 )
+from stormshift.display import console, json_text
 from stormshift.errors import StormshiftError
 
 __all__ = ["EXIT_DIVERGE", "EXIT_EQUAL", "EXIT_USAGE", "ShadowUsageError", "shadow_command"]
@@ -86,7 +85,7 @@ def shadow_command(ctx: click.Context, path: str, name: str | None, environment:
     from stormshift.shadow.report_text import print_report
     from stormshift.shadow.run import ShadowOptions, execute, plan_shadow
 
-    out, err = Console(), Console(stderr=True)
+    out, err = console(), console(stderr=True)
     try:
         overrides = parse_overrides(config_options)
         graph = _load(path, name, environment, overrides)
@@ -99,14 +98,14 @@ def shadow_command(ctx: click.Context, path: str, name: str | None, environment:
         plan = plan_shadow(graph, options, port_graph=port_graph)
     except (StormshiftError, ValueError) as exc:
         raise ShadowUsageError(str(exc)) from exc
-    progress = None if as_json else (lambda line: err.print(line, markup=False, highlight=False))
+    progress = None if as_json else (lambda line: err.print(line, soft_wrap=True))
     result = execute(plan, on_progress=progress)
     if report_path:
         written = write_html(result, report_path)
         if not as_json:
-            err.print(f"report: {written}", markup=False, highlight=False)
+            err.print(f"report: {written}")
     if as_json:
-        click.echo(json.dumps(result.to_dict(), default=str, indent=2))
+        click.echo(json_text(result.to_dict(), default=str, indent=2))
     else:
         print_report(result, out)
     ctx.exit(result.exit_code)

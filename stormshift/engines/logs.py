@@ -21,6 +21,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Self
 
+from stormshift.display import visible
+
 __all__ = ["LEVELS", "MAX_LINES_PER_TASK", "ComponentLogs", "forward_logs"]
 
 ROOT = "stormshift.component"
@@ -42,9 +44,9 @@ def forward_logs(component: str, task: int, lines: Iterable[tuple[str, str]],
     logger = logging.getLogger(f"{ROOT}.{component}")
     where = f"{component}[{task}]" if txid is None else f"{component}[{task}] txid {txid}"
     prefix = f"{ROOT}.{component} - "  # the default capture format's logger name: said once
-    for level, message in lines:
+    for level, message in lines:  # the message is data: no terminal control reaches a log
         logger.log(LEVELS.get(str(level).upper(), logging.INFO), "%s: %s", where,
-                   message.removeprefix(prefix))
+                   visible(str(message).removeprefix(prefix)))
 
 
 class _Console(logging.Handler):

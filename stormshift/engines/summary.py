@@ -232,6 +232,8 @@ class RunSummary:
         """
         from rich.table import Table
 
+        from stormshift.display import cell
+
         if columns is None:
             columns = [c for c in _COLUMNS if c in _ALWAYS or self.total(c)]
         title = (
@@ -248,7 +250,8 @@ class RunSummary:
             table.add_column(_HEADERS.get(column, column), justify="right", overflow="fold")
         for stats in self.components.values():
             table.add_row(
-                stats.name, stats.kind, str(stats.par), *(str(getattr(stats, c)) for c in columns)
+                cell(stats.name), stats.kind, str(stats.par),
+                *(str(getattr(stats, c)) for c in columns),
             )
         return table
 
@@ -257,6 +260,7 @@ class RunSummary:
         in the module doc), or None when the topology has no windowed bolt."""
         from rich.table import Table
 
+        from stormshift.display import cell
         from stormshift.windows.state import COUNTERS
 
         windowed = [s for s in self.components.values() if s.windows]
@@ -267,7 +271,7 @@ class RunSummary:
         for column in COUNTERS:
             table.add_column(column.replace("_", " "), justify="right", overflow="fold")
         for stats in windowed:
-            table.add_row(stats.name, *(str(stats.windows.get(c, 0)) for c in COUNTERS))
+            table.add_row(cell(stats.name), *(str(stats.windows.get(c, 0)) for c in COUNTERS))
         return table
 
     def progress_line(self) -> str:

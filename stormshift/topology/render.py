@@ -11,9 +11,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from rich.console import Group
-from rich.markup import escape
 from rich.table import Table
 
+from stormshift.display import cell
 from stormshift.topology.graph import ComponentDef, TopologyGraph
 
 __all__ = ["graph_to_dict", "render_graph"]
@@ -48,13 +48,13 @@ def components_table(graph: TopologyGraph) -> Table:
         table.add_column(column, no_wrap=column in ("component", "par", "tasks"), overflow="fold")
     for c in graph:
         table.add_row(
-            escape(c.name),
+            cell(c.name),
             c.kind.value,
-            escape(class_text(c)),
+            cell(class_text(c)),
             str(c.par),
             task_range(c),
-            escape(stream_lines(c)),
-            escape(input_lines(c)),
+            cell(stream_lines(c)),
+            cell(input_lines(c)),
         )
     return table
 
@@ -64,7 +64,7 @@ def config_table(config: Mapping[str, Any]) -> Table:
     table.add_column("key")
     table.add_column("value")
     for key in sorted(config):
-        table.add_row(escape(key), escape(repr(config[key])))
+        table.add_row(cell(key), cell(repr(config[key])))
     return table
 
 
@@ -75,7 +75,7 @@ def translated_table(graph: TopologyGraph) -> Table:
         table.add_column(column, overflow="fold")
     for c in graph:
         for key, where in sorted(c.translated.items()):
-            table.add_row(escape(c.name), escape(key), escape(repr(c.config.get(key))), escape(where))
+            table.add_row(cell(c.name), cell(key), cell(repr(c.config.get(key))), cell(where))
     return table
 
 
