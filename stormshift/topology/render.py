@@ -61,8 +61,8 @@ def components_table(graph: TopologyGraph) -> Table:
 
 def config_table(config: Mapping[str, Any]) -> Table:
     table = Table(title="topology config")
-    table.add_column("key")
-    table.add_column("value")
+    table.add_column("key", overflow="fold")
+    table.add_column("value", overflow="fold")
     for key in sorted(config):
         table.add_row(cell(key), cell(repr(config[key])))
     return table
