@@ -8,7 +8,8 @@ screen, hide text, forge a hyperlink). So every command prints through
 ``console()`` (markup, emoji and highlighting off; every string made
 ``visible``) and builds table cells and styled lines as ``rich.text.Text``
 (never markup strings) with ``cell`` / ``styled``. ``cut`` shortens after
-making a value visible, so a cut never leaves half an escape.
+making a value visible, so a cut never leaves half an escape. A URL's password
+is masked on the way too (``private.mask_text``): no summary or log shows one.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ import json
 import re
 from functools import cache
 from typing import IO, TYPE_CHECKING, Any
+
+from stormshift.private import mask_text
 
 if TYPE_CHECKING:  # rich is imported when something is printed (not in Spark's workers)
     from rich.console import Console
@@ -42,7 +45,7 @@ def visible(text: Any, newlines: bool = True) -> str:
     """``text`` with every control character shown as its escape (ESC as ``\\x1b``);
     newlines kept unless ``newlines`` is False (a one-line cell)."""
     pattern = _UNSAFE if newlines else _UNSAFE_OR_NEWLINE
-    return pattern.sub(lambda m: _escape(m.group()), str(text))
+    return pattern.sub(lambda m: _escape(m.group()), mask_text(str(text)))
 
 
 def cut(text: Any, width: int, newlines: bool = False) -> str:
@@ -50,7 +53,7 @@ def cut(text: Any, width: int, newlines: bool = False) -> str:
     escape such as ``\\x1b`` is kept whole or dropped whole, never cut in half."""
     out: list[str] = []
     used = 0
-    raw = str(text)
+    raw = mask_text(str(text))
     pattern = _UNSAFE if newlines else _UNSAFE_OR_NEWLINE
     pieces = [_escape(ch) if pattern.fullmatch(ch) else ch for ch in raw]
     if sum(len(p) for p in pieces) <= width:
@@ -83,7 +86,8 @@ def json_text(obj: Any, **kw: Any) -> str:
     """``json.dumps`` for a terminal: C1 controls and bidi characters escaped too (JSON
     escapes only C0), non-ASCII text otherwise kept readable."""
     kw.setdefault("ensure_ascii", False)
-    return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", json.dumps(obj, **kw))
+    text = mask_text(json.dumps(obj, **kw))
+    return _JSON_UNSAFE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
 
 
 @cache

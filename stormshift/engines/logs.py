@@ -46,7 +46,7 @@ def forward_logs(component: str, task: int, lines: Iterable[tuple[str, str]],
     prefix = f"{ROOT}.{component} - "  # the default capture format's logger name: said once
     for level, message in lines:  # the message is data: no terminal control reaches a log
         logger.log(LEVELS.get(str(level).upper(), logging.INFO), "%s: %s", where,
-                   visible(str(message).removeprefix(prefix)))
+                   visible(str(message).removeprefix(prefix)))  # (URL passwords masked too)
 
 
 class _Console(logging.Handler):

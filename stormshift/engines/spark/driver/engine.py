@@ -136,10 +136,11 @@ class SparkEngine:
         key = self.graph.config.get("state.hmac_key")
         if key:
             return (key.encode() if isinstance(key, str) else key), "state.hmac_key in config"
+        from stormshift.private import write_private
+
         path = Path(self.checkpoint_dir) / "stormshift-state.key"
         path.parent.mkdir(parents=True, exist_ok=True)
-        if not path.exists():
-            path.write_text(secrets.token_hex(32), encoding="utf-8")
+        write_private(path, secrets.token_hex(32))  # 0600; an existing key file is tightened
         return path.read_text(encoding="utf-8").strip().encode(), str(path)
 
     # -- run -----------------------------------------------------------------
