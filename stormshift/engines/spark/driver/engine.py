@@ -149,6 +149,7 @@ class SparkEngine:
             max_batches: int | None = None) -> RunSummary:
         from pyspark import cloudpickle
 
+        from stormshift.engines.spark.runtime.session import ui_link
         from stormshift.state.commit import CommitLog
         from stormshift.state.connection import connect, url_of
         from stormshift.state.rescale import ensure_par
@@ -176,6 +177,9 @@ class SparkEngine:
                             "its fields grouping", bolt.name, rescaled.old_par, rescaled.new_par,
                             rescaled.keys)
         snapshots.check_key([(b.name, t) for b in self.graph.bolts for t in range(b.par)], key_source)
+        link = ui_link(spark)  # once, when the run is about to start (127.0.0.1 on a local master)
+        if link and on_progress is not None:
+            on_progress(f"Spark UI: {link}")
         intervals = tick_intervals_ms(self.graph)
         tick_ms = min(intervals.values()) if intervals else 0
         summary = RunSummary.for_graph(self.graph, "spark")
