@@ -153,4 +153,7 @@ def load_graph(path: str, name: str | None, environment: str | None,
     from stormshift.topology.loader import load_topology
 
     overrides = parse_overrides(config_options)
-    return load_topology(path, name=name, environment=environment, overrides=overrides or None)
+    graph = load_topology(path, name=name, environment=environment, overrides=overrides or None)
+    for warning in graph.warnings:  # e.g. a mistyped -o key: "did you mean ..."
+        click.echo(f"warning: {warning}", err=True)
+    return graph

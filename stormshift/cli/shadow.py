@@ -114,4 +114,7 @@ def shadow_command(ctx: click.Context, path: str, name: str | None, environment:
 def _load(path: str, name: str | None, environment: str | None, overrides: dict[str, Any]) -> Any:
     from stormshift.topology.loader import load_topology
 
-    return load_topology(path, name=name, environment=environment, overrides=overrides or None)
+    graph = load_topology(path, name=name, environment=environment, overrides=overrides or None)
+    for warning in graph.warnings:  # e.g. a mistyped -o key: "did you mean ..."
+        click.echo(f"warning: {warning}", err=True)
+    return graph
