@@ -91,10 +91,10 @@ def main(argv: list[str] | None = None) -> int:
         exc.show()
         return exc.exit_code
     except RunFailedError as exc:
-        console.print(styled(("run failed:", "bold red"), f" {exc}"))
+        console.print(styled(("run failed:", "bold red"), f" {exc}"), soft_wrap=True)
         return exit_codes.RUN_FAILED
     except StormshiftError as exc:
-        console.print(styled(("error:", "bold red"), f" {exc}"))
+        console.print(styled(("error:", "bold red"), f" {exc}"), soft_wrap=True)
         return exit_codes.USAGE
     finally:
         stop_embedded()

@@ -56,6 +56,7 @@ from stormshift.engines.spark.driver.batch import BatchConfig, BatchResult, Batc
 from stormshift.engines.spark.driver.progress import (
     first_seen_errors,
     format_progress,
+    query_failure,
     stop_reason_from,
 )
 from stormshift.engines.spark.driver.recovery import check_not_behind, durability_warning
@@ -67,7 +68,7 @@ from stormshift.engines.spark.source.source import SOURCE_NAME, SpoutSource
 from stormshift.engines.spark.source.spout_report import clear_spout_reports, read_spout_reports
 from stormshift.engines.spark.task.sink import keep_streams, parse_sink, read_jsonl_outputs
 from stormshift.engines.summary import ComponentState, RunSummary
-from stormshift.errors import RunFailedError, StormshiftError
+from stormshift.errors import StormshiftError
 from stormshift.state.runrecords import clear_stop, request_stop
 
 __all__ = ["SparkEngine"]
@@ -76,6 +77,7 @@ log = logging.getLogger("stormshift.engines.spark")
 
 DEFAULT_BATCH_MAX = 10_000
 POLL_SECS = 0.1
+FAILURE_FILE = "stormshift-last-failure.txt"  # a failed query's whole error (the console gets one line)
 
 
 class SparkEngine:
@@ -279,8 +281,7 @@ class SparkEngine:
             try:
                 query.awaitTermination(POLL_SECS)
             except StreamingQueryException as exc:
-                raise RunFailedError(
-                    f"spark engine: the streaming query failed: {stop_reason_from(exc)}") from exc
+                raise self._query_failed(exc, runner) from None
             if finite and _all_finished(query):
                 return "done"
             if ready is None:
@@ -292,9 +293,22 @@ class SparkEngine:
                 return "max_batches"
         failure = query.exception()
         if failure is not None:
-            raise RunFailedError(
-                f"spark engine: the streaming query failed: {stop_reason_from(failure)}")
+            raise self._query_failed(failure, runner)
         return "stopped"
+
+    def _query_failed(self, exc: Any, runner: BatchRunner) -> StormshiftError:
+        """One line for a failed query (``query_failure``); its whole text, JVM frames and
+        all, goes to ``FAILURE_FILE`` in the checkpoint dir."""
+        from stormshift.private import write_private
+
+        path = os.path.join(self.checkpoint_dir, FAILURE_FILE)
+        try:
+            if os.path.exists(path):
+                os.unlink(path)
+            write_private(path, str(exc))
+        except OSError:
+            path = ""
+        return query_failure(stop_reason_from(exc), runner.first_started is None, path)
 
     def _stop(self, query: Any, runner: BatchRunner, r: Any, clean: bool = True,
               timeout_secs: float = 120.0) -> None:
