@@ -135,6 +135,7 @@ def test_initialize_raising_on_a_config_value_reads_the_same_on_both_engines(
     traceback, no JVM frames on Spark."""
     said = {}
     for engine in ("local", "spark"):
+        (tmp_path / engine).mkdir()
         done = stormshift(tmp_path / engine, "run", str(ADCLICKS), "--engine", engine,
                           "-o", "adclicks.max_replays=-1", "--max-tuples", "100",
                           "--checkpoint", str(tmp_path / "ck"))
