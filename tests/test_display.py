@@ -62,8 +62,8 @@ class EchoBolt(Bolt):
 
     def process(self, tup):
         word = tup.values[0]
+        self.logger.warning("seen word %s", word)
         if word.endswith("2"):
-            self.logger.warning("odd word %s", word)
             raise ValueError("cannot take " + word)
         self.counts[word] = self.counts.get(word, 0) + 1
         self.emit([word, self.counts[word]])
@@ -140,7 +140,7 @@ def test_run_inspect_and_logs_of_a_hostile_project_show_data(tmp_path: Path,
     assert "cannot take" in run.output and "echo_bolt" in run.output
     assert_shown_not_interpreted(run.output)
     logged = log.read_text()
-    assert "odd word" in logged and not any(c in logged for c in RAW)
+    assert "seen word" in logged and not any(c in logged for c in RAW)
 
     shown = runner.invoke(cli, ["inspect", str(project), "-o", f"hostile.note={HOSTILE}"],
                           catch_exceptions=False)
@@ -184,3 +184,37 @@ def test_deadletter_table_shows_hostile_values_and_errors_as_text() -> None:
     assert_shown_not_interpreted(text)
     assert "…" in text  # the values were cut, at an escape's boundary
     assert not any(text.split("…")[0].rstrip().endswith(half) for half in ("\\", "\\x", "\\x1"))
+
+
+@pytest.mark.spark
+def test_spark_run_and_deadletter_ls_of_a_hostile_project_show_data(tmp_path: Path) -> None:
+    """The Spark engine's summary, forwarded log lines and the dead letters the raising
+    bolt left: as text (subprocesses, as a user runs them)."""
+    import os
+    import subprocess
+    import sys
+
+    project = hostile_project(tmp_path / "proj")
+    root = Path(__file__).resolve().parents[1]
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("STORMSHIFT_REDIS", "STORMSHIFT_REDIS_URL", "REDIS_URL")}
+    env.update(PYTHONPATH=str(root), STORMSHIFT_STATE_DIR=str(tmp_path / "state"), COLUMNS="400")
+
+    def stormshift(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "stormshift", *args], capture_output=True,
+                              text=True, timeout=600, env=env, cwd=tmp_path, check=False)
+
+    run = stormshift("run", str(project), "--master", "local[2]", "--max-tuples", "30",
+                     "--checkpoint", str(tmp_path / "ck"), "--log-file", str(tmp_path / "h.log"))
+    assert run.returncode == 3, run.stderr[-3000:]  # dead letters
+    assert_shown_not_interpreted(run.stdout)  # the leaf stream's keys, as text
+    assert not any(c in run.stderr for c in RAW), run.stderr[-2000:]
+    logged = (tmp_path / "h.log").read_text()
+    assert "seen word" in logged and not any(c in logged for c in RAW)
+    letters = stormshift("deadletter", "ls", str(project))
+    assert letters.returncode == 0, letters.stderr
+    assert "echo_bolt" in letters.stdout and "cannot take" in letters.stdout
+    assert_shown_not_interpreted(letters.stdout)
+    as_json = stormshift("deadletter", "ls", str(project), "--json")
+    assert not any(c in as_json.stdout for c in RAW)
+    assert HOSTILE in json.loads(as_json.stdout.splitlines()[0])["error"]
