@@ -19,6 +19,8 @@ from rich.table import Table
 from stormshift.cli import cli
 from stormshift.display import console, cut, json_text, styled, visible
 
+pytest_plugins = ["state_fixtures"]
+
 HOSTILE = ("[bold red]X[/bold red][link=http://evil.example]y[/link]<script>alert(1)</script>"
            "\x1b[2J\x1b[31mred\x1b]8;;http://evil.example\x07click\x1b]8;;\x07\r\b\x9b\u202e")
 RAW = ("\x1b", "\x07", "\r", "\b", "\x9b", "\u202e")
@@ -218,3 +220,29 @@ def test_spark_run_and_deadletter_ls_of_a_hostile_project_show_data(tmp_path: Pa
     as_json = stormshift("deadletter", "ls", str(project), "--json")
     assert not any(c in as_json.stdout for c in RAW)
     assert HOSTILE in json.loads(as_json.stdout.splitlines()[0])["error"]
+
+
+def test_state_ls_get_and_dump_show_hostile_names_and_values(redis_client: object, ns: str) -> None:
+    """Keys and values a topology wrote (map names are restricted to [A-Za-z0-9_.-])."""
+    from state_fixtures import REDIS_URL, commit, run_task
+
+    from stormshift.cli.state import state_group
+    from stormshift.state import transactional_map
+    from stormshift.state.commit import CommitLog
+
+    CommitLog(redis_client, ns).bind_checkpoint("ck")
+    run_task(redis_client, ns, 1, lambda: [transactional_map("notes").put(HOSTILE, HOSTILE)],
+             component="count")
+    commit(redis_client, ns, 1)
+
+    def state(*args: str) -> str:
+        done = CliRunner(env={"COLUMNS": "400"}).invoke(state_group, [*args, "--redis", REDIS_URL],
+                                                        catch_exceptions=False)
+        assert done.exit_code == 0, done.output
+        return done.output
+
+    assert "map count:notes: 1 keys" in state("ls", ns)
+    got = state("get", ns, "count", "notes", json.dumps(HOSTILE))
+    assert not any(c in got for c in RAW) and json.loads(got)["value"] == HOSTILE
+    dumped = state("dump", ns)
+    assert not any(c in dumped for c in RAW) and json.loads(dumped)["key"] == HOSTILE
