@@ -20,7 +20,7 @@ from stormshift.cli.options import (
     redis_option,
     topology_options,
 )
-from stormshift.display import console, json_text
+from stormshift.display import console, json_text, visible
 from stormshift.errors import StormshiftError
 
 __all__ = ["EXIT_DIVERGE", "EXIT_EQUAL", "EXIT_USAGE", "ShadowUsageError", "shadow_command"]
@@ -116,5 +116,5 @@ def _load(path: str, name: str | None, environment: str | None, overrides: dict[
 
     graph = load_topology(path, name=name, environment=environment, overrides=overrides or None)
     for warning in graph.warnings:  # e.g. a mistyped -o key: "did you mean ..."
-        click.echo(f"warning: {warning}", err=True)
+        click.echo(visible(f"warning: {warning}"), err=True)
     return graph
