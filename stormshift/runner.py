@@ -13,6 +13,7 @@ from typing import Any, Literal
 from rich.console import Console
 from rich.table import Table
 
+from stormshift.display import cell
 from stormshift.topology.graph import TopologyGraph
 
 
@@ -133,7 +134,7 @@ def print_summary(graph: TopologyGraph, summary: Any, console: Console, top: int
             for f in fields:
                 table.add_column(f, overflow="fold")
             for values in ranked[:top]:
-                table.add_row(*(str(v) for v in values))
+                table.add_row(*(cell(v) for v in values))
             console.print(table)
     where = _sink_line(summary.sink)
     if where:

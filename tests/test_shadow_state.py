@@ -122,7 +122,7 @@ def test_command_json_has_the_state_and_ignore_config() -> None:
     assert "client_spent_bolt.spend" not in {s["state"] for s in json.loads(skip.output)["state"]}
     bad = runner.invoke(shadow_command, [*base, "-o", 'shadow.state={"ignore": ["nope"]}'])
     assert bad.exit_code == 2 and "no such bolt" in bad.output
-    with pytest.raises(StormshiftError, match="shadow.state must be"):
+    with pytest.raises(StormshiftError, match=r"-o shadow.state=\[\"x\"\]: expected a JSON object"):
         run_shadow(load_topology(ADCLICKS, overrides={**SMALL, "shadow.state": ["x"]}),
                    port_engine="local")
 

@@ -17,6 +17,8 @@ from rich.table import Table
 from rich.text import Text
 
 from stormshift.check.rules import RULES, Finding, Severity
+from stormshift.display import cell, visible
+from stormshift.display import console as safe_console
 
 __all__ = ["EXIT_ERRORS", "EXIT_LOAD", "EXIT_OK", "EXIT_WARNINGS", "CheckReport"]
 
@@ -76,11 +78,11 @@ class CheckReport:
                                  (rule_id, "bold"), f"  {rule.title}")
             blocks.append(head)
             for f in found:
-                where = Text.assemble((f.location, "bold"),
-                                      (f"  [{f.component}]" if f.component else "", "dim"))
+                where = Text.assemble((visible(f.location), "bold"),
+                                      (visible(f"  [{f.component}]") if f.component else "", "dim"))
                 if f.severity is not worst:
                     where.append(f"  ({f.severity.value})", _STYLE[f.severity])
-                blocks.append(Padding(Group(where, Padding(Text(f.message), (0, 0, 0, 2), expand=False)),
+                blocks.append(Padding(Group(where, Padding(cell(f.message), (0, 0, 0, 2), expand=False)),
                                       (0, 0, 0, 2), expand=False))
             notes = Table.grid(padding=(0, 2, 0, 0))
             notes.add_column(style="dim")
@@ -91,12 +93,12 @@ class CheckReport:
             blocks.append(Text(""))
         if not self.findings:
             blocks.append(Text("nothing found that will not port as is", style="green"))
-        blocks.append(Text(self.summary_line(), style="bold"))
+        blocks.append(cell(self.summary_line(), style="bold"))
         return Group(*blocks)
 
     def print(self, console: Console | None = None) -> None:
-        console = console or Console()
+        console = console or safe_console()
         if console.width > 80:
-            console = Console(file=console.file, width=80, force_terminal=console.is_terminal,
-                              no_color=console.no_color)
+            console = safe_console(file=console.file, width=80, force_terminal=console.is_terminal,
+                                   no_color=console.no_color)
         console.print(self.render())

@@ -28,8 +28,6 @@ from contextlib import contextmanager
 from types import FrameType
 
 import click
-from rich.console import Console
-from rich.markup import escape
 
 from stormshift.cli import exit_codes
 from stormshift.cli.check import check_command
@@ -40,11 +38,13 @@ from stormshift.cli.run import run_command
 from stormshift.cli.shadow import shadow_command
 from stormshift.cli.state import state_group
 from stormshift.cli.submit import submit_command
+from stormshift.display import console as safe_console
+from stormshift.display import styled
 from stormshift.errors import RunFailedError, StormshiftError
 
 __all__ = ["cli", "main"]
 
-console = Console(stderr=True)
+console = safe_console(stderr=True)
 
 
 @click.group(context_settings={"auto_envvar_prefix": "STORMSHIFT", "help_option_names": ["-h", "--help"]})
@@ -91,12 +91,10 @@ def main(argv: list[str] | None = None) -> int:
         exc.show()
         return exc.exit_code
     except RunFailedError as exc:
-        console.print(f"[bold red]run failed:[/] {escape(str(exc))}", markup=True, highlight=False,
-                      soft_wrap=True)
+        console.print(styled(("run failed:", "bold red"), f" {exc}"), soft_wrap=True)
         return exit_codes.RUN_FAILED
     except StormshiftError as exc:
-        console.print(f"[bold red]error:[/] {escape(str(exc))}", markup=True, highlight=False,
-                      soft_wrap=True)
+        console.print(styled(("error:", "bold red"), f" {exc}"), soft_wrap=True)
         return exit_codes.USAGE
     finally:
         stop_embedded()

@@ -6,13 +6,10 @@ warnings, 3 errors, 2 when the topology cannot be loaded at all.
 
 from __future__ import annotations
 
-import json
-
 import click
-from rich.console import Console
-from rich.markup import escape
 
 from stormshift.check.report import EXIT_LOAD
+from stormshift.display import console, json_text, styled
 from stormshift.errors import StormshiftError
 
 __all__ = ["check_command"]
@@ -52,11 +49,10 @@ def check_command(ctx: click.Context, path: str, name: str | None, environment: 
         report = run_check(path, name=name, environment=environment,
                            overrides=overrides or None, dynamic=not no_run)
     except StormshiftError as exc:
-        Console(stderr=True).print(f"[bold red]error:[/] {escape(str(exc))}", markup=True, highlight=False,
-                      soft_wrap=True)
+        console(stderr=True).print(styled(("error:", "bold red"), f" {exc}"), soft_wrap=True)
         ctx.exit(EXIT_LOAD)
     if as_json:
-        click.echo(json.dumps(report.to_dict(), indent=2))
+        click.echo(json_text(report.to_dict(), indent=2))
     else:
-        report.print(Console())
+        report.print(console())
     ctx.exit(report.exit_code)

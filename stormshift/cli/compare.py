@@ -8,13 +8,11 @@ for load, mapping or config errors (nothing compared).
 
 from __future__ import annotations
 
-import json
-
 import click
-from rich.console import Console
 
 from stormshift.cli.options import json_option, load_graph, redis_option, topology_options
 from stormshift.cli.shadow import ShadowUsageError
+from stormshift.display import console, json_text
 from stormshift.errors import StormshiftError
 
 __all__ = ["compare_command"]
@@ -73,9 +71,9 @@ def compare_command(ctx: click.Context, path: str, name: str | None, environment
     if report_path:
         written = write_html(result, report_path)
         if not as_json:
-            Console(stderr=True).print(f"report: {written}", markup=False, highlight=False)
+            console(stderr=True).print(f"report: {written}")
     if as_json:
-        click.echo(json.dumps(result.to_dict(), default=str, indent=2))
+        click.echo(json_text(result.to_dict(), default=str, indent=2))
     else:
-        print_report(result, Console())
+        print_report(result, console())
     ctx.exit(result.exit_code)

@@ -29,6 +29,7 @@ from typing import Any
 import click
 
 from stormshift.cli.options import json_option, load_graph, redis_option, topology_options
+from stormshift.display import cell, console, cut, json_text
 
 __all__ = ["deadletter_group", "letters_table", "namespace_of", "redrive_refusal"]
 
@@ -38,11 +39,6 @@ VALUES_WIDTH = 120
 def namespace_of(graph: Any) -> str:
     """The state namespace ``stormshift run`` gives ``graph`` (as ``SparkEngine`` does)."""
     return re.sub(r"[^A-Za-z0-9_.\-]", "-", graph.name)[:100] or "topology"
-
-
-def _short(text: str, width: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= width else text[: width - 1] + "…"
 
 
 def _target(project: str | None, namespace: str | None, name: str | None,
@@ -86,11 +82,11 @@ def letters_table(ns: str, letters: Sequence[Any], component: str | None = None)
     table.add_column("error", overflow="fold")
     table.add_column("values", overflow="fold", max_width=24)
     for d in letters:
-        table.add_row(f"{d.id}\ntxid {d.txid}",
-                      f"{d.component}\nfrom {d.source or '?'}/{d.stream}",
-                      d.reason or "?", d.error.strip(),
-                      _short(json.dumps(d.values, default=json_default, ensure_ascii=False),
-                             VALUES_WIDTH))
+        table.add_row(cell(f"{d.id}\ntxid {d.txid}"),
+                      cell(f"{d.component}\nfrom {d.source or '?'}/{d.stream}"),
+                      cell(d.reason or "?"), cell(d.error.strip()),
+                      cell(cut(json.dumps(d.values, default=json_default, ensure_ascii=False),
+                               VALUES_WIDTH)))
     return table
 
 
@@ -103,8 +99,6 @@ def ls_cmd(project: str | None, name: str | None, environment: str | None,
            config_options: tuple[str, ...], redis_url: str | None, namespace: str | None,
            component: str | None, as_json: bool, limit: int | None) -> None:
     """List dead letters oldest first: entry, tuple, reason, the whole error, values."""
-    from rich.console import Console
-
     from stormshift.state.commit import CommitLog
     from stormshift.state.connection import connect
     from stormshift.state.deadletter import DeadLetters
@@ -116,9 +110,9 @@ def ls_cmd(project: str | None, name: str | None, environment: str | None,
     letters = DeadLetters(r, ns).list(component=component, limit=limit)
     if as_json:
         for d in letters:
-            click.echo(json.dumps(d.as_dict(), default=json_default, ensure_ascii=False))
+            click.echo(json_text(d.as_dict(), default=json_default))
         return
-    Console().print(letters_table(ns, letters, component))
+    console().print(letters_table(ns, letters, component))
     redrive = Redrive(r, ns)
     waiting = len(redrive.waiting())
     claimed = redrive.claimed(above=CommitLog(r, ns).committed())

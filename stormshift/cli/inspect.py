@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import json
-
 import click
-from rich.console import Console
 
 from stormshift.cli.options import json_option, load_graph, topology_options
+from stormshift.display import console, json_text
 
 __all__ = ["inspect_command"]
 
@@ -22,8 +20,8 @@ def inspect_command(path: str, name: str | None, environment: str | None,
     from stormshift.topology.render import graph_to_dict, render_graph
 
     graph = load_graph(path, name, environment, config_options)
-    out = Console()
+    out = console()
     if as_json:
-        out.print_json(json.dumps(graph_to_dict(graph)))
+        click.echo(json_text(graph_to_dict(graph), indent=2))
         return
     out.print(render_graph(graph))

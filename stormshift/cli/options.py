@@ -150,7 +150,11 @@ def parse_confs(pairs: Iterable[str]) -> dict[str, str]:
 def load_graph(path: str, name: str | None, environment: str | None,
                config_options: Iterable[str] = ()) -> Any:
     """The topology graph at ``path`` as ``-n``, ``-e`` and ``-o`` ask."""
+    from stormshift.display import visible
     from stormshift.topology.loader import load_topology
 
     overrides = parse_overrides(config_options)
-    return load_topology(path, name=name, environment=environment, overrides=overrides or None)
+    graph = load_topology(path, name=name, environment=environment, overrides=overrides or None)
+    for warning in graph.warnings:  # e.g. a mistyped -o key: "did you mean ..."
+        click.echo(visible(f"warning: {warning}"), err=True)
+    return graph

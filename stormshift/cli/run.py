@@ -6,11 +6,9 @@ summary with it as ``"exit_code"``.
 
 from __future__ import annotations
 
-import json
 from typing import Literal
 
 import click
-from rich.console import Console
 
 from stormshift.cli.exit_codes import EPILOG, run_exit_code
 from stormshift.cli.options import (
@@ -25,6 +23,7 @@ from stormshift.cli.options import (
     state_mode,
     topology_options,
 )
+from stormshift.display import console, json_text
 
 __all__ = ["run_command"]
 
@@ -81,11 +80,11 @@ def run_command(path: str, name: str | None, environment: str | None,
         spark_conf=tuple(parse_confs(confs).items()), log_file=log_file, log_level=log_level,
         namespace=namespace,
     )
-    summary = run_topology(graph, options, progress=None if as_json else Console(stderr=True))
+    summary = run_topology(graph, options, progress=None if as_json else console(stderr=True))
     code = run_exit_code(summary)
-    out = Console()
+    out = console()
     if as_json:
-        out.print_json(json.dumps({**summary.to_dict(), "exit_code": code}, default=str))
+        click.echo(json_text({**summary.to_dict(), "exit_code": code}, default=str, indent=2))
     else:
         print_summary(graph, summary, out)
     if code:

@@ -7,11 +7,9 @@ codes: ``EPILOG`` (the verdicts are ``shadow/verdict.py``'s).
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import click
-from rich.console import Console
 
 from stormshift.cli.options import (
     conf_option,
@@ -22,6 +20,7 @@ from stormshift.cli.options import (
     redis_option,
     topology_options,
 )
+from stormshift.display import console, json_text, visible
 from stormshift.errors import StormshiftError
 
 __all__ = ["EXIT_DIVERGE", "EXIT_EQUAL", "EXIT_USAGE", "ShadowUsageError", "shadow_command"]
@@ -99,7 +98,7 @@ def shadow_command(ctx: click.Context, path: str, name: str | None, environment:
     from stormshift.shadow.report_text import print_report
     from stormshift.shadow.run import ShadowOptions, execute, plan_shadow
 
-    out, err = Console(), Console(stderr=True)
+    out, err = console(), console(stderr=True)
     try:
         overrides = parse_overrides(config_options)
         legacy_overrides = {**overrides, **parse_overrides(legacy_options)}
@@ -118,14 +117,14 @@ def shadow_command(ctx: click.Context, path: str, name: str | None, environment:
         plan = plan_shadow(graph, options, port_graph=port_graph)
     except (StormshiftError, ValueError) as exc:
         raise ShadowUsageError(str(exc)) from exc
-    progress = None if as_json else (lambda line: err.print(line, markup=False, highlight=False))
+    progress = None if as_json else (lambda line: err.print(line, soft_wrap=True))
     result = execute(plan, on_progress=progress)
     if report_path:
         written = write_html(result, report_path)
         if not as_json:
-            err.print(f"report: {written}", markup=False, highlight=False)
+            err.print(f"report: {written}")
     if as_json:
-        click.echo(json.dumps(result.to_dict(), default=str, indent=2))
+        click.echo(json_text(result.to_dict(), default=str, indent=2))
     else:
         print_report(result, out)
     ctx.exit(result.exit_code)
@@ -134,7 +133,10 @@ def shadow_command(ctx: click.Context, path: str, name: str | None, environment:
 def _load(path: str, name: str | None, environment: str | None, overrides: dict[str, Any]) -> Any:
     from stormshift.topology.loader import load_topology
 
-    return load_topology(path, name=name, environment=environment, overrides=overrides or None)
+    graph = load_topology(path, name=name, environment=environment, overrides=overrides or None)
+    for warning in graph.warnings:  # e.g. a mistyped -o key: "did you mean ..."
+        click.echo(visible(f"warning: {warning}"), err=True)
+    return graph
 
 
 def _analyse(path: str, name: str | None, environment: str | None,

@@ -20,6 +20,7 @@ from typing import Any
 import click
 
 from stormshift.cli.options import deprecated_alias, json_option, redis_option
+from stormshift.display import json_text, visible
 
 __all__ = ["state_group"]
 
@@ -27,7 +28,7 @@ __all__ = ["state_group"]
 def _dumps(obj: Any) -> str:
     from stormshift.state.inspect import json_default
 
-    return json.dumps(obj, default=json_default, sort_keys=True, ensure_ascii=False)
+    return json_text(obj, default=json_default, sort_keys=True)
 
 
 def _parse_key(text: str) -> Any:
@@ -73,20 +74,22 @@ def ls_cmd(namespace: str | None, redis_url: str | None, as_json: bool) -> None:
             if as_json:
                 click.echo(_dumps({"namespace": ns, "error": str(exc)}))
             else:
-                click.echo(f"{ns}: not shown: {exc}")
+                click.echo(visible(f"{ns}: not shown: {exc}"))
             continue
         if as_json:
             click.echo(_dumps(d))
             continue
-        click.echo(f"{ns}: committed txid {d['committed_txid']}, dead letters {d['dead_letters']}")
+        # names come from Redis: shown, never interpreted by the terminal
+        click.echo(visible(f"{ns}: committed txid {d['committed_txid']}, "
+                           f"dead letters {d['dead_letters']}", newlines=False))
         for ck, base in d["checkpoints"].items():
-            click.echo(f"  checkpoint {ck}: txid base {base}")
+            click.echo(visible(f"  checkpoint {ck}: txid base {base}", newlines=False))
         for m, n in d["maps"].items():
-            click.echo(f"  map {m}: {n} keys")
+            click.echo(visible(f"  map {m}: {n} keys", newlines=False))
         for task, epoch in d["epochs"].items():
             sizes = d["snapshots_bytes"].get(task, {})
             snap = ", ".join(f"txid {t}: {b} B" for t, b in sorted(sizes.items())) or "no snapshot"
-            click.echo(f"  task {task}: epoch {epoch}, {snap}")
+            click.echo(visible(f"  task {task}: epoch {epoch}, {snap}", newlines=False))
     if namespace and unreadable:
         raise SystemExit(1)
 
@@ -103,10 +106,10 @@ def get_cmd(namespace: str, component: str, map_name: str, key: str, redis_url: 
 
     got = map_get(_redis(redis_url), namespace, component, map_name, _parse_key(key))
     if got is None:
-        raise click.ClickException(
+        raise click.ClickException(visible(
             f"no key {key!r} in map {map_name!r} of component {component!r} (namespace "
             f"{namespace!r}); `stormshift state ls {namespace}` lists the maps"
-        )
+        ))
     value, txid = got
     click.echo(_dumps({"key": _parse_key(key), "value": value, "txid": txid}))
 

@@ -2,7 +2,8 @@
 
 Options after the known ones (e.g. ``--deploy-mode cluster --executor-memory
 4g``) are passed to spark-submit; the run options are forwarded to the driver's
-``stormshift run``.
+``stormshift run``, except ``--redis``: its URL (a password, maybe) is shipped
+in a file only the user can read, never printed nor put on argv.
 """
 
 from __future__ import annotations
@@ -58,7 +59,7 @@ def submit_command(path: str, name: str | None, environment: str | None,
 
     mode = state_mode(reset_state, adopt_state)
     parse_overrides(config_options)  # checked here; the driver parses them again
-    forwarded = run_args(checkpoint_dir, redis_url, trigger_secs, until_done, batch_max_tuples, sink)
+    forwarded = run_args(checkpoint_dir, None, trigger_secs, until_done, batch_max_tuples, sink)
     forwarded += ["-e", environment] if environment else []
     forwarded += ["--namespace", namespace] if namespace else []
     forwarded += {"reset": ["--reset-state"], "adopt": ["--adopt-state"]}.get(mode, [])
@@ -68,7 +69,7 @@ def submit_command(path: str, name: str | None, environment: str | None,
     plan = build_submit_plan(
         graph, master, name=name, environment=environment, run_args=forwarded,
         spark_args=[*conf_args, *spark_args], build_dir=build_dir, ship_stormshift=not no_ship_stormshift,
-        spark_submit=spark_submit,
+        spark_submit=spark_submit, redis_url=redis_url,  # in a 0600 file, never on argv
     )
     click.echo(shlex.join(plan.command))
     if do_run:

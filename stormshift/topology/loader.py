@@ -33,6 +33,7 @@ from streamparse.dsl.topology import Topology, TopologyType
 from stormshift.errors import TopologyError
 from stormshift.topology.classes import check_importable, class_path_of, import_component_class
 from stormshift.topology.graph import ComponentDef, TopologyGraph, freeze
+from stormshift.topology.overrides import refuse_bad_values, unknown_key_warnings
 from stormshift.topology.project import (
     Layout,
     describe_location,
@@ -81,6 +82,8 @@ class _Context:
     replacements: dict[str, Replacement]
     source_dirs: list[str]
     extra_roots: list[str] = field(default_factory=list)
+    overrides: dict[str, Any] = field(default_factory=dict)
+    declared: frozenset[str] = frozenset()  # config keys set before the overrides
 
 
 # -- public entry points ----------------------------------------------------------
@@ -142,6 +145,8 @@ def graph_from_topology_class(
     ctx = _context(layout, environment, getattr(topology_cls, "config", None) or {}, overrides)
     components = assemble_components(specs, ctx)
     source_dirs = list(dict.fromkeys(ctx.source_dirs + ctx.extra_roots))
+    own = {k for c in components for k in c.config if k not in ctx.topology_config}
+    notices = unknown_key_warnings(ctx.overrides, ctx.declared | own, source_dirs)
     working_dir = layout.working_dir if layout else (Path(source_dirs[0]) if source_dirs else None)
     return TopologyGraph(
         name=graph_name or topology_cls.__name__,
@@ -151,6 +156,7 @@ def graph_from_topology_class(
         source_dirs=tuple(source_dirs),
         working_dir=str(working_dir) if working_dir else None,
         environment=ctx.environment,
+        warnings=tuple(notices),
     )
 
 
@@ -237,12 +243,15 @@ def _context(
     env_options = (
         dict((project_config.get("envs") or {}).get(env, {}).get("options") or {}) if env else {}
     )
-    merged = {**env_options, **dict(topology_config), **dict(overrides or {})}
+    declared = {**env_options, **dict(topology_config)}
+    refuse_bad_values(overrides or {}, declared)  # exit 2 before any engine starts
+    merged = {**declared, **dict(overrides or {})}
     replacements = collect_replacements(
         project_config, env_options, topology_config, overrides or {}
     )
     source_dirs = [str(d) for d in layout.source_dirs] if layout else []
-    return _Context(env, merged, replacements, source_dirs)
+    return _Context(env, merged, replacements, source_dirs, overrides=dict(overrides or {}),
+                    declared=frozenset(declared))
 
 
 def resolve_environment(environment: str | None, project_config: Mapping[str, Any]) -> str | None:

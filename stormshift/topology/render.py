@@ -2,7 +2,8 @@
 
 Both views list components in topological order with what a user checks
 before a port: class, par, task ids, streams and fields (direct streams
-marked), and inputs with their groupings.
+marked), and inputs with their groupings; secret config entries (keys,
+passwords, tokens) are masked in both (``private.mask_config``).
 """
 
 from __future__ import annotations
@@ -11,9 +12,10 @@ from collections.abc import Mapping
 from typing import Any
 
 from rich.console import Group
-from rich.markup import escape
 from rich.table import Table
 
+from stormshift.display import cell
+from stormshift.private import mask_config
 from stormshift.topology.graph import ComponentDef, TopologyGraph
 
 __all__ = ["graph_to_dict", "render_graph"]
@@ -48,23 +50,24 @@ def components_table(graph: TopologyGraph) -> Table:
         table.add_column(column, no_wrap=column in ("component", "par", "tasks"), overflow="fold")
     for c in graph:
         table.add_row(
-            escape(c.name),
+            cell(c.name),
             c.kind.value,
-            escape(class_text(c)),
+            cell(class_text(c)),
             str(c.par),
             task_range(c),
-            escape(stream_lines(c)),
-            escape(input_lines(c)),
+            cell(stream_lines(c)),
+            cell(input_lines(c)),
         )
     return table
 
 
 def config_table(config: Mapping[str, Any]) -> Table:
     table = Table(title="topology config")
-    table.add_column("key")
-    table.add_column("value")
-    for key in sorted(config):
-        table.add_row(escape(key), escape(repr(config[key])))
+    table.add_column("key", overflow="fold")
+    table.add_column("value", overflow="fold")
+    shown = mask_config(_plain(config))  # keys, passwords and tokens never shown
+    for key in sorted(shown):
+        table.add_row(cell(key), cell(repr(shown[key])))
     return table
 
 
@@ -75,7 +78,8 @@ def translated_table(graph: TopologyGraph) -> Table:
         table.add_column(column, overflow="fold")
     for c in graph:
         for key, where in sorted(c.translated.items()):
-            table.add_row(escape(c.name), escape(key), escape(repr(c.config.get(key))), escape(where))
+            value = mask_config(_plain(c.config.get(key)), key)
+            table.add_row(cell(c.name), cell(key), cell(repr(value)), cell(where))
     return table
 
 
@@ -121,7 +125,7 @@ def component_to_dict(c: ComponentDef) -> dict[str, Any]:
             }
             for i in c.inputs
         ],
-        "config": _plain(c.config),
+        "config": mask_config(_plain(c.config)),
     }
 
 
@@ -134,6 +138,6 @@ def graph_to_dict(graph: TopologyGraph) -> dict[str, Any]:
         "working_dir": graph.working_dir,
         "source_dirs": list(graph.source_dirs),
         "total_tasks": graph.total_tasks,
-        "config": _plain(graph.config),
+        "config": mask_config(_plain(graph.config)),
         "components": [component_to_dict(c) for c in graph],
     }

@@ -56,6 +56,7 @@ from stormshift.engines.spark.driver.batch import BatchConfig, BatchResult, Batc
 from stormshift.engines.spark.driver.progress import (
     first_seen_errors,
     format_progress,
+    query_failure,
     stop_reason_from,
 )
 from stormshift.engines.spark.driver.recovery import check_not_behind, durability_warning
@@ -67,7 +68,7 @@ from stormshift.engines.spark.source.source import SOURCE_NAME, SpoutSource
 from stormshift.engines.spark.source.spout_report import clear_spout_reports, read_spout_reports
 from stormshift.engines.spark.task.sink import keep_streams, parse_sink, read_jsonl_outputs
 from stormshift.engines.summary import ComponentState, RunSummary
-from stormshift.errors import RunFailedError, StormshiftError
+from stormshift.errors import StormshiftError
 from stormshift.state.runrecords import clear_stop, request_stop
 
 __all__ = ["SparkEngine"]
@@ -76,6 +77,7 @@ log = logging.getLogger("stormshift.engines.spark")
 
 DEFAULT_BATCH_MAX = 10_000
 POLL_SECS = 0.1
+FAILURE_FILE = "stormshift-last-failure.txt"  # a failed query's whole error (the console gets one line)
 
 
 class SparkEngine:
@@ -137,10 +139,11 @@ class SparkEngine:
         key = self.graph.config.get("state.hmac_key")
         if key:
             return (key.encode() if isinstance(key, str) else key), "state.hmac_key in config"
+        from stormshift.private import write_private
+
         path = Path(self.checkpoint_dir) / "stormshift-state.key"
         path.parent.mkdir(parents=True, exist_ok=True)
-        if not path.exists():
-            path.write_text(secrets.token_hex(32), encoding="utf-8")
+        write_private(path, secrets.token_hex(32))  # 0600; an existing key file is tightened
         return path.read_text(encoding="utf-8").strip().encode(), str(path)
 
     # -- run -----------------------------------------------------------------
@@ -149,6 +152,7 @@ class SparkEngine:
             max_batches: int | None = None) -> RunSummary:
         from pyspark import cloudpickle
 
+        from stormshift.engines.spark.runtime.session import ui_link
         from stormshift.state.commit import CommitLog
         from stormshift.state.connection import connect, url_of
         from stormshift.state.rescale import ensure_par
@@ -176,6 +180,9 @@ class SparkEngine:
                             "its fields grouping", bolt.name, rescaled.old_par, rescaled.new_par,
                             rescaled.keys)
         snapshots.check_key([(b.name, t) for b in self.graph.bolts for t in range(b.par)], key_source)
+        link = ui_link(spark)  # once, when the run is about to start (127.0.0.1 on a local master)
+        if link and on_progress is not None:
+            on_progress(f"Spark UI: {link}")
         intervals = tick_intervals_ms(self.graph)
         tick_ms = min(intervals.values()) if intervals else 0
         summary = RunSummary.for_graph(self.graph, "spark")
@@ -278,8 +285,7 @@ class SparkEngine:
             try:
                 query.awaitTermination(POLL_SECS)
             except StreamingQueryException as exc:
-                raise RunFailedError(
-                    f"spark engine: the streaming query failed: {stop_reason_from(exc)}") from exc
+                raise self._query_failed(exc, runner) from None
             if finite and _all_finished(query):
                 return "done"
             if ready is None:
@@ -291,9 +297,22 @@ class SparkEngine:
                 return "max_batches"
         failure = query.exception()
         if failure is not None:
-            raise RunFailedError(
-                f"spark engine: the streaming query failed: {stop_reason_from(failure)}")
+            raise self._query_failed(failure, runner)
         return "stopped"
+
+    def _query_failed(self, exc: Any, runner: BatchRunner) -> StormshiftError:
+        """One line for a failed query (``query_failure``); its whole text, JVM frames and
+        all, goes to ``FAILURE_FILE`` in the checkpoint dir."""
+        from stormshift.private import write_private
+
+        path = os.path.join(self.checkpoint_dir, FAILURE_FILE)
+        try:
+            if os.path.exists(path):
+                os.unlink(path)
+            write_private(path, str(exc))
+        except OSError:
+            path = ""
+        return query_failure(stop_reason_from(exc), runner.first_started is None, path)
 
     def _stop(self, query: Any, runner: BatchRunner, r: Any, clean: bool = True,
               timeout_secs: float = 120.0) -> None:

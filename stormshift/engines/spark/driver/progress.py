@@ -5,7 +5,9 @@ from __future__ import annotations
 import re
 from typing import Any
 
-__all__ = ["first_seen_errors", "format_progress", "stop_reason_from"]
+from stormshift.errors import ComponentFailure, RunFailedError, StormshiftError
+
+__all__ = ["first_seen_errors", "format_progress", "query_failure", "stop_reason_from"]
 
 
 def format_progress(result: Any, layout: Any) -> str:
@@ -71,3 +73,17 @@ def stop_reason_from(exc: Any) -> str:
     if plain:
         return plain[-1]
     return text.splitlines()[0] if text else repr(exc)
+
+
+def query_failure(reason: str, before_first_batch: bool, details: str = "") -> StormshiftError:
+    """The error a failed query ends the run with, ``reason`` from ``stop_reason_from``.
+
+    A component's ``initialize()`` that raised before any batch ran (e.g. on a bad ``-o``
+    value it reads) is the local engine's error word for word, a config error (exit 2);
+    anything else fails the run (exit 5), saying where Spark's whole error is.
+    """
+    own = reason.removeprefix(f"{ComponentFailure.__module__}.{ComponentFailure.__name__}: ")
+    if own != reason and "initialize() raised" in own and before_first_batch:
+        return StormshiftError(own)
+    where = f" (Spark's whole error: {details})" if details else ""
+    return RunFailedError(f"spark engine: the streaming query failed: {reason}{where}")

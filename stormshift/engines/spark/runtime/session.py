@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import os
 import warnings
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 from stormshift.engines.spark.runtime.launcher import worker_python
 
 __all__ = ["LOG4J2_FILE", "QUIET_LOGGERS", "RUNTIME_CONF", "build_session", "configure_session",
-           "driver_jit_conf", "driver_log_conf", "quiet_logs", "worker_conf"]
+           "driver_jit_conf", "driver_log_conf", "local_bind_conf", "loopback_ui", "quiet_logs",
+           "ui_link", "worker_conf"]
+
+LOOPBACK = "127.0.0.1"
 
 # The driver JVM's log4j2 settings: WARN to stderr, minus Spark's start-up notices.
 LOG4J2_FILE = Path(__file__).with_name("log4j2.properties")
@@ -55,10 +60,10 @@ def build_session(master: str, *, app_name: str = "stormshift", shuffle_partitio
     if shuffle_partitions:
         builder = builder.config("spark.sql.shuffle.partitions", str(shuffle_partitions))
     conf = conf or {}
-    conf = {**conf, **driver_jit_conf(master, conf)}
+    conf = {**local_bind_conf(master, conf), **conf, **driver_jit_conf(master, conf)}
     for key, value in {**worker_conf(master), **conf, **driver_log_conf(conf)}.items():
         builder = builder.config(key, value)
-    with worker_python(master, conf):
+    with worker_python(master, conf), loopback_ui(master, conf):
         session = builder.getOrCreate()
     session.sparkContext.setLogLevel("WARN")
     quiet_logs(session)
@@ -96,7 +101,7 @@ def driver_jit_conf(master: str, conf: Mapping[str, str]) -> dict[str, str]:
     compiler alone compiles cheaply and the Spark code it runs here is mostly glue
     (``bench/history.md``, 2026-11-25 eighth session, jvmshare). Left alone on a cluster,
     where executors have their own JVMs and cores."""
-    if not (master == "local" or master.startswith("local[")):
+    if not _is_local(master):
         return {}
     options = conf.get("spark.driver.extraJavaOptions", "")
     if "TieredStopAtLevel" in options or "TieredCompilation" in options:
@@ -113,9 +118,45 @@ def worker_conf(master: str) -> dict[str, str]:
     after the daemon started)."""
     from stormshift.engines.spark.runtime.daemon import DAEMON_MODULE
 
-    if master == "local" or master.startswith("local["):
+    if _is_local(master):
         return {"spark.python.daemon.module": DAEMON_MODULE}
     return {}
+
+
+def _is_local(master: str) -> bool:
+    return master == "local" or master.startswith("local[")
+
+
+def local_bind_conf(master: str, conf: Mapping[str, str]) -> dict[str, str]:
+    """On a local master, the driver's RPC and block manager ports on 127.0.0.1 (nothing
+    else needs to reach them; Spark's default is every interface), unless ``--conf`` set
+    them. A cluster master keeps the user's (and Spark's) settings."""
+    if not _is_local(master):
+        return {}
+    return {key: LOOPBACK for key in ("spark.driver.bindAddress", "spark.driver.host")
+            if key not in conf}
+
+
+@contextmanager
+def loopback_ui(master: str, conf: Mapping[str, str]) -> Iterator[None]:
+    """While the driver JVM starts on a local master: ``SPARK_LOCAL_IP=127.0.0.1`` in its
+    environment, the one setting Spark's web UI binds to (else ``0.0.0.0``: an
+    unauthenticated UI on every interface). Left alone when the user set it, or chose a
+    ``spark.driver.bindAddress`` of their own, or on a cluster master."""
+    if (not _is_local(master) or "SPARK_LOCAL_IP" in os.environ
+            or conf.get("spark.driver.bindAddress", LOOPBACK) != LOOPBACK):
+        yield
+        return
+    os.environ["SPARK_LOCAL_IP"] = LOOPBACK
+    try:
+        yield
+    finally:
+        os.environ.pop("SPARK_LOCAL_IP", None)
+
+
+def ui_link(session: Any) -> str | None:
+    """The Spark UI's address (None when the UI is off)."""
+    return session.sparkContext.uiWebUrl  # type: ignore[no-any-return]
 
 
 def configure_session(session: Any) -> None:
