@@ -23,7 +23,7 @@ import pytest
 from click.testing import CliRunner
 from guide_outputs import shown_outputs
 
-from stormshift.check import RULES, run_check
+from stormshift.check import run_check
 from stormshift.cli.shadow import shadow_command
 from stormshift.shadow.findings import analyse
 from stormshift.shadow.run import ShadowOptions, ShadowRefused, ShadowResult, execute, plan_shadow
@@ -50,17 +50,7 @@ def test_corpus_has_every_shape_of_the_issue() -> None:
 
 
 # -- check ---------------------------------------------------------------------------------
-def _check_case(shape: str) -> Any:
-    """A shape whose expected findings use a rule this checkout's ``check`` does not know yet
-    (issue 31 item 1's rules come from another branch) is an expected failure until it does;
-    once the rule is in the catalogue the case is enforced."""
-    missing = sorted({f["rule"] for f in expected(shape)["check"]["findings"]} - set(RULES))
-    marks = [pytest.mark.xfail(reason=f"check does not know {missing} yet", strict=True)
-             ] if missing else []
-    return pytest.param(shape, marks=marks, id=shape)
-
-
-@pytest.mark.parametrize("shape", [_check_case(s) for s in SHAPES])
+@pytest.mark.parametrize("shape", SHAPES)
 def test_check_finds_what_the_corpus_expects(shape: str) -> None:
     want = expected(shape)["check"]
     try:
