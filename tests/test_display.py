@@ -165,8 +165,8 @@ def test_shadow_reports_show_hostile_keys_as_text(tmp_path: Path,
     result = CliRunner(env={"COLUMNS": "400"}).invoke(
         cli, ["shadow", str(project), "--port", str(port), "--port-engine", "local",
               "--max-tuples", "30", "--report", str(html)], catch_exceptions=False)
-    assert result.exit_code == 1, result.output  # DIVERGE
-    assert "DIVERGE" in result.output and "[bold red]X[/bold" in result.output
+    assert result.exit_code == 1, result.output  # PORT DIFFERS
+    assert "PORT DIFFERS" in result.output and "[bold red]X[/bold" in result.output
     assert not any(c in result.output for c in RAW)
     page = html.read_text()
     assert "[bold red]X[/bold red][link=http://evil.example]" in page  # the key, as text
