@@ -85,8 +85,8 @@ def check_owner(r: Any, namespace: str, graph: Any, mode: str) -> None:
         raise InfraError(
             f"state namespace {namespace!r} belongs to topology {owner.topology!r}; this run is "
             f"topology {graph.name!r}, so nothing was written. Fix: give {graph.name!r} its own "
-            f"--namespace and --checkpoint, or pass --reset-state to discard "
-            f"{owner.topology!r}'s state, or --adopt-state to continue it under {graph.name!r}")
+            f"--namespace and --checkpoint, or pass --reset-state to discard the state of "
+            f"{owner.topology!r}, or --adopt-state to continue it under {graph.name!r}")
     if mode != "adopt":
         return
     missing = sorted(stored_components(r, namespace) - {c.name for c in graph})

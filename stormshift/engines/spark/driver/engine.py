@@ -273,6 +273,10 @@ class SparkEngine:
             self._stop(query, runner, r, clean=summary.stop_reason != "max_batches")
         if summary.stop_reason == "done" and _any_capped(query):
             summary.stop_reason = f"max_tuples={max_tuples} reached"
+        if summary.stop_reason == "done" and not summary.spout_tuples and not summary.total("tuples_in"):
+            summary.warn(f"nothing new to read: every spout was already at end of input for "
+                         f"checkpoint {self.checkpoint_dir}; append input to read more, or use a "
+                         "new --checkpoint with --reset-state to read it all again")
         read_spout_reports(r, self.namespace, summary, spouts)
         _count_spout_dead_letters(summary, dead_letters.since(dl_mark))
         summary.elapsed_ms = (time.perf_counter() - started) * 1000
