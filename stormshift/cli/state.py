@@ -115,7 +115,7 @@ def get_cmd(namespace: str, component: str, map_name: str, key: str, redis_url: 
 
     r = _redis(redis_url)
     if r is None or no_namespace(r, namespace, _url(redis_url)):
-        raise SystemExit(1)
+        raise click.exceptions.Exit(1)
     got = map_get(r, namespace, component, map_name, _parse_key(key))
     if got is None:
         raise click.ClickException(

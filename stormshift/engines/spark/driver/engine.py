@@ -273,10 +273,8 @@ class SparkEngine:
             self._stop(query, runner, r, clean=summary.stop_reason != "max_batches")
         if summary.stop_reason == "done" and _any_capped(query):
             summary.stop_reason = f"max_tuples={max_tuples} reached"
-        if summary.stop_reason == "done" and not summary.spout_tuples and not summary.total("tuples_in"):
-            summary.warn(f"nothing new to read: every spout was already at end of input for "
-                         f"checkpoint {self.checkpoint_dir}; append input to read more, or use a "
-                         "new --checkpoint with --reset-state to read it all again")
+        if not summary.spout_tuples and not summary.total("tuples_in"):
+            _nothing_new(summary, self.checkpoint_dir)
         read_spout_reports(r, self.namespace, summary, spouts)
         _count_spout_dead_letters(summary, dead_letters.since(dl_mark))
         summary.elapsed_ms = (time.perf_counter() - started) * 1000
@@ -420,6 +418,17 @@ def _count_spout_dead_letters(summary: RunSummary, letters: list[Any]) -> None:
         stats.dead_lettered += 1
         mine = summary.dead_letter_reasons.setdefault(d.component, {})
         mine[d.reason or "?"] = mine.get(d.reason or "?", 0) + 1
+
+
+def _nothing_new(summary: RunSummary, checkpoint_dir: str) -> None:
+    """One line when a bounded run found nothing left to read on its checkpoint."""
+    if summary.stop_reason == "done":
+        summary.warn(f"nothing new to read: every spout was already at end of input for "
+                     f"checkpoint {checkpoint_dir}; append input to read more, or use a new "
+                     "--checkpoint with --reset-state to read it all again")
+    elif summary.stop_reason.startswith("max_tuples="):
+        summary.warn(f"nothing new to read: checkpoint {checkpoint_dir} already took its "
+                     "--max-tuples; a larger --max-tuples continues from there")
 
 
 def _safe(name: str) -> str:
