@@ -67,22 +67,24 @@ def check_checkpoint_owner(path: str, namespace: str, topology: str,
     (``state/owner.py``), which tells for a checkpoint made before the owner file existed.
     """
     owner = _read_owner(path)
-    fix = (f"Fix: give this run its own --checkpoint DIR (a new directory), or run "
-           f"{{theirs}} with it; a checkpoint holds the source offsets of the topology that made it")
+    def fix(theirs: str) -> str:
+        return (f"Fix: give this run its own --checkpoint DIR (a new directory), or run {theirs} "
+                "with it; a checkpoint holds the source offsets of the topology that made it")
+
     if owner is not None:
         theirs, their_ns = owner.get("topology", "?"), owner.get("namespace", "?")
         if theirs != topology or their_ns != namespace:
             raise InfraError(
                 f"checkpoint {path} belongs to topology {theirs!r} (state namespace "
                 f"{their_ns!r}); this run is topology {topology!r} on namespace {namespace!r}, "
-                "so nothing was written. " + fix.format(theirs=repr(theirs)))
+                "so nothing was written. " + fix(repr(theirs)))
         return
     others = [ns for ns in bound_in if ns != namespace]
     if others and namespace not in bound_in:
         raise InfraError(
             f"checkpoint {path} is bound to state namespace {others[0]!r}, not to "
             f"{namespace!r} this run uses (Redis did not lose anything), so nothing was "
-            "written. " + fix.format(theirs=f"the topology of namespace {others[0]!r}"))
+            "written. " + fix(f"the topology of namespace {others[0]!r}"))
 
 
 def record_checkpoint_owner(path: str, namespace: str, topology: str) -> None:
