@@ -58,7 +58,6 @@ from stormshift.engines.spark.driver.progress import (
     format_progress,
     stop_reason_from,
 )
-from stormshift.engines.spark.driver.recovery import check_not_behind, durability_warning
 from stormshift.engines.spark.driver.ticks import TickRecorder, drain_ticks, tick_intervals_ms
 from stormshift.engines.spark.driver.windows import WindowClock
 from stormshift.engines.spark.layout import Layout
@@ -142,62 +141,13 @@ class SparkEngine:
             path.write_text(secrets.token_hex(32), encoding="utf-8")
         return path.read_text(encoding="utf-8").strip().encode(), str(path)
 
-    def _preflight(self) -> None:
-        """Infrastructure checks that need no Redis (``driver/preflight.py``)."""
-        from stormshift.engines.spark.driver.preflight import before_jvm
-
-        before_jvm(self.checkpoint_dir, self.master, self.spark_conf, self.spark is not None)
-
     def _prepare_state(self) -> tuple[Any, str, bytes, Any, int]:
-        """Every check and binding of the state before the JVM starts: the server answers,
-        namespace and checkpoint belong to this topology (refused before any write), the
-        checkpoint is bound (txid base), Redis is not behind Spark, every task's snapshot
-        verifies with this run's key, a changed par is re-split or refused.
+        """Every check and binding of the state, before the JVM starts (``driver/startup.py``)."""
+        from stormshift.engines.spark.driver.startup import prepare_state
 
-        Returns ``(client, url for executors, HMAC key, commit log, txid base)``.
-        """
-        from pyspark import cloudpickle
-
-        from stormshift.engines.spark.driver import preflight
-        from stormshift.state.commit import CommitLog
-        from stormshift.state.connection import connect, url_of
-        from stormshift.state.owner import check_owner, checkpoint_namespaces, record_owner
-        from stormshift.state.reach import reach
-        from stormshift.state.rescale import ensure_par
-        from stormshift.state.snapshots import SnapshotStore
-
-        self._preflight()
-        reach(self.redis_url)
-        r = connect(self.redis_url)
-        url = self.redis_url or url_of(r)
-        if url is None:
-            raise StormshiftError("spark engine: cannot tell executors how to reach Redis; fix: pass --redis URL")
-        check_owner(r, self.namespace, self.graph, self.state_mode)
-        checkpoint_id = self._checkpoint_id()
-        preflight.check_checkpoint_owner(self.checkpoint_dir, self.namespace, self.graph.name,
-                                         checkpoint_namespaces(r, checkpoint_id))
-        state_key, key_source = self._state_key()
-        snapshots = SnapshotStore(r, self.namespace, state_key)
-        if self.state_mode != "reset":  # every stored task's snapshot, before anything is bound
-            snapshots.check_key([(b.name, t) for b in self.graph.bolts
-                                 for t in range(max(b.par, snapshots.par_of(b.name) or 0))],
-                                key_source)
-        commit_log = CommitLog(r, self.namespace)
-        base = commit_log.bind_checkpoint(checkpoint_id, self.state_mode)  # type: ignore[arg-type]
-        record_owner(r, self.namespace, self.graph)
-        preflight.record_checkpoint_owner(self.checkpoint_dir, self.namespace, self.graph.name)
-        where = re.sub(r"//[^@/]*@", "//***@", url)
-        check_not_behind(os.path.join(self.checkpoint_dir, "spark"), base, commit_log.committed(), where)
-        warning = durability_warning(r, where)
-        if warning:
-            log.warning("%s", warning)
-        for bolt in self.graph.bolts:  # a changed par: dict state re-split, or refused
-            rescaled = ensure_par(r, snapshots, bolt, cloudpickle.dumps)
-            if rescaled is not None:
-                log.warning("component %r: par %d -> %d, its dict state re-split (%d keys) by "
-                            "its fields grouping", bolt.name, rescaled.old_par, rescaled.new_par,
-                            rescaled.keys)
-        return r, url, state_key, commit_log, base
+        return prepare_state(self.graph, self.namespace, self.checkpoint_dir, self.redis_url,
+                             self.state_mode, self._checkpoint_id, self._state_key,
+                             before_jvm=(self.master, self.spark_conf, self.spark is not None))
 
     # -- run -----------------------------------------------------------------
     def run(self, max_tuples: int | None = None, duration_secs: float | None = None,

@@ -21,7 +21,7 @@ import json
 import os
 import shutil
 import socket
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -60,11 +60,12 @@ def _read_owner(path: str) -> dict[str, str] | None:
 
 
 def check_checkpoint_owner(path: str, namespace: str, topology: str,
-                           bound_in: list[str]) -> None:
+                           bound_in: Callable[[], list[str]]) -> None:
     """Refuse a checkpoint made by another topology or for another namespace.
 
-    ``bound_in``: the namespaces on the state server that know this checkpoint's id
-    (``state/owner.py``), which tells for a checkpoint made before the owner file existed.
+    ``bound_in()``: the namespaces on the state server that know this checkpoint's id
+    (``state/owner.py``), which tells for a checkpoint made before the owner file existed;
+    asked only for such a checkpoint (it scans the server's keys).
     """
     owner = _read_owner(path)
     def fix(theirs: str) -> str:
@@ -79,8 +80,11 @@ def check_checkpoint_owner(path: str, namespace: str, topology: str,
                 f"{their_ns!r}); this run is topology {topology!r} on namespace {namespace!r}, "
                 "so nothing was written. " + fix(repr(theirs)))
         return
-    others = [ns for ns in bound_in if ns != namespace]
-    if others and namespace not in bound_in:
+    if not (Path(path) / "spark" / "offsets").exists():
+        return  # a new checkpoint: nobody's yet
+    known = bound_in()
+    others = [ns for ns in known if ns != namespace]
+    if others and namespace not in known:
         raise InfraError(
             f"checkpoint {path} is bound to state namespace {others[0]!r}, not to "
             f"{namespace!r} this run uses (Redis did not lose anything), so nothing was "
