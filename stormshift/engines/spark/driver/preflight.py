@@ -165,9 +165,10 @@ def check_ports(conf: Mapping[str, Any]) -> None:
 
 def before_jvm(checkpoint_dir: str, master: str, conf: Mapping[str, Any], has_session: bool) -> None:
     """Every check of this module that needs no Redis; Java, master and ports only when the
-    engine will start its own session (``has_session``: one was given)."""
+    engine will start the JVM itself: not when a session was given (``has_session``), nor
+    under spark-submit (``PYSPARK_GATEWAY_PORT``: its JVM already runs and holds the ports)."""
     check_checkpoint_dir(checkpoint_dir)
-    if not has_session:
+    if not has_session and not os.environ.get("PYSPARK_GATEWAY_PORT"):
         check_java()
         check_master(master)
         check_ports(conf)
