@@ -392,3 +392,37 @@ def test_state_without_an_owner_runs_then_continues_only_under_adopt_state(
     counts = {k: v[-1] for k, v in adopted.latest("count_bolt").items()}
     counts["dog"] //= 10  # the example's bolt counts a dog ten times
     assert sum(counts.values()) == 250  # 100 before the rename + 150 after: state continued
+
+
+# -- the pieces ---------------------------------------------------------------------------------
+def test_master_hosts_lists_every_master_of_a_standalone_ha_url() -> None:
+    from stormshift.engines.spark.driver.preflight import master_hosts
+
+    assert master_hosts("spark://a:7077,b:7078") == [("a", 7077), ("b", 7078)]
+    assert master_hosts("spark://a") == [("a", 7077)]
+    assert master_hosts("local[2]") == master_hosts("yarn") == []
+
+
+def test_under_spark_submit_the_jvm_checks_are_left_to_its_running_jvm(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from stormshift.engines.spark.driver.preflight import before_jvm
+    from stormshift.errors import InfraError
+
+    monkeypatch.setenv("JAVA_HOME", "/nonexistent-java")
+    with pytest.raises(InfraError, match="JAVA_HOME"):
+        before_jvm(str(tmp_path / "ck"), "local[2]", {}, False)
+    monkeypatch.setenv("PYSPARK_GATEWAY_PORT", "12345")  # spark-submit started this driver
+    before_jvm(str(tmp_path / "ck"), "spark://nohost.invalid:7077", {}, False)
+
+
+def test_the_fingerprint_follows_components_not_their_par() -> None:
+    import dataclasses
+
+    from stormshift.state.owner import fingerprint
+
+    graph = wordcount_graph()
+    bolt = graph.components["count_bolt"]
+    wider = dataclasses.replace(graph, components={**graph.components,
+                                                   "count_bolt": dataclasses.replace(bolt, par=5)})
+    fewer = dataclasses.replace(graph, components={"word_spout": graph.components["word_spout"]})
+    assert fingerprint(wider) == fingerprint(graph) != fingerprint(fewer)
