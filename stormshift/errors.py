@@ -35,6 +35,22 @@ class TopologyError(StormshiftError):
         super().__init__(text)
 
 
+class MissingPackageError(TopologyError):
+    """The user's code imports a package that is not installed here (or a module or name
+    the installed version lacks). ``package`` is the top-level import name, ``file`` and
+    ``line`` the import statement in the user's project (None / 0 when not located),
+    ``summary`` the message without the location."""
+
+    def __init__(self, message: str, *, package: str, file: str | None, line: int, fix: str,
+                 summary: str = ""):
+        super().__init__(message, fix=fix)
+        self.package = package
+        self.summary = summary or message
+        self.file = file
+        self.line = line
+        self.detail = message
+
+
 class TupleError(StormshiftError):
     """A tuple that cannot be delivered: wrong arity, unencodable value, ...
 
@@ -52,8 +68,9 @@ class TupleError(StormshiftError):
 class ComponentFailure(StormshiftError):
     """A user component raised while handling one call (``process``, ``next_tuple``...).
 
-    ``where`` is the user's callable as ``module:line``; ``location`` the same
-    as ``file:line`` (relative to the project); ``traceback_text`` is
+    ``where`` is the user's callable as ``module:line``; ``location`` the deepest
+    frame in the user's project as ``file:line in function`` (relative to the
+    project), with the library frame that raised beside it (``adapters/location.py``); ``traceback_text`` is
     the formatted traceback of the original exception (kept for dead letters).
     """
 
@@ -79,7 +96,8 @@ class ComponentFailure(StormshiftError):
         self.location = location  # the user's file:line in function (engines/problems.py)
         super().__init__(
             f"component {component!r} task {task}: {call}() raised "
-            f"{type(cause).__name__}: {cause} (at {where})"
+            f"{type(cause).__name__}: {cause} "
+            f"(at {location if location and location != 'unknown' else where})"
         )
 
 

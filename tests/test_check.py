@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -29,6 +31,8 @@ MARK = re.compile(r"#\s*expect:\s*([a-z-]+)")
 CASES = {
     "clean": True, "writes": True, "nondeterminism": True, "threads": False,
     "shared_state": True, "unpicklable": True, "timing": False, "java": True,
+    "missing_package": True,
+    "emits": False,
 }
 
 
@@ -55,13 +59,13 @@ def test_fixture_findings_match_their_markers(fixture: str) -> None:
 
 def test_every_rule_is_exercised_by_a_fixture_or_a_test() -> None:
     marked = {rule for fixture in CASES for rule, _, _ in expected(fixture)}
-    assert set(RULES) - marked == {"spout-fail", "run-error", "run-skipped"}
+    assert set(RULES) - marked == {"spout-fail", "run-error", "run-skipped", "run-budget"}
 
 
 def test_clean_fixture_says_nothing_and_exits_zero() -> None:
     report = run_check(FIXTURES / "clean")
     assert report.findings == [] and report.exit_code == 0
-    assert report.ran.startswith("300 spout tuples")
+    assert report.ran == "60 spout tuples on the local engine"  # its input ends at 60
 
 
 def test_wordcount_example_is_clean() -> None:
@@ -111,6 +115,65 @@ def test_a_component_raising_in_the_short_run_is_reported_where_it_raised() -> N
     assert [(f.component, f.file) for f in errors] == [("raiser", "src/bolts/failing.py")]
     assert errors[0].line > 0 and "ZeroDivisionError" in errors[0].message
     assert [f.rule for f in report.by_rule("fail-replay")] == ["fail-replay"]  # queued replays
+
+
+def test_a_package_that_is_not_installed_is_one_finding_and_the_rest_is_still_read() -> None:
+    report = run_check(FIXTURES / "missing_package")
+    [missing] = report.by_rule("missing-package")
+    assert (missing.file, missing.severity, missing.component) == (
+        "src/bolts/billing.py", Severity.ERROR, "billing")
+    assert missing.message == (
+        "package 'adnet_billing' is not installed; fix: pip install adnet_billing, or add it "
+        "to the project's requirements (a module of the project itself belongs in src/)")
+    # the bolt's other hazards are found in spite of the import (the markers: wall-clock,
+    # shared-module-state), the short run waits for the package
+    assert {f.rule for f in report.findings} == {
+        "missing-package", "shared-module-state", "wall-clock", "run-skipped"}
+    [skipped] = report.by_rule("run-skipped")
+    assert "adnet_billing" in skipped.message and not report.ran
+    assert report.exit_code == 3 and report.components == 3
+
+
+def test_the_stand_ins_check_reads_with_do_not_outlive_it() -> None:
+    """After check, the project's modules built on a stand-in are gone: loading the
+    topology in the same process still fails on the missing package."""
+    from stormshift.errors import MissingPackageError
+    from stormshift.topology.loader import load_topology
+
+    run_check(FIXTURES / "missing_package")
+    assert "adnet_billing" not in sys.modules and "bolts.billing" not in sys.modules
+    with pytest.raises(MissingPackageError):
+        load_topology(FIXTURES / "missing_package")
+    assert len(run_check(FIXTURES / "missing_package").by_rule("missing-package")) == 1
+
+
+@pytest.mark.parametrize("statement", [
+    # the component classes derive from the missing package: nothing else can be read
+    "import adnet_billing\nBolt = adnet_billing.BillingBolt",
+    # a name an installed package lacks: nothing to stand in for
+    "from redis import RateCardClient\nfrom streamparse import Bolt",
+], ids=["derived-from-it", "name-missing"])
+def test_what_cannot_be_read_with_a_stand_in_is_still_one_finding(
+        tmp_path: Path, statement: str) -> None:
+    project = tmp_path / "billing"
+    shutil.copytree(FIXTURES / "missing_package", project)
+    bolt = project / "src" / "bolts" / "billing.py"
+    source = bolt.read_text().replace("from streamparse import Bolt\n", "")
+    bolt.write_text(source.replace("import adnet_billing  # expect: missing-package", statement))
+    report = run_check(project)
+    [missing] = report.by_rule("missing-package")
+    assert (missing.file, missing.line) == ("src/bolts/billing.py", 6)
+    assert {f.rule for f in report.findings} == {"missing-package", "run-skipped"}
+    assert report.exit_code == 3 and report.components == 0
+
+
+def test_command_reports_a_missing_package_as_a_finding() -> None:
+    code, output = invoke(FIXTURES / "missing_package", "--json")
+    data = json.loads(output)
+    assert code == data["exit_code"] == 3
+    [missing] = [f for f in data["findings"] if f["rule"] == "missing-package"]
+    assert missing["line"] == 6 and "pip install adnet_billing" in missing["message"]
+    assert missing["guide"] == "migrations_guide/check.md#missing-package"
 
 
 def test_every_rule_has_a_guide_section() -> None:

@@ -117,11 +117,15 @@ def test_spark_python_processes_run_the_drivers_python_without_spark_archives(sp
         for _ in batches:
             pass
         yield pa.RecordBatch.from_pydict({"pythonpath": [os.environ.get("PYTHONPATH", "")],
-                                          "exe": [sys.executable]})
+                                          "exe": [sys.executable], "prefix": [sys.prefix]})
 
-    rows = spark.range(1).mapInArrow(probe, "pythonpath string, exe string").collect()
+    rows = spark.range(1).mapInArrow(probe, "pythonpath string, exe string, prefix string"
+                                     ).collect()
     assert rows
     for row in rows:
         entries = row.pythonpath.split(os.pathsep) if row.pythonpath else []
         assert not [e for e in entries if e.endswith(("pyspark.zip", ".jar"))], entries
         assert Path(row.exe).resolve() == Path(sys.executable).resolve()
+        # a virtualenv's python is a symlink to the base one: the prefix tells them apart
+        # (.ci/run runs the suite in a fresh virtualenv)
+        assert row.prefix == sys.prefix

@@ -9,12 +9,12 @@ import os
 import traceback
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
-from types import TracebackType
 from typing import Any
 
 from stormshift.adapters.construct import construct, import_class, setup_instance
 from stormshift.adapters.context import storm_conf, storm_context
 from stormshift.adapters.fastpath import Completion, Emitter, capture_send_message, plan
+from stormshift.adapters.location import module_location, user_location
 from stormshift.adapters.outbox import Outbox
 from stormshift.adapters.routing import Router
 from stormshift.adapters.tuples import IdGenerator, counter_ids
@@ -24,11 +24,6 @@ from stormshift.topology.graph import TopologyGraph
 __all__ = ["EMPTY", "EndOfInput", "HostBase", "user_location", "working_dir"]
 
 EMPTY: list[Any] = []
-_FRAMEWORK_PACKAGES = ("pystorm", "streamparse", "stormshift")
-_FRAMEWORK_DIRS = tuple(
-    os.path.dirname(__import__(p).__file__) + os.sep  # type: ignore[type-var, operator]
-    for p in _FRAMEWORK_PACKAGES
-)
 
 
 class EndOfInput(StormshiftError):
@@ -52,36 +47,6 @@ def working_dir(graph: TopologyGraph) -> Iterator[None]:
         yield
     finally:
         os.chdir(previous)
-
-
-def _where(tb: TracebackType | None) -> str:
-    """``module:line in function`` of the innermost frame in the user's code."""
-    found = "unknown"
-    for frame, lineno in traceback.walk_tb(tb):
-        name = frame.f_globals.get("__name__", "?")
-        here = f"{name}:{lineno} in {frame.f_code.co_name}"
-        # A compiled module's frames name their file relative to the package root: the
-        # module name tells framework from user code there (``stormshift/native.py``).
-        framework = (frame.f_code.co_filename.startswith(_FRAMEWORK_DIRS)
-                     or str(name).partition(".")[0] in _FRAMEWORK_PACKAGES)
-        if found == "unknown" or not framework:
-            found = here
-    return found
-
-
-def user_location(tb: TracebackType | None, root: str | None = None) -> str:
-    """``file:line in function`` of the innermost frame in the user's code (relative to
-    ``root``, the project directory, when inside it): what the run summary shows."""
-    found = ""
-    for frame, lineno in traceback.walk_tb(tb):
-        path = frame.f_code.co_filename
-        module = str(frame.f_globals.get("__name__", "")).partition(".")[0]
-        framework = path.startswith(_FRAMEWORK_DIRS) or module in _FRAMEWORK_PACKAGES
-        if not found or not framework:
-            if root and os.path.isabs(path) and path.startswith(os.path.abspath(root) + os.sep):
-                path = os.path.relpath(path, root)
-            found = f"{path}:{lineno} in {frame.f_code.co_name}"
-    return found or "unknown"
 
 
 class HostBase:
@@ -158,13 +123,14 @@ class HostBase:
         else:
             self.outbox.errors.append("".join(traceback.format_exception(exc)))
         inst._current_tups = EMPTY
+        location = user_location(exc.__traceback__, self.graph.project_dir or self.graph.working_dir)
         return ComponentFailure(
             component=self.name,
             task=self.task_index,
             call=call,
             cause=exc,
-            where=_where(exc.__traceback__),
+            where=module_location(exc.__traceback__),
             traceback_text="".join(traceback.format_exception(exc)),
             tup=tup,
-            location=user_location(exc.__traceback__, self.graph.project_dir or self.graph.working_dir),
+            location=location,
         )

@@ -5,6 +5,7 @@ topology and components, reads their sources with ``ast`` and runs the
 topology briefly on the in-process local engine. No Spark session, no Redis.
 
 Modules: ``rules`` (the catalogue), ``project`` (the topology as declared),
+``stand_ins`` (empty modules for packages that are not installed),
 ``graph_rules`` (Java/shell components, custom groupings), ``static`` and
 ``static_state`` (ast rules), ``patterns`` (what a call is), ``dynamic``
 (the short run and the snapshot attempt), ``report`` (exit code, terminal,

@@ -5,6 +5,8 @@
 rest. So this module imports the topology file the way the loader does and
 keeps streamparse's specs: each component's attribute name, declaring line,
 Python class (None for Java/shell) and the config stormshift would merge.
+Packages the project imports that are not installed are stood in for
+(``stand_ins``) and kept as ``missing``.
 """
 
 from __future__ import annotations
@@ -16,15 +18,16 @@ import textwrap
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from types import ModuleType
 from typing import Any
 
 from streamparse.dsl.component import ComponentSpec
 
-from stormshift.errors import TopologyError
-from stormshift.topology.loader import resolve_environment, select_topology_class
+from stormshift.check.stand_ins import StandIns, import_standing_in
+from stormshift.errors import MissingPackageError, TopologyError
+from stormshift.topology.loader import import_topology, resolve_environment, select_topology_class
 from stormshift.topology.project import (
     Layout,
-    import_topology_module,
     layout_for_file,
     layout_for_project,
 )
@@ -47,11 +50,12 @@ class DeclaredComponent:
 @dataclass
 class DeclaredTopology:
     layout: Layout
-    topology_cls: type
+    topology_cls: type | None  # None: unreadable even with stand-ins (see ``missing``)
     environment: str | None
     config: dict[str, Any]
     replacements: dict[str, Replacement]
     components: list[DeclaredComponent] = field(default_factory=list)
+    missing: list[MissingPackageError] = field(default_factory=list)
 
     @property
     def root(self) -> Path:
@@ -74,8 +78,11 @@ def declare(
     name: str | None = None,
     environment: str | None = None,
     overrides: Mapping[str, Any] | None = None,
+    *,
+    stand_ins: StandIns | None = None,
 ) -> DeclaredTopology:
-    """Import ``path`` (project dir or topology file) and keep its specs."""
+    """Import ``path`` (project dir or topology file) and keep its specs; with ``stand_ins``,
+    a package that is not installed is stood in for instead of raising."""
     target = Path(path)
     class_name = name
     if target.is_dir():
@@ -86,9 +93,17 @@ def declare(
     else:
         raise TopologyError(f"{target} is neither a topology .py file nor a project directory",
                             fix="pass topologies/NAME.py or the streamparse project dir")
-    module = import_topology_module(layout)
-    topology_cls = select_topology_class(module, layout, class_name or None)
+    missing: list[MissingPackageError] = []
+    if stand_ins is None:
+        module: ModuleType | None = import_topology(layout, environment, overrides)
+    else:
+        stand_ins.roots = layout.source_dirs
+        module, missing = import_standing_in(
+            lambda: import_topology(layout, environment, overrides), stand_ins)
     env = resolve_environment(environment, layout.project_config)
+    if module is None:
+        return DeclaredTopology(layout, None, env, {}, {}, missing=missing)
+    topology_cls = select_topology_class(module, layout, class_name or None)
     env_options = (
         dict((layout.project_config.get("envs") or {}).get(env, {}).get("options") or {})
         if env else {}
@@ -97,7 +112,7 @@ def declare(
     config = {**env_options, **topo_config, **dict(overrides or {})}
     replacements = collect_replacements(layout.project_config, env_options, topo_config,
                                         overrides or {})
-    declared = DeclaredTopology(layout, topology_cls, env, config, replacements)
+    declared = DeclaredTopology(layout, topology_cls, env, config, replacements, missing=missing)
     lines = _attribute_lines(topology_cls)
     attrs = {id(v): k for k, v in vars(topology_cls).items() if isinstance(v, ComponentSpec)}
     for spec in getattr(topology_cls, "specs", None) or []:

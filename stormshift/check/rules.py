@@ -176,6 +176,31 @@ RULES: dict[str, Rule] = _rules(
          "installed packages, so a project cannot break them: `import NAME` gets the library's "
          "module, never the project's (Storm's multilang workers had src/ first)",
          "rename the project's module (and the imports of it)"),
+    Rule("missing-package", E, "the project imports a package that is not installed",
+         "every process that hosts the component (driver, Spark's planner and workers) imports "
+         "it: stormshift refuses the topology at load until it is installed; check stood it in "
+         "to read the rest, and the short run waits for it",
+         "pip install it (the message names it), or add it to the project's requirements; a "
+         "module of the project itself belongs in src/"),
+    Rule("emit-arity", E, "emit() of a literal list whose length differs from its stream's fields",
+         "every such emit fails, on Storm and on both engines: the tuple is refused (dead "
+         "letter on Spark, a failed tree on the local engine) and nothing downstream sees it",
+         "emit as many values as the stream declares, or declare the fields the emit sends "
+         "(outputs = ['word', 'count'], or Stream(fields=[...], name=...))"),
+    Rule("emit-without-outputs", E, "emit() from a component that declares no outputs",
+         "the component declares no stream (outputs = [] or none), so every emit fails on "
+         "both engines: the tuple is refused and nothing downstream sees it",
+         "declare the fields it emits (outputs = ['word', 'count']), or drop the emit if the "
+         "component is a sink"),
+    Rule("emit-undeclared-stream", E, "emit() to a stream the component does not declare",
+         "an emit to a stream name that is not among the component's outputs fails on both "
+         "engines: the tuple is refused and nothing downstream sees it",
+         "declare the stream (outputs = [Stream(fields=[...], name='NAME')]) or fix the "
+         "stream= name of the emit"),
+    Rule("run-budget", I, "the short local run stopped at its budget",
+         "the short run is bounded (spout tuples and seconds) so that check always reports; "
+         "a spout that sleeps or blocks gets fewer tuples through than the bound",
+         "nothing; findings that need the run saw only what the short run processed"),
     Rule("direct-emit", W, "direct emit to a task number",
          "a direct emit names the receiving task; code that picks the number from its own "
          "assumptions (a constant, a hash) may pick another task than on Storm",

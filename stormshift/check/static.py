@@ -11,7 +11,7 @@ project's own functions (in any of its modules):
 - *all* code of a component (``initialize`` included) is where threads,
   shared mutable state and task-number assumptions matter;
 - the class shape says the rest (``static_shape``): ``process_tick``, batching
-  bolts, ``fail``.
+  bolts, ``fail``; emits that cannot match the declared outputs (``static_emits``).
 
 Findings point at the line of the call, in whichever project file it is.
 """
@@ -41,6 +41,7 @@ from stormshift.check.patterns import (
 )
 from stormshift.check.project import DeclaredTopology
 from stormshift.check.rules import Finding, Severity
+from stormshift.check.static_emits import declared_streams, emit_findings
 from stormshift.check.static_shape import shape_findings
 from stormshift.check.static_state import mutations
 
@@ -59,8 +60,10 @@ def static_findings(declared: DeclaredTopology) -> list[Finding]:
         if not spout:
             for unit in code.reach(PROCESSING, sources):
                 _processing_rules(unit, code, out)
+        streams = declared_streams(getattr(comp.spec, "outputs", None))
         for unit in code.reach(None, sources):
             _everywhere_rules(unit, code, out, bolt=not spout)
+            emit_findings(unit, comp.name, streams, out, spout=spout)
         shape_findings(code, sources, out)
     return list(out.findings.values())
 

@@ -102,10 +102,12 @@ def main(argv: list[str] | None = None) -> int:
         exc.show()
         return _as_json(argv, exc.exit_code, exc.format_message())
     except RunFailedError as exc:
-        console.print(f"[bold red]run failed:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
+        console.print(f"[bold red]run failed:[/] {escape(str(exc))}", markup=True, highlight=False,
+                      soft_wrap=True)
         return _as_json(argv, exit_codes.RUN_FAILED, str(exc))
     except StormshiftError as exc:
-        console.print(f"[bold red]error:[/] {escape(str(exc))}", highlight=False, soft_wrap=True)
+        console.print(f"[bold red]error:[/] {escape(str(exc))}", markup=True, highlight=False,
+                      soft_wrap=True)
         return _as_json(argv, exit_codes.USAGE, str(exc))
     finally:
         stop_embedded()

@@ -10,6 +10,7 @@ import json
 
 import click
 from rich.console import Console
+from rich.markup import escape
 
 from stormshift.check.report import EXIT_LOAD
 from stormshift.errors import StormshiftError
@@ -51,7 +52,8 @@ def check_command(ctx: click.Context, path: str, name: str | None, environment: 
         report = run_check(path, name=name, environment=environment,
                            overrides=overrides or None, dynamic=not no_run)
     except StormshiftError as exc:
-        Console(stderr=True).print(f"[bold red]error:[/] {exc}", markup=True, highlight=False)
+        Console(stderr=True).print(f"[bold red]error:[/] {escape(str(exc))}", markup=True, highlight=False,
+                      soft_wrap=True)
         ctx.exit(EXIT_LOAD)
     if as_json:
         click.echo(json.dumps(report.to_dict(), indent=2))

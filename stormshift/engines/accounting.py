@@ -18,9 +18,15 @@ dead letter).
 Topology level: the *first-hop* bolts (every input is a spout) get each spout
 emit once per subscription (``all`` grouping: once per task), plus the dead
 letters redriven into them; that is the run's *input*, and it must equal what
-they processed (acked) plus what they dead-lettered. Spouts with several
+they processed (acked) plus what they dead-lettered, plus what was *in flight*
+(inside a bolt's call) when the run was stopped. Spouts with several
 output streams make the expected count unknown (emits are not counted per
 stream); then only the per-bolt identities are checked.
+
+What failed past the first hop (a second bolt raising, calling ``fail``,
+dead-lettering) does not change the first hop's identity, so the lines name
+it beside it (``downstream``), and on the local engine the spouts' failed
+trees, so a "holds" never reads as "nothing failed".
 """
 
 from __future__ import annotations
@@ -58,14 +64,14 @@ def accounting(summary: Any) -> dict[str, Any]:
     for s in summary.components.values():
         if s.kind == "spout":
             continue
-        settled = s.acks + (s.fails if local else s.dead_lettered)
+        settled = s.acks + (s.fails if local else s.dead_lettered) + s.in_flight
         tracked = local and bool(s.received or s.lost)  # deliveries counted (local engine runs)
         delivered = s.received == s.tuples_in + s.lost + s.queued if tracked else True
         bolts[s.name] = {
             "in": s.tuples_in, "acked": s.acks, "failed": s.fails,
             "dead_lettered": s.dead_lettered, "redriven": s.redriven,
             "lost": s.lost, "received": s.received if tracked else s.tuples_in,
-            "queued": s.queued,
+            "queued": s.queued, "in_flight": s.in_flight,
             "unsettled": s.tuples_in - settled, "holds": s.tuples_in == settled and delivered,
         }
     hop = summary.first_hop
@@ -78,9 +84,17 @@ def accounting(summary: Any) -> dict[str, Any]:
         "processed": sum(bolts[n]["acked"] for n in names),
         "dead_lettered": sum(bolts[n]["dead_lettered"] for n in names),
         "failed": sum(bolts[n]["failed"] for n in names),
+        "in_flight": sum(bolts[n]["in_flight"] for n in names),
         "lost": sum(b["lost"] for b in bolts.values()),
         "given_up": sum(s.gave_up for s in summary.components.values() if s.kind == "spout"),
+        "spout_acks": sum(s.acks for s in summary.components.values() if s.kind == "spout"),
+        "spout_fails": sum(s.fails for s in summary.components.values() if s.kind == "spout"),
     }
+    # Bolts past the first hop that failed / dead-lettered tuples: the first hop's identity
+    # holds without them, so they are named beside it (never a "holds" that hides them).
+    top["downstream"] = {n: b["failed"] if local else b["dead_lettered"]
+                         for n, b in bolts.items()
+                         if n not in hop and (b["failed"] if local else b["dead_lettered"])}
     expected: int | None = top["redriven"]
     for n in names:
         spec = hop[n]
@@ -89,7 +103,8 @@ def accounting(summary: Any) -> dict[str, Any]:
             continue
         expected += sum(summary.components[sp].tuples_out * k for sp, k in spec if sp in summary.components)
     top["expected_input"] = expected
-    settled = top["processed"] + (top["failed"] if local else top["dead_lettered"])
+    settled = (top["processed"] + (top["failed"] if local else top["dead_lettered"])
+               + top["in_flight"])
     top["holds"] = (
         top["input"] == settled
         and (expected is None or expected == top["input"])
@@ -110,12 +125,26 @@ def accounting_lines(summary: Any) -> list[str]:
     if top["redriven"]:
         source = f" ({top['input'] - top['redriven']:,} from spouts + {top['redriven']:,} redriven)"
     verdict = "holds" if top["holds"] else "does NOT hold"
+    hop = " at the first hop" if top["downstream"] else ""
+    flight = f" + in flight {top['in_flight']:,}" if top["in_flight"] else ""
     head = (f"accounting: input {top['input']:,}{source} = processed {top['processed']:,} "
-            f"+ {what} {settled:,} ({verdict})")
+            f"+ {what} {settled:,}{flight}{hop} ({verdict})")
     lines = [head]
+    for name in top["downstream"]:
+        b = acc["bolts"][name]
+        lines.append(f"  then downstream: {name} in {b['in']:,} = acked {b['acked']:,} + "
+                     f"{what} {b['failed'] if local else b['dead_lettered']:,}")
+    if local and top["spout_fails"]:
+        lines.append(f"  spout trees: {top['spout_acks']:,} completed, {top['spout_fails']:,} "
+                     "failed (a bolt failed them, or they timed out)")
     if top["expected_input"] is not None and top["expected_input"] != top["input"]:
         lines.append(f"  spouts emitted {top['spout_tuples']:,}: first-hop bolts should have got "
                      f"{top['expected_input']:,}, got {top['input']:,}")
+    if top["in_flight"] or any(b["in_flight"] for b in acc["bolts"].values()):
+        busy = ", ".join(f"{n} {b['in_flight']:,}" for n, b in acc["bolts"].items()
+                         if b["in_flight"])
+        lines.append(f"  in flight when the run stopped: {busy} (inside the bolt's call, "
+                     "not yet acked)")
     if top["lost"]:
         lines.append(f"  lost {top['lost']:,}: queued for tasks that crashed (Storm drops a dead "
                      "worker's queue; their spout trees time out and replay)")

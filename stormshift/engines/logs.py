@@ -8,23 +8,29 @@ those records to one file per topology, every line naming component and task,
 and WARNING and above to the console too.
 
 On Spark the lines travel from the task to the driver in the task's counters
-record (``engines/spark/task/counters.py``), at most ``MAX_LINES_PER_TASK`` per
-member and batch (the rest counted, with a line saying how many were dropped):
-a re-run task replaces its record, so a retried batch logs once.
+record (``engines/spark/task/counters.py``), at most ``-o
+stormshift.logs.max_lines_per_task`` (default ``MAX_LINES_PER_TASK``) per member
+and batch: the rest are counted per component (``logs_dropped``), with a line
+in the log file and a warning in the summary naming the option; a re-run task
+replaces its record, so a retried batch logs once. The local engine has no cap.
 """
 
 from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Self
+from typing import Any, Self
 
-__all__ = ["LEVELS", "MAX_LINES_PER_TASK", "ComponentLogs", "forward_logs"]
+from stormshift.errors import TopologyError
+
+__all__ = ["LEVELS", "LIMIT_KEY", "MAX_LINES_PER_TASK", "ComponentLogs", "dropped_warning",
+           "forward_logs", "max_lines_per_task"]
 
 ROOT = "stormshift.component"
 MAX_LINES_PER_TASK = 2000
+LIMIT_KEY = "stormshift.logs.max_lines_per_task"
 LEVELS = {
     "TRACE": 5,
     "DEBUG": logging.DEBUG,
@@ -34,6 +40,27 @@ LEVELS = {
     "ERROR": logging.ERROR,
     "CRITICAL": logging.CRITICAL,
 }
+
+
+def max_lines_per_task(conf: Mapping[str, Any], component: str | None = None) -> int:
+    """The per-task, per-batch cap on a component's forwarded log lines (module doc)."""
+    raw = conf.get(LIMIT_KEY, MAX_LINES_PER_TASK)
+    try:
+        limit = int(raw)
+        ok = limit >= 0 and not isinstance(raw, bool) and float(raw) == limit
+    except (TypeError, ValueError):
+        ok = False
+    if not ok:
+        raise TopologyError(f"{LIMIT_KEY} must be a whole number >= 0, got {raw!r}",
+                            component=component, fix=f"e.g. -o {LIMIT_KEY}=10000")
+    return limit
+
+
+def dropped_warning(dropped: Mapping[str, int], limit: int) -> str:
+    """The summary's warning for log lines past the cap, per component."""
+    where = ", ".join(f"{name} {n:,}" for name, n in dropped.items())
+    return (f"log lines dropped past {limit:,} per task per batch: {where}; keep them with "
+            f"-o {LIMIT_KEY}=N (a larger N)")
 
 
 def forward_logs(component: str, task: int, lines: Iterable[tuple[str, str]],

@@ -23,6 +23,11 @@ shadow runs and tests read one shape. Vocabulary:
 - *redriven*: dead letters replayed into a bolt (``stormshift deadletter replay``).
 - *lost* (local engine, bolts): tuples that were queued for a task when it crashed
   (Storm drops a dead worker's queue; their trees time out and replay).
+- *logs_dropped* (Spark engine): ``self.logger`` lines past
+  ``stormshift.logs.max_lines_per_task`` per task per batch, not forwarded
+  (``engines/logs.py``); a warning names the option.
+- *in_flight* (bolts): tuples a task was executing when the run was stopped
+  (Ctrl-C, SIGTERM): neither acked nor failed, and not a gap in the accounting.
 - *gave_up* (local engine, spouts): failed spout tuples the engine stopped replaying
   after ``stormshift.max_replays`` failures (Storm replays forever; a bounded run
   must end): each counted here, never silently.
@@ -73,9 +78,12 @@ _COLUMNS = (
     "restarts",
     "lost",
     "gave_up",
+    "in_flight",
+    "logs_dropped",
 )
 _ALWAYS = ("tuples_in", "tuples_out", "acks", "fails")
-_HEADERS = {"tuples_in": "in", "tuples_out": "out", "dead_lettered": "dead-lettered"}
+_HEADERS = {"tuples_in": "in", "tuples_out": "out", "dead_lettered": "dead-lettered",
+            "in_flight": "in flight", "logs_dropped": "logs dropped"}
 
 
 @dataclass
@@ -98,6 +106,8 @@ class ComponentStats:
     restarts: int = 0
     lost: int = 0
     gave_up: int = 0
+    logs_dropped: int = 0  # Spark: log lines past stormshift.logs.max_lines_per_task
+    in_flight: int = 0  # bolts: tuples inside a call when the run was stopped (accounting)
     received: int = 0  # local engine: deliveries queued for the bolt's tasks (accounting)
     queued: int = 0  # local engine: of those, still queued when the run ended
     busy_ms: float = 0.0

@@ -15,7 +15,7 @@ import sysconfig
 from collections.abc import Sequence
 from pathlib import Path
 
-from stormshift.errors import TopologyError
+from stormshift.errors import MissingPackageError, TopologyError
 from stormshift.topology.project import import_failure, topology_error
 from stormshift.topology.sources import use_sources
 
@@ -87,7 +87,7 @@ def _import_class(class_path: str, source_dirs: Sequence[str]) -> type:
         try:
             module = importlib.import_module(module_name)
         except ModuleNotFoundError as exc:
-            if exc.name and module_name.startswith(exc.name):
+            if exc.name and (module_name == exc.name or module_name.startswith(exc.name + ".")):
                 continue  # this prefix is not a module; try a shorter one
             raise import_failure(exc, f"component class {class_path}", roots) from None
         except Exception as exc:  # noqa: BLE001 - the user's module raised while importing
@@ -110,6 +110,8 @@ def check_importable(class_path: str, source_dirs: Sequence[str], component: str
     """Import a class at load time, so a typo fails now instead of in an executor."""
     try:
         return import_component_class(class_path, source_dirs)
+    except MissingPackageError:
+        raise  # names the package and the import statement already
     except TopologyError as err:
         detail = getattr(err, "detail", None) or str(err)
         raise topology_error(detail, component=component, fix=err.fix) from None

@@ -67,7 +67,7 @@ from stormshift.topology.specs import (
 )
 from stormshift.topology.validate import topological_order, validate_components
 
-__all__ = ["graph_from_topology_class", "import_component_class", "load_topology"]
+__all__ = ["graph_from_topology_class", "import_component_class", "import_topology", "load_topology"]
 
 Target = type | str | os.PathLike[str]
 
@@ -112,7 +112,7 @@ def load_topology(
             f"{path} is neither a topology .py file nor a project directory",
             fix="pass topologies/NAME.py or the streamparse project dir (with config.json)",
         )
-    module = _import_topology(layout, environment, overrides)
+    module = import_topology(layout, environment, overrides)
     topology_cls = select_topology_class(module, layout, class_name or None)
     try:
         return graph_from_topology_class(
@@ -305,9 +305,11 @@ def class_location(topology_cls: type, layout: Layout) -> str:
     return describe_location(location, list(layout.source_dirs))
 
 
-def _import_topology(
+def import_topology(
     layout: Layout, environment: str | None, overrides: Mapping[str, Any] | None
 ) -> ModuleType:
+    """Import the topology file; whatever the user's code raises becomes a TopologyError
+    (a MissingPackageError for a package this environment lacks)."""
     try:
         return import_topology_module(layout)
     except TopologyError:

@@ -26,7 +26,8 @@ from pathlib import Path
 from types import ModuleType, TracebackType
 from typing import Any
 
-from stormshift.errors import TopologyError
+from stormshift.errors import MissingPackageError, TopologyError
+from stormshift.topology.missing import classify
 from stormshift.topology.sources import use_sources
 
 DEFAULT_TOPOLOGY_SPECS = "topologies/"
@@ -180,8 +181,17 @@ def describe_location(location: tuple[str, int, str] | None, roots: Sequence[Pat
 
 
 def import_failure(exc: BaseException, what: str, roots: Sequence[Path]) -> TopologyError:
-    """A TopologyError for an exception raised while importing user code."""
-    where = describe_location(user_location(exc, roots), roots)
+    """A TopologyError for an exception raised while importing user code: a
+    MissingPackageError when the environment lacks a package the code imports."""
+    location = user_location(exc, roots)
+    where = describe_location(location, roots)
+    missing = classify(exc, roots)
+    if missing is not None:
+        return MissingPackageError(
+            f"{missing.summary} (imported at {where})", summary=missing.summary,
+            package=missing.package, fix=missing.fix,
+            file=location[0] if location else None, line=location[1] if location else 0,
+        )
     fix = "fix the error at that line"
     if isinstance(exc, ModuleNotFoundError):
         fix = (

@@ -24,6 +24,8 @@ Bounded runs (the engine is a bounded simulation, Storm is not):
   time (default 10) with nothing in flight, and no ``duration_secs`` bound: a spout
   that never signals end of input (one that swallows its own ``StopIteration``)
   ends the pull phase with a warning naming it, instead of a hang.
+- a stop request: ``request_stop(reason)`` (thread-safe; e.g. a caller's wall-clock
+  budget) is honoured between two calls into user code.
 Whichever comes first ends the *pull* phase; then, like ``storm kill -w``,
 spouts are deactivated and the run *drains*: queues are processed and it ends
 when no tree is pending (complete, failed or timed out, replays included),
@@ -50,6 +52,7 @@ worker; here only that task restarts -- the smallest failure Storm can have.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, cast
@@ -132,6 +135,8 @@ class LocalEngine:
         self._faults: ActiveFaults = self.plan.start()
         self._timers = Periodic()
         self._ran = False
+        self._stop = threading.Event()
+        self._stop_reason = ""
         self._reported: set[tuple[str, str, str, str]] = set()
 
     # -- public -------------------------------------------------------------
@@ -147,6 +152,12 @@ class LocalEngine:
     def injected(self) -> list[str]:
         """Faults that fired, in order (e.g. ``"crash count[0] at its tuple 5"``)."""
         return list(self._faults.injected)
+
+    def request_stop(self, reason: str) -> None:
+        """End the pull phase at the next round, then drain as for any bound (module doc).
+        Safe from another thread; a call into user code that never returns is not cut."""
+        self._stop_reason = self._stop_reason or reason
+        self._stop.set()
 
     def run(
         self,
@@ -170,6 +181,7 @@ class LocalEngine:
                 self._loop(start_ms, max_tuples, duration_ms, on_progress, wall_start)
             except KeyboardInterrupt:
                 self.summary.stop_reason = "interrupted"
+                self._count_in_flight()
         self._refresh(wall_start, start_ms)
         for (name, _), queue in self.tasks.queues.items():
             self.summary.components[name].queued += len(queue)
@@ -182,6 +194,15 @@ class LocalEngine:
             on_progress(self.summary.progress_line())
             self._report_new_errors(on_progress)
         return self.summary
+
+    def _count_in_flight(self) -> None:
+        """The tuple a bolt task was executing when the run was stopped, if not settled."""
+        if self.tasks.executing is None:
+            return
+        (name, _), settled_before = self.tasks.executing
+        stats = self.summary.components[name]
+        if stats.acks + stats.fails == settled_before:
+            stats.in_flight += 1
 
     def _report_new_errors(self, on_progress: Progress) -> None:
         """Each distinct error once, as soon as a progress line sees it."""
@@ -212,6 +233,8 @@ class LocalEngine:
                 if max_tuples is not None:
                     self.tasks.targets = self._targets(max_tuples)
                 reason = self._bound(now_ms - start_ms, max_tuples, duration_ms)
+                if not reason and self._stop.is_set():
+                    reason = self._stop_reason
                 if not reason and duration_ms is None:
                     reason = self._idle_sources(now_ms - last_new_ms)
                 if reason:
@@ -283,17 +306,15 @@ class LocalEngine:
 
     def _idle_sources(self, idle_ms: int) -> str:
         """A stop reason once spouts emitted nothing new for ``idle_ms`` with nothing in
-        flight (module doc); the warning names the spouts that never said they were done."""
+        flight (module doc); the warning names each spout that never said it was done,
+        with the cause the run can see (``idle_cause``)."""
         if idle_ms < self.idle_ms or len(self.acker) or not self.tasks.idle():
             return ""
-        names = self.tasks.unfinished_spouts()
-        self.summary.warn(
-            f"spout {', '.join(names)} emitted nothing new for {self.idle_ms / 1000:g}s of "
-            "engine time and never signalled end of input: the run ended as if its input were "
-            "done. Fix: raise StopIteration (or stormshift.adapters.host.EndOfInput) from "
-            "next_tuple when the input is used up (a spout that catches StopIteration itself "
-            "never ends); or set -o stormshift.idle_timeout_secs=N for a slower source.")
-        return f"sources idle for {self.idle_ms / 1000:g}s"
+        idle = f"{self.idle_ms / 1000:g}s"
+        for name in self.tasks.unfinished_spouts():
+            self.summary.warn(idle_cause(name, self.summary.components[name].gave_up,
+                                         self.conf.get("stormshift.max_replays", 10), idle))
+        return f"sources idle for {idle}"
 
     def _reopened(self) -> bool:
         """A spout that had run out of input got a ``fail`` since: it may replay."""
@@ -374,3 +395,21 @@ class LocalEngine:
         self.summary.elapsed_ms = (time.perf_counter() - wall_start) * 1000
         self.summary.engine_time_ms = self.clock.now_ms() - start_ms
         self.summary.pending_trees = len(self.acker)
+
+
+def idle_cause(spout: str, gave_up: int, max_replays: Any, idle: str) -> str:
+    """Why ``spout`` never signalled end of input, as far as the run can tell: tuples the
+    engine gave up replaying (a reliable spout waits for their ack or fail for ever), else
+    a spout that does not raise ``StopIteration`` at the end of its input."""
+    if gave_up:
+        return (f"spout {spout} is still waiting for {gave_up:,} tuple(s) the engine gave up "
+                f"replaying (each failed more than stormshift.max_replays={max_replays} "
+                "times, see the errors and fails of the bolts above): a reliable spout never "
+                "gets their ack or fail, so it cannot signal end of input; the run ended after "
+                f"{idle} without new tuples. Fix the bolt that fails them, or raise -o "
+                "stormshift.max_replays=N.")
+    return (f"spout {spout} emitted nothing new for {idle} of engine time and never "
+            "signalled end of input: the run ended as if its input were done. Fix: raise "
+            "StopIteration (or stormshift.adapters.host.EndOfInput) from next_tuple when the "
+            "input is used up (a spout that catches StopIteration itself never ends); or set "
+            "-o stormshift.idle_timeout_secs=N for a slower source.")

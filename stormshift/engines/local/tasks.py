@@ -56,6 +56,8 @@ class TaskSet:
         self.graph = graph
         self.summary = summary
         self.stats = summary.components
+        # the bolt task inside a call (``_execute``) and its acks + fails before it
+        self.executing: tuple[TaskKey, int] | None = None
         self.acker = acker
         self.clock = clock
         self.tracker = TupleTracker(seed)
@@ -316,6 +318,14 @@ class TaskSet:
         return did
 
     def _execute(self, key: TaskKey, tup: Any, action: Action) -> None:
+        """Execute one tuple; ``executing`` names the task until it is settled, so a run
+        stopped inside the call (Ctrl-C, SIGTERM) counts that tuple in flight."""
+        stats = self.stats[key[0]]
+        self.executing = (key, stats.acks + stats.fails)
+        self._execute_one(key, tup, action)
+        self.executing = None
+
+    def _execute_one(self, key: TaskKey, tup: Any, action: Action) -> None:
         stats = self.stats[key[0]]
         stats.tuples_in += 1
         if action is Action.CRASH:

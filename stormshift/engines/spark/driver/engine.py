@@ -51,7 +51,7 @@ from pathlib import Path
 from typing import Any
 
 from stormshift.engines.budget import spout_budgets
-from stormshift.engines.logs import forward_logs
+from stormshift.engines.logs import dropped_warning, forward_logs, max_lines_per_task
 from stormshift.engines.spark.driver.batch import BatchConfig, BatchResult, BatchRunner
 from stormshift.engines.spark.driver.progress import (
     first_seen_errors,
@@ -104,6 +104,7 @@ class SparkEngine:
         self.spark_conf = dict(spark_conf or {})
         self.read_state = read_state
         self.clock = clock
+        self.log_limit = max_lines_per_task(graph.config)  # a bad -o value: refused before Spark
 
     # -- setup ---------------------------------------------------------------
     def _session(self) -> Any:
@@ -227,6 +228,9 @@ class SparkEngine:
             _nothing_new(summary, self.checkpoint_dir)
         read_spout_reports(r, self.namespace, summary, spouts)
         _count_spout_dead_letters(summary, dead_letters.since(dl_mark))
+        dropped = {n: s.logs_dropped for n, s in summary.components.items() if s.logs_dropped}
+        if dropped:
+            summary.warn(dropped_warning(dropped, self.log_limit))
         summary.elapsed_ms = (time.perf_counter() - started) * 1000
         if self.sink.kind != "drop":
             summary.sink = f"{self.sink.kind}:{self.sink.target}"
@@ -343,7 +347,7 @@ def _accumulate(summary: RunSummary, result: BatchResult) -> None:
         if stats is None:
             continue
         for column in ("tuples_in", "tuples_out", "acks", "fails", "errors", "dead_lettered",
-                       "redriven"):
+                       "redriven", "logs_dropped"):
             setattr(stats, column, getattr(stats, column) + counters.get(column, 0))
     for name, counters in result.windows.items():
         stats = summary.components.get(name)

@@ -22,7 +22,7 @@ __all__ = ["COUNTERS", "MemberStats", "read_stats"]
 # reused / caught_up: the task's live instance was used as it was / brought up to date by
 # the deltas since its version (``taskstate.open_task``); neither: restored whole
 COUNTERS = ("tuples_in", "tuples_out", "acks", "fails", "errors", "dead_lettered", "leaf", "reused",
-            "caught_up")
+            "caught_up", "logs_dropped")
 
 
 @dataclass
@@ -38,6 +38,7 @@ class MemberStats:
     leaf: int = 0
     reused: int = 0
     caught_up: int = 0
+    logs_dropped: int = 0  # log lines past the cap (``engines/logs.py``)
     maxseq: dict[int, int] = field(default_factory=dict)  # highest spout emit seq per source task
     reasons: dict[str, int] = field(default_factory=dict)  # dead letters per reason
     # distinct errors: (type, message or "", location) -> [count, first traceback, first message]
@@ -46,16 +47,24 @@ class MemberStats:
     windows: dict[str, Any] | None = None  # a windowed bolt's batch report (task/windowing.py)
     task: int = 0  # set by read_stats
 
-    def take_logs(self, lines: list[tuple[str, str]]) -> None:
-        """Keep a batch's log lines, at most ``MAX_LINES_PER_TASK`` (``engines/logs.py``)."""
+    def take_logs(self, lines: list[tuple[str, str]], limit: int | None = None) -> None:
+        """Keep a batch's log lines, at most ``limit`` (default ``MAX_LINES_PER_TASK``); the
+        rest are counted in ``logs_dropped`` (``engines/logs.py``; ``pack`` says so in a line)."""
         from stormshift.engines.logs import MAX_LINES_PER_TASK
 
-        room = MAX_LINES_PER_TASK - len(self.logs)
-        self.logs.extend((str(level), str(text)) for level, text in lines[:max(room, 0)])
-        if len(lines) > room:
-            dropped = len(lines) - max(room, 0)
-            note = f"{dropped:,} more log lines of this task in this batch were dropped"
-            self.logs.append(("WARN", note))
+        room = max((MAX_LINES_PER_TASK if limit is None else limit) - len(self.logs), 0)
+        self.logs.extend((str(level), str(text)) for level, text in lines[:room])
+        self.logs_dropped += max(len(lines) - room, 0)
+
+    def log_lines(self) -> list[list[str]]:
+        """The kept lines, then one saying how many were dropped (if any)."""
+        from stormshift.engines.logs import LIMIT_KEY
+
+        out = [list(line) for line in self.logs]
+        if self.logs_dropped:
+            out.append(["WARN", (f"{self.logs_dropped:,} more log lines of this task in this "
+                                f"batch were dropped (-o {LIMIT_KEY}=N keeps more)")])
+        return out
 
     def note_error(self, error: BaseException, trace: str = "") -> None:
         """Count one error by kind; the first ``MAX_KINDS`` kinds keep a traceback each."""
@@ -80,7 +89,7 @@ class MemberStats:
     def pack(self) -> bytes:
         return msgpack.packb([*(getattr(self, c) for c in COUNTERS), list(self.maxseq.items()),
                               self.reasons, [[*k, *v] for k, v in self.problems.items()],
-                              [list(line) for line in self.logs], self.windows],
+                              self.log_lines(), self.windows],
                              use_bin_type=True)
 
 

@@ -42,6 +42,7 @@ import pyarrow as pa
 
 from stormshift.adapters.kernel import Kernel
 from stormshift.adapters.retry_policy import Action, Outcome, RetryPolicy
+from stormshift.engines.logs import max_lines_per_task
 from stormshift.engines.spark import faults
 from stormshift.engines.spark import rows as R
 from stormshift.engines.spark.layout import Layout, Stage
@@ -120,6 +121,7 @@ class _Member:
         self.output = MemberOutput(job.layout, name, task, out, queues, job.sink.kind != "drop",
                                    self.stats, job.sink.kept_streams(name))
         self.host: Any = None
+        self.log_limit: int | None = None  # -o stormshift.logs.max_lines_per_task (open)
         self.window_counters: dict[str, int] | None = None  # at the start (windowing.py)
 
     # -- lifecycle -------------------------------------------------------
@@ -141,6 +143,7 @@ class _Member:
         self.stats.reused = int(how == "reused")
         self.stats.caught_up = int(how == "caught_up")
         self.host.router.reset_seq()
+        self.log_limit = max_lines_per_task(self.host.conf, self.name)
         if self.poison and self.host.batching:  # held tuples of earlier batches dead-lettered
             for letter in drop_held(self.host.instance, self.poison):
                 self._skip_poison(letter)
@@ -281,7 +284,7 @@ class _Member:
         outbox.acks.clear()
         outbox.fails.clear()
         outbox.errors.clear()
-        self.stats.take_logs(outbox.logs)  # to the driver's log file (engines/logs.py)
+        self.stats.take_logs(outbox.logs, self.log_limit)  # to the driver's log file (engines/logs.py)
         del outbox.logs[:]
 
     def _dead_letter(self, stream: str, values: Any, error: BaseException, trace: str,
