@@ -89,6 +89,8 @@ REDIS_CASES = [
     Case("state-ls-redis-unreachable", ("state", "ls", "--redis", DEAD), 2, "cannot reach Redis"),
     Case("deadletter-ls-redis-unreachable", ("deadletter", "ls", "--namespace", "{ns}", "--redis",
                                              DEAD), 2, "cannot reach Redis"),
+    Case("shadow-redis-unreachable", ("shadow", WORDCOUNT, "--max-tuples", "50", "--redis", DEAD),
+         2, "cannot reach Redis"),
     Case("run-wrong-db", run_args(WORDCOUNT, "--redis", "{redis_base}/99", "--namespace", "{ns}",
                                   "--checkpoint", "{tmp}/ck"), 2, "has no database 99"),
     Case("state-ls-wrong-db", ("state", "ls", "--redis", "{redis_base}/99"), 2, "no database 99"),
