@@ -428,3 +428,18 @@ def test_the_fingerprint_follows_components_not_their_par() -> None:
                                                    "count_bolt": dataclasses.replace(bolt, par=5)})
     fewer = dataclasses.replace(graph, components={"word_spout": graph.components["word_spout"]})
     assert fingerprint(wider) == fingerprint(graph) != fingerprint(fewer)
+
+
+@pytest.mark.redis
+def test_state_reset_frees_the_namespace_for_any_topology(redis_url: str, namespace: str) -> None:
+    from stormshift.errors import InfraError
+    from stormshift.state.commit import reset_namespace
+    from stormshift.state.owner import check_owner, record_owner, recorded_owner
+
+    r = redis.Redis.from_url(redis_url)
+    record_owner(r, namespace, wordcount_graph())
+    with pytest.raises(InfraError, match="belongs to topology 'wordcount'"):
+        check_owner(r, namespace, wordcount_graph("another"), "strict")
+    reset_namespace(r, namespace, keep_fences=True)  # `stormshift state reset NS --yes`
+    assert recorded_owner(r, namespace) is None
+    check_owner(r, namespace, wordcount_graph("another"), "strict")
