@@ -116,3 +116,10 @@ class SourceDataLostError(TopologyError):
     """Records a query still had to read are gone from its source (e.g. Kafka retention
     deleted an offset range before it was read). Never skipped silently: the message
     names the records lost, ``fix`` what to do."""
+
+
+class InfraError(StormshiftError):
+    """The infrastructure a command needs is not usable as given (Redis unreachable or
+    refusing the password, a checkpoint directory that cannot be written, Java missing, a
+    Spark master that does not answer, a topology's state taken over by another): found
+    before anything ran, one line with the fix, exit 2."""

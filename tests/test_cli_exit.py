@@ -134,6 +134,8 @@ def test_bolt_raising_on_some_tuples_exits_3(tmp_path: Path) -> None:
 
 
 def test_state_ls_stops_the_embedded_server_it_started(tmp_path: Path) -> None:
+    (tmp_path / "state").mkdir()  # state here (an empty append-only file): ls starts a server
+    (tmp_path / "state" / "appendonly.aof").touch()
     done = stormshift(tmp_path, "state", "ls")
     assert done.returncode == 0, done.stderr
     assert (tmp_path / "state" / "state.rdb.settings").exists()  # a server did start

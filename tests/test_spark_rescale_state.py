@@ -8,6 +8,7 @@ cannot be split (shuffle grouping) is refused with the fix, and nothing moves.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from collections import Counter
@@ -47,6 +48,8 @@ def _write(data: Path, part: int, numbers: range) -> Counter:
 def _run(topology, spark, redis_url, namespace, tmp_path, batches=None):
     """Until the input ends, or ``batches`` batches (then stopped: a restart follows)."""
     graph = load_topology(topology, overrides={"jsonlines.path": str(tmp_path / "in")})
+    # the same topology at another par: one name (a state namespace belongs to its topology)
+    graph = dataclasses.replace(graph, name=graph.name.rstrip("23"))
     return SparkEngine(graph, checkpoint_dir=str(tmp_path / "ck"), redis_url=redis_url,
                        spark=spark, namespace=namespace, batch_max_tuples=25,
                        until_done=batches is None).run(max_batches=batches)

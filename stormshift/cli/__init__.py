@@ -14,13 +14,15 @@ calls ``sys.exit``.
 - ``exit_codes.py``: the exit code of a run, from its summary.
 
 Errors stormshift raises on purpose are printed as one clear message, never as
-a traceback: exit 2 before a run starts, 5 when the run fails at run time; 130
+a traceback (with ``--json`` also as ``{"exit_code", "error"}`` on stdout): exit 2
+before a run starts, 5 when the run fails at run time; 130
 on Ctrl-C or SIGTERM. An embedded Redis server the command started is stopped
 when it exits, however it exits.
 """
 
 from __future__ import annotations
 
+import json
 import signal
 import sys
 from collections.abc import Iterator
@@ -76,6 +78,15 @@ def _sigterm_as_interrupt() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
+def _as_json(argv: list[str] | None, code: int, error: str) -> int:
+    """With ``--json``, an error is a JSON object on stdout too (``exit_code``, ``error``):
+    a script reading the output always gets one. Returns ``code``."""
+    args = sys.argv[1:] if argv is None else argv
+    if "--json" in args:
+        click.echo(json.dumps({"exit_code": code, "error": error}))
+    return code
+
+
 def main(argv: list[str] | None = None) -> int:
     """Console entry point: run the command, return its exit code (``exit_codes.py``)."""
     from stormshift.state.connection import stop_embedded
@@ -89,13 +100,13 @@ def main(argv: list[str] | None = None) -> int:
         return exit_codes.INTERRUPTED
     except click.ClickException as exc:
         exc.show()
-        return exc.exit_code
+        return _as_json(argv, exc.exit_code, exc.format_message())
     except RunFailedError as exc:
         console.print(styled(("run failed:", "bold red"), f" {exc}"), soft_wrap=True)
-        return exit_codes.RUN_FAILED
+        return _as_json(argv, exit_codes.RUN_FAILED, str(exc))
     except StormshiftError as exc:
         console.print(styled(("error:", "bold red"), f" {exc}"), soft_wrap=True)
-        return exit_codes.USAGE
+        return _as_json(argv, exit_codes.USAGE, str(exc))
     finally:
         stop_embedded()
 

@@ -28,6 +28,7 @@ from typing import Any
 
 import click
 
+from stormshift.cli.connect import no_namespace, open_state
 from stormshift.cli.options import json_option, load_graph, redis_option, topology_options
 from stormshift.display import cell, console, cut, json_text
 
@@ -100,13 +101,14 @@ def ls_cmd(project: str | None, name: str | None, environment: str | None,
            component: str | None, as_json: bool, limit: int | None) -> None:
     """List dead letters oldest first: entry, tuple, reason, the whole error, values."""
     from stormshift.state.commit import CommitLog
-    from stormshift.state.connection import connect
     from stormshift.state.deadletter import DeadLetters
     from stormshift.state.inspect import json_default
     from stormshift.state.redrive import Redrive
 
     ns = _target(project, namespace, name, environment, config_options)
-    r = connect(redis_url)
+    r = open_state(redis_url, reading=True)
+    if r is None or no_namespace(r, ns, redis_url):
+        return
     letters = DeadLetters(r, ns).list(component=component, limit=limit)
     if as_json:
         for d in letters:
@@ -147,7 +149,6 @@ def replay_cmd(project: str, name: str | None, environment: str | None,
     """Send dead letters back (after a fix): the next `stormshift run PROJECT` processes them once."""
     from stormshift.engines.spark.layout import Layout
     from stormshift.state.commit import CommitLog
-    from stormshift.state.connection import connect
     from stormshift.state.deadletter import DeadLetters
     from stormshift.state.redrive import Redrive
 
@@ -156,7 +157,9 @@ def replay_cmd(project: str, name: str | None, environment: str | None,
     if component is not None and component not in graph.components:
         raise click.UsageError(f"no component {component!r} in topology {graph.name!r}; "
                                f"components are {sorted(graph.components)}")
-    r = connect(redis_url)
+    r = open_state(redis_url, reading=True)
+    if r is None or no_namespace(r, ns, redis_url):
+        return
     layout = Layout(graph)
     committed = CommitLog(r, ns).committed()
     letters = DeadLetters(r, ns).list(component=component)

@@ -5,7 +5,7 @@ the README):
 
 ====  =====================================================================
 0     clean: finished, nothing dead-lettered, failed or lost, accounting holds
-2     load, config or usage error (nothing ran)
+2     load, config, usage or infrastructure error (nothing ran)
 3     finished, but tuples were dead-lettered (Spark) or failed / lost (local),
       or a component raised (e.g. a spout's next_tuple: no tuple to dead-letter)
 4     the accounting does not hold (tuples unaccounted for); wins over 3
@@ -33,7 +33,7 @@ INTERRUPTED = 130
 EPILOG = (
     "\b\nExit codes:\n"
     "  0    clean: nothing dead-lettered, failed or lost; the accounting holds\n"
-    "  2    load, config or usage error (nothing ran)\n"
+    "  2    load, config, usage or infrastructure error (nothing ran)\n"
     "  3    finished, but tuples were dead-lettered (spark) or failed/lost (local),\n"
     "       or a component raised (the summary lists each error)\n"
     "  4    the accounting does not hold (tuples unaccounted for); wins over 3\n"

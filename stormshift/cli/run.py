@@ -72,6 +72,8 @@ def run_command(path: str, name: str | None, environment: str | None,
     if log_level:  # captured lines are filtered at the source, as pystorm does
         config_options = (*config_options, f"pystorm.log.level={log_level.lower()}")
     graph = load_graph(path, name, environment, config_options)
+    if engine == "local":
+        _warn_unused_by_local(click.get_current_context())
     options = RunOptions(
         engine=engine, max_tuples=max_tuples, duration_secs=duration, until_done=until_done,
         master=master, checkpoint_dir=checkpoint_dir, trigger_secs=trigger_secs,
@@ -89,3 +91,15 @@ def run_command(path: str, name: str | None, environment: str | None,
         print_summary(graph, summary, out)
     if code:
         raise click.exceptions.Exit(code)
+
+
+def _warn_unused_by_local(ctx: click.Context) -> None:
+    """The local engine keeps no state in Redis and no checkpoint: say so when the command
+    line gives it options only the Spark engine uses (it never writes to that state)."""
+    flags = {"redis_url": "--redis", "namespace": "--namespace", "checkpoint_dir": "--checkpoint",
+             "reset_state": "--reset-state", "adopt_state": "--adopt-state"}
+    given = [flag for param, flag in flags.items()
+             if ctx.get_parameter_source(param) is click.core.ParameterSource.COMMANDLINE]
+    if given:
+        click.echo(f"warning: {', '.join(given)} not used: the local engine keeps no state in "
+                   "Redis and no checkpoint (nothing there is read or written)", err=True)

@@ -115,6 +115,10 @@ def shadow_command(ctx: click.Context, path: str, name: str | None, environment:
             batch_max_tuples=batch_max_tuples, spark_conf=parse_confs(confs), namespace=namespace,
         )
         plan = plan_shadow(graph, options, port_graph=port_graph)
+        if port_engine == "spark":  # its state server answers, before either side runs
+            from stormshift.state.reach import reach
+
+            reach(redis_url)
     except (StormshiftError, ValueError) as exc:
         raise ShadowUsageError(str(exc)) from exc
     progress = None if as_json else (lambda line: err.print(line, soft_wrap=True))

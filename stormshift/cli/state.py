@@ -6,7 +6,8 @@
     stormshift state reset NAMESPACE --yes [--hard]
 
 Each takes ``--redis URL`` (or ``STORMSHIFT_REDIS``); without it the embedded
-Redis of the current directory is used. KEY is parsed as JSON when it is valid
+Redis of the current directory is used -- where there is none, they say so
+and start none (``cli/connect.py``: exit 0, ``get`` exits 1). KEY is parsed as JSON when it is valid
 JSON (``5``, ``'["a", 1]'``), else taken as a string. What is shown comes from
 ``state/inspect.py``; this module only parses and prints.
 """
@@ -19,6 +20,7 @@ from typing import Any
 
 import click
 
+from stormshift.cli.connect import no_namespace, open_state
 from stormshift.cli.options import deprecated_alias, json_option, redis_option
 from stormshift.display import json_text, visible
 
@@ -47,12 +49,15 @@ def state_group(ctx: click.Context, url: str | None) -> None:
     ctx.obj = {"url": url}
 
 
-def _redis(redis_url: str | None) -> Any:
-    from stormshift.state.connection import connect
-
+def _url(redis_url: str | None) -> str | None:
     ctx = click.get_current_context()
     parent = (ctx.parent.obj or {}) if ctx.parent is not None else {}
-    return connect(redis_url or parent.get("url"))
+    return redis_url or parent.get("url")
+
+
+def _redis(redis_url: str | None, *, reading: bool = True) -> Any:
+    """The checked client (``cli/connect.py``); None when a reading command finds no state."""
+    return open_state(_url(redis_url), reading=reading)
 
 
 @state_group.command("ls")
@@ -65,8 +70,15 @@ def ls_cmd(namespace: str | None, redis_url: str | None, as_json: bool) -> None:
     from stormshift.state.inspect import describe, namespaces
 
     r = _redis(redis_url)
+    if r is None or (namespace and no_namespace(r, namespace, _url(redis_url))):
+        return
+    found = [namespace] if namespace else namespaces(r)
+    if not found:
+        from stormshift.state.reach import where
+
+        click.echo(f"no stormshift state in {where(_url(redis_url))}", err=True)
     unreadable = []
-    for ns in [namespace] if namespace else namespaces(r):
+    for ns in found:
         try:
             d = describe(r, ns)
         except StateError as exc:  # another stormshift's namespace in a shared Redis
@@ -104,7 +116,10 @@ def get_cmd(namespace: str, component: str, map_name: str, key: str, redis_url: 
     """A key's value with the txid that wrote it."""
     from stormshift.state.inspect import map_get
 
-    got = map_get(_redis(redis_url), namespace, component, map_name, _parse_key(key))
+    r = _redis(redis_url)
+    if r is None or no_namespace(r, namespace, _url(redis_url)):
+        raise click.exceptions.Exit(1)
+    got = map_get(r, namespace, component, map_name, _parse_key(key))
     if got is None:
         raise click.ClickException(visible(
             f"no key {key!r} in map {map_name!r} of component {component!r} (namespace "
@@ -130,6 +145,8 @@ def dump_cmd(namespace: str, component: str | None, map_name: str | None, out: A
 
     out = out or old_out or sys.stdout
     r = _redis(redis_url)
+    if r is None or no_namespace(r, namespace, _url(redis_url)):
+        return
     n = 0
     for comp, name in map_kinds(r, namespace):
         if (component and comp != component) or (map_name and name != map_name):
@@ -155,5 +172,8 @@ def reset_cmd(namespace: str, yes: bool, hard: bool, redis_url: str | None) -> N
             f"refusing to delete state namespace {namespace!r} without --yes "
             "(maps, snapshots and dedup state are lost; running topologies must be stopped)"
         )
-    n = reset_namespace(_redis(redis_url), namespace, keep_fences=not hard)
+    r = _redis(redis_url)
+    if r is None:
+        return
+    n = reset_namespace(r, namespace, keep_fences=not hard)
     click.echo(f"deleted {n} keys of namespace {namespace!r}")

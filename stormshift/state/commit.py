@@ -137,8 +137,8 @@ def reset_namespace(r: Any, namespace: str, *, keep_fences: bool = True) -> int:
         epochs = K.epochs_key(namespace)
         doomed += sorted(k for k in _namespace_wide(r, namespace) if k != epochs)
         doomed += [K.fence_key(namespace, g) for g in range(K.KEY_GROUPS)]
-    else:
-        doomed.append(K.par_key(namespace))
+    else:  # the state is gone: it belongs to no topology any more (state/owner.py)
+        doomed += [K.par_key(namespace), K.owner_key(namespace)]
     for key in doomed:
         r.delete(key)
     return len(doomed)

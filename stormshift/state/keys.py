@@ -4,6 +4,7 @@ Layout (format version ``FORMAT_VERSION``). ``ns`` is the state namespace (one p
 
 * ``ss:{ns}:commit``       hash ``committed`` -> txid, ``format`` -> version
 * ``ss:{ns}:checkpoints``  hash checkpoint id -> txid base
+* ``ss:{ns}:owner``        hash ``topology`` -> name, ``fingerprint``, ``components`` (state/owner.py)
 * ``ss:{ns}:epochs``       hash ``component:task`` -> epoch (never expires)
 * ``ss:{ns}:par``          hash component -> parallelism its snapshots were cut for
 * ``ss:{ns}:dlq``          stream of dead letters; ``ss:{ns}:dlq-ids`` digest -> entry id
@@ -130,6 +131,11 @@ def checkpoints_key(ns: str) -> str:
     return ns_key(ns, "checkpoints")
 
 
+def owner_key(ns: str) -> str:
+    """Hash: the topology this namespace's state belongs to (``state/owner.py``)."""
+    return ns_key(ns, "owner")
+
+
 def epochs_key(ns: str) -> str:
     return ns_key(ns, "epochs")
 
@@ -249,6 +255,7 @@ __all__ = [
     "map_key",
     "name_group",
     "namespace_records_pattern",
+    "owner_key",
     "par_key",
     "parse_key",
     "redrive_claims_key",

@@ -255,27 +255,29 @@ class SnapshotStore:
         return RestorePoint(txids[-1], b"", tuple(payloads))
 
     def check_key(self, tasks: Sequence[tuple[str, int]], where_key: str) -> None:
-        """At start-up: the first committed snapshot found among ``tasks`` verifies with our key.
+        """At start-up: EVERY committed snapshot chain among ``tasks`` verifies with our key
+        (its integrity check, nothing unpickled); one StateError naming every task refused.
 
-        Otherwise the first batch would fail inside a Spark task; ``where_key`` says where
-        this run's key came from, so the message can name the fix.
+        Otherwise a batch would fail inside a Spark task; ``where_key`` says where this
+        run's key came from, so the message can name the fix.
         """
         committed = self._committed()
+        refused = []
         for component, task in tasks:
             if any(v <= committed for v in self._versions(component, task)):
                 try:
                     self.load(component, task, committed + 1)
-                except StateError as exc:
-                    raise StateError(
-                        f"state namespace {self.namespace!r} holds snapshots signed with another "
-                        f"key than this run's ({where_key}); component {component!r} task {task} "
-                        f"was refused, nothing was unpickled. This happens when state written "
-                        f"under one --checkpoint dir is adopted under another: the key was kept "
-                        f"in the old dir's stormshift-state.key. Fix: set {HMAC_ENV} (or "
-                        "state.hmac_key in the topology config) to that key, or discard the "
-                        "state with --reset-state"
-                    ) from exc
-                return
+                except StateError:
+                    refused.append(f"{component!r} task {task}")
+        if refused:
+            shown = ", ".join(refused[:5]) + (f" and {len(refused) - 5} more" if len(refused) > 5 else "")
+            raise StateError(
+                f"state namespace {self.namespace!r}: the snapshots of {shown} fail their "
+                f"integrity check with this run's key ({where_key}), nothing was unpickled: "
+                "signed with another key (state adopted from another --checkpoint dir, whose "
+                "stormshift-state.key has it) or tampered with in Redis. Fix: set "
+                f"{HMAC_ENV} (or state.hmac_key in the topology config) to the key that wrote "
+                "them, or discard the state with --reset-state")
 
     def sizes(self) -> dict[tuple[str, int], dict[int, int]]:
         """Bytes per version per (component, task), for operators."""

@@ -59,7 +59,6 @@ from stormshift.engines.spark.driver.progress import (
     query_failure,
     stop_reason_from,
 )
-from stormshift.engines.spark.driver.recovery import check_not_behind, durability_warning
 from stormshift.engines.spark.driver.ticks import TickRecorder, drain_ticks, tick_intervals_ms
 from stormshift.engines.spark.driver.windows import WindowClock
 from stormshift.engines.spark.layout import Layout
@@ -146,40 +145,23 @@ class SparkEngine:
         write_private(path, secrets.token_hex(32))  # 0600; an existing key file is tightened
         return path.read_text(encoding="utf-8").strip().encode(), str(path)
 
+    def _prepare_state(self) -> tuple[Any, str, bytes, Any, int]:
+        """Every check and binding of the state, before the JVM starts (``driver/startup.py``)."""
+        from stormshift.engines.spark.driver.startup import prepare_state
+
+        return prepare_state(self.graph, self.namespace, self.checkpoint_dir, self.redis_url,
+                             self.state_mode, self._checkpoint_id, self._state_key,
+                             before_jvm=(self.master, self.spark_conf, self.spark is not None))
+
     # -- run -----------------------------------------------------------------
     def run(self, max_tuples: int | None = None, duration_secs: float | None = None,
             on_progress: Callable[[str], None] | None = None,
             max_batches: int | None = None) -> RunSummary:
-        from pyspark import cloudpickle
-
         from stormshift.engines.spark.runtime.session import ui_link
-        from stormshift.state.commit import CommitLog
-        from stormshift.state.connection import connect, url_of
-        from stormshift.state.rescale import ensure_par
-        from stormshift.state.snapshots import SnapshotStore
 
         started = time.perf_counter()
+        r, url, state_key, commit_log, base = self._prepare_state()  # before the JVM starts
         spark = self._session()
-        r = connect(self.redis_url)
-        url = self.redis_url or url_of(r)
-        if url is None:
-            raise StormshiftError("spark engine: cannot tell executors how to reach Redis; fix: pass --redis URL")
-        state_key, key_source = self._state_key()
-        commit_log = CommitLog(r, self.namespace)
-        base = commit_log.bind_checkpoint(self._checkpoint_id(), self.state_mode)  # type: ignore[arg-type]
-        where = re.sub(r"//[^@/]*@", "//***@", url)
-        check_not_behind(os.path.join(self.checkpoint_dir, "spark"), base, commit_log.committed(), where)
-        warning = durability_warning(r, where)
-        if warning:
-            log.warning("%s", warning)
-        snapshots = SnapshotStore(r, self.namespace, state_key)
-        for bolt in self.graph.bolts:  # a changed par: dict state re-split, or refused
-            rescaled = ensure_par(r, snapshots, bolt, cloudpickle.dumps)
-            if rescaled is not None:
-                log.warning("component %r: par %d -> %d, its dict state re-split (%d keys) by "
-                            "its fields grouping", bolt.name, rescaled.old_par, rescaled.new_par,
-                            rescaled.keys)
-        snapshots.check_key([(b.name, t) for b in self.graph.bolts for t in range(b.par)], key_source)
         link = ui_link(spark)  # once, when the run is about to start (127.0.0.1 on a local master)
         if link and on_progress is not None:
             on_progress(f"Spark UI: {link}")
@@ -250,6 +232,8 @@ class SparkEngine:
             self._stop(query, runner, r, clean=summary.stop_reason != "max_batches")
         if summary.stop_reason == "done" and _any_capped(query):
             summary.stop_reason = f"max_tuples={max_tuples} reached"
+        if not summary.spout_tuples and not summary.total("tuples_in"):
+            _nothing_new(summary, self.checkpoint_dir)
         read_spout_reports(r, self.namespace, summary, spouts)
         _count_spout_dead_letters(summary, dead_letters.since(dl_mark))
         dropped = {n: s.logs_dropped for n, s in summary.components.items() if s.logs_dropped}
@@ -408,6 +392,17 @@ def _count_spout_dead_letters(summary: RunSummary, letters: list[Any]) -> None:
         stats.dead_lettered += 1
         mine = summary.dead_letter_reasons.setdefault(d.component, {})
         mine[d.reason or "?"] = mine.get(d.reason or "?", 0) + 1
+
+
+def _nothing_new(summary: RunSummary, checkpoint_dir: str) -> None:
+    """One line when a bounded run found nothing left to read on its checkpoint."""
+    if summary.stop_reason == "done":
+        summary.warn(f"nothing new to read: every spout was already at end of input for "
+                     f"checkpoint {checkpoint_dir}; append input to read more, or use a new "
+                     "--checkpoint with --reset-state to read it all again")
+    elif summary.stop_reason.startswith("max_tuples="):
+        summary.warn(f"nothing new to read: checkpoint {checkpoint_dir} already took its "
+                     "--max-tuples; a larger --max-tuples continues from there")
 
 
 def _safe(name: str) -> str:

@@ -1,0 +1,88 @@
+"""The Spark engine's start-up, before its JVM: check everything, then bind the state.
+
+Runs in the driver process. Numbered steps; steps 1-5 only read, so a refusal
+there leaves the state server and the checkpoint as they were:
+
+1. infrastructure (``preflight.py``): checkpoint writable; Java, master, fixed ports;
+2. the state server answers (``state/reach.py``);
+3. the namespace belongs to this topology (``state/owner.py``);
+4. the checkpoint belongs to this topology and namespace;
+5. every stored task's snapshot verifies with this run's key;
+6. bind the checkpoint (txid base), record the owners;
+7. Redis is not behind Spark's commit log; warn if it cannot survive a restart;
+8. a changed par: dict state re-split, or refused.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from stormshift.engines.spark.driver import preflight
+from stormshift.engines.spark.driver.recovery import check_not_behind, durability_warning
+from stormshift.errors import StormshiftError
+from stormshift.state.reach import mask_url
+
+__all__ = ["prepare_state"]
+
+log = logging.getLogger("stormshift.engines.spark")
+
+
+def prepare_state(graph: Any, namespace: str, checkpoint_dir: str, redis_url: str | None,
+                  state_mode: str, checkpoint_id: Callable[[], str],
+                  state_key: Callable[[], tuple[bytes, str]],
+                  before_jvm: tuple[str, Mapping[str, str], bool]) -> tuple[Any, str, bytes, Any, int]:
+    """Steps 1-8 of the module doc. ``before_jvm``: (master, Spark conf, session given).
+
+    Returns ``(client, url for executors, HMAC key, commit log, txid base)``.
+    """
+    from pyspark import cloudpickle
+
+    from stormshift.state.commit import CommitLog
+    from stormshift.state.connection import connect, url_of
+    from stormshift.state.owner import check_owner, checkpoint_namespaces, record_owner
+    from stormshift.state.reach import reach
+    from stormshift.state.rescale import ensure_par
+    from stormshift.state.snapshots import SnapshotStore
+
+    # Step 1.
+    preflight.before_jvm(checkpoint_dir, *before_jvm)
+    # Step 2.
+    reach(redis_url)
+    r = connect(redis_url)
+    url = redis_url or url_of(r)
+    if url is None:
+        raise StormshiftError("spark engine: cannot tell executors how to reach Redis; fix: pass --redis URL")
+    # Step 3.
+    check_owner(r, namespace, graph, state_mode)
+    # Step 4.
+    ck_id = checkpoint_id()
+    preflight.check_checkpoint_owner(checkpoint_dir, namespace, graph.name,
+                                     lambda: checkpoint_namespaces(r, ck_id))
+    # Step 5.
+    key, key_source = state_key()
+    snapshots = SnapshotStore(r, namespace, key)
+    if state_mode != "reset":
+        snapshots.check_key([(b.name, t) for b in graph.bolts
+                             for t in range(max(b.par, snapshots.par_of(b.name) or 0))], key_source)
+    # Step 6.
+    commit_log = CommitLog(r, namespace)
+    base = commit_log.bind_checkpoint(ck_id, state_mode)  # type: ignore[arg-type]
+    record_owner(r, namespace, graph)
+    preflight.record_checkpoint_owner(checkpoint_dir, namespace, graph.name)
+    # Step 7.
+    where = mask_url(url)
+    check_not_behind(os.path.join(checkpoint_dir, "spark"), base, commit_log.committed(), where)
+    warning = durability_warning(r, where)
+    if warning:
+        log.warning("%s", warning)
+    # Step 8.
+    for bolt in graph.bolts:
+        rescaled = ensure_par(r, snapshots, bolt, cloudpickle.dumps)
+        if rescaled is not None:
+            log.warning("component %r: par %d -> %d, its dict state re-split (%d keys) by "
+                        "its fields grouping", bolt.name, rescaled.old_par, rescaled.new_par,
+                        rescaled.keys)
+    return r, url, key, commit_log, base
