@@ -73,7 +73,6 @@ def _board() -> Board:
     board.task("bolt", 1).state_bytes = 1234
     board.add_windows("bolt", {"on_time": 7, "late_stream": 2})
     board.watermarks_ms["bolt"] = 60_000
-    board.lag["spout"] = 3
     board.batch(200.0, 4, 1_700_000_000_000)
     return board
 
@@ -107,7 +106,6 @@ def test_endpoint_text_parses_and_carries_every_figure():
     whole = (("component", "bolt"), ("kind", "late_stream"), ("task", "all"), ("topology", "topo"))
     assert got[("stormshift_window_tuples_total", whole)] == 2
     assert per_component(got, "stormshift_watermark_seconds") == {"bolt": 60.0}
-    assert per_component(got, "stormshift_source_lag_tuples") == {"spout": 3}
     assert per_component(got, "stormshift_batches_total") == {"all": 1}
     assert per_component(got, "stormshift_batch_duration_seconds") == {"all": 0.2}
     assert {name for name, _ in got} <= metric_names()

@@ -72,7 +72,7 @@ def _now_ms() -> int:
 
 
 def render(board: Board, now_ms: int) -> Group:
-    """One frame: the run's line, one row per task, then windowed bolts and sources' lag."""
+    """One frame: the run's line, one row per task, then the windowed bolts."""
     age = max(now_ms - board.updated_ms, 0) / 1000 if board.updated_ms else 0.0
     mean = board.batch_ms_total / board.batches if board.batches else 0.0
     title = (f"{board.topology} on {board.engine}: {board.stop_reason}, {board.batches} batches "
@@ -105,11 +105,4 @@ def render(board: Board, now_ms: int) -> Group:
             windows.add_row(Text(bolt), *(f"{counters.get(c, 0):,}" for c in COUNTERS),
                             "" if mark is None else str(mark))
         parts.append(windows)
-    if board.lag:
-        lag = Table(title="sources")
-        lag.add_column("spout", overflow="fold")
-        lag.add_column("lag (tuples)", justify="right")
-        for spout, n in sorted(board.lag.items()):
-            lag.add_row(Text(spout), f"{n:,}")
-        parts.append(lag)
     return Group(*parts)

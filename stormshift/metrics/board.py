@@ -10,7 +10,6 @@ Words (as ``engines/summary.py`` defines the counters):
   ``restores`` (times its state was read back from Redis whole, the first
   batch included) and ``catch_ups`` (brought up to date from deltas);
 - per windowed bolt: its window counters and its last watermark (ms);
-- per spout: ``lag`` (tuples its source had planned but no committed batch held yet);
 - per run: batches, the last batch's duration and the sum of all.
 
 A ``Board`` is plain data: the engines feed it (``add`` per task, ``batch``
@@ -71,7 +70,6 @@ class Board:
     tasks: dict[tuple[str, int], TaskFigures] = field(default_factory=dict)
     windows: dict[str, dict[str, int]] = field(default_factory=dict)  # bolt -> counters
     watermarks_ms: dict[str, int] = field(default_factory=dict)  # bolt -> last watermark
-    lag: dict[str, int] = field(default_factory=dict)  # spout -> tuples behind
     batches: int = 0
     txid: int = -1
     batch_ms_last: float = 0.0
@@ -141,8 +139,7 @@ class Board:
                 "batch_ms_total": round(self.batch_ms_total, 3),
                 "tasks": [f.to_dict() for f in self.sorted_tasks()],
                 "windows": {b: dict(sorted(c.items())) for b, c in sorted(self.windows.items())},
-                "watermarks_ms": dict(sorted(self.watermarks_ms.items())),
-                "lag": dict(sorted(self.lag.items()))}
+                "watermarks_ms": dict(sorted(self.watermarks_ms.items()))}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> Board:
@@ -155,5 +152,4 @@ class Board:
             board.tasks[(fig.component, fig.task)] = fig
         board.windows = {b: dict(c) for b, c in d.get("windows", {}).items()}
         board.watermarks_ms = {b: int(w) for b, w in d.get("watermarks_ms", {}).items()}
-        board.lag = {s: int(n) for s, n in d.get("lag", {}).items()}
         return board

@@ -4,7 +4,7 @@ Runs in the driver: ``MetricsServer`` serves the last board published to it
 (``publish`` swaps one reference after each batch, so a scrape never sees a
 half-updated board and never slows a batch down). Names are ``stormshift_*``
 with ``topology``, ``component`` and ``task`` labels; figures of a whole
-component (windows, watermark, lag) carry ``task="all"``, figures of the run
+component (windows, watermark) carry ``task="all"``, figures of the run
 ``component="all", task="all"``. ``metric_names()`` lists every name the
 endpoint can serve (the Grafana dashboard's test reads it).
 """
@@ -86,11 +86,6 @@ def collect(board: Board) -> Iterator[Any]:
     for bolt, ms in sorted(board.watermarks_ms.items()):
         watermark.add_metric([topo, bolt, "all"], ms / 1000)
     yield watermark
-    lag = GaugeMetricFamily("stormshift_source_lag_tuples", "Tuples a spout's source holds that "
-                            "no committed batch has taken yet.", labels=LABELS)
-    for spout, n in sorted(board.lag.items()):
-        lag.add_metric([topo, spout, "all"], n)
-    yield lag
     run = [topo, "all", "all"]
     batches = CounterMetricFamily("stormshift_batches", "Batches the run committed.", labels=LABELS)
     batches.add_metric(run, board.batches)
