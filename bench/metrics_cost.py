@@ -42,6 +42,9 @@ class Timed:
         self.inner = getattr(module, name)
         setattr(module, name, self)
 
+    def restore(self) -> None:
+        setattr(self.module, self.name, self.inner)
+
     def __call__(self, *args: Any, **kw: Any) -> Any:
         started = time.perf_counter()
         try:
@@ -89,8 +92,8 @@ def one_run(spark: Any, graph: Any, args: argparse.Namespace, endpoint: bool) ->
         stop.set()
         if server:
             server.close()
-        setattr(driver_engine, "fold_batch", fold.inner)
-        setattr(driver_engine, "write_board", write.inner)
+        fold.restore()
+        write.restore()
         r = redis.Redis.from_url(REDIS_URL)
         for pattern in (f"ss:{{{namespace}}}:*", f"ss:{{{namespace}:*}}:*"):
             for key in r.scan_iter(match=pattern, count=1000):
