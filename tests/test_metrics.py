@@ -204,3 +204,24 @@ def test_grafana_dashboard_is_valid_and_queries_only_served_metrics():
     families = {n for n in names if not n.endswith(("_total", "_bucket", "_sum", "_count"))}
     shown = {re.sub(r"_(total|bucket|sum|count)$", "", n) for n in used}
     assert families <= shown | {"stormshift_execute_latency_seconds"}, sorted(families - shown)
+
+
+def test_run_with_metrics_port_prints_the_endpoint_and_closes_it_at_the_end(tmp_path):
+    import io
+    import urllib.error
+
+    from rich.console import Console
+
+    from stormshift.runner import RunOptions, run_topology
+    from stormshift.topology.loader import load_topology
+
+    graph = load_topology(str(ROOT / "examples" / "wordcount"))
+    out = io.StringIO()
+    options = RunOptions(engine="local", max_tuples=200, metrics_port=0,
+                         log_file=str(tmp_path / "run.log"))
+    summary = run_topology(graph, options, progress=Console(file=out, width=200))
+    assert summary["count_bolt"].tuples_in == 200
+    url = re.search(r"metrics: (http://127\.0\.0\.1:\d+/metrics)", out.getvalue())
+    assert url, out.getvalue()
+    with pytest.raises(urllib.error.URLError):
+        urllib.request.urlopen(url.group(1), timeout=5)  # the endpoint lives as long as the run
