@@ -36,6 +36,8 @@ class RunOptions:
     log_file: str | None = None  # components' self.logger lines (default .stormshift/logs/NAME.log)
     log_level: str | None = None  # default: the topology's pystorm.log.level, else info
     namespace: str | None = None  # Spark: the state namespace in Redis (default: topology name)
+    metrics_port: int | None = None  # serve Prometheus metrics on this port (0: any free one)
+    metrics_host: str = "127.0.0.1"  # ... bound to this address
 
 
 def default_log_file(graph: TopologyGraph) -> str:
@@ -57,17 +59,36 @@ def run_topology(graph: TopologyGraph, options: RunOptions, progress: Console | 
     show = _progress_printer(progress)
     if show is not None:
         show(f"component logs: {path}")
-    with ComponentLogs(path, level, show):
-        summary = _run_engine(graph, options, show)
+    metrics = _metrics_server(graph, options)
+    if metrics is not None and show is not None:
+        show(f"metrics: {metrics.url}")
+    try:
+        with ComponentLogs(path, level, show):
+            summary = _run_engine(graph, options, show, metrics)
+    finally:
+        if metrics is not None:
+            metrics.close()
     summary.log_file = path
     return summary
 
 
-def _run_engine(graph: TopologyGraph, options: RunOptions, show: Any) -> Any:
+def _metrics_server(graph: TopologyGraph, options: RunOptions) -> Any:
+    """The Prometheus endpoint ``--metrics-port`` asks for (``metrics/exposition.py``)."""
+    if options.metrics_port is None:
+        return None
+    from stormshift.metrics.board import Board
+    from stormshift.metrics.exposition import MetricsServer
+
+    return MetricsServer(Board.for_graph(graph, options.engine), options.metrics_host,
+                         options.metrics_port)
+
+
+def _run_engine(graph: TopologyGraph, options: RunOptions, show: Any, metrics: Any = None) -> Any:
     if options.engine == "local":
         from stormshift.engines.local import LocalEngine
 
-        return LocalEngine(graph).run(
+        on_metrics = metrics.publish if metrics is not None else None
+        return LocalEngine(graph, on_metrics=on_metrics).run(
             max_tuples=options.max_tuples,
             duration_secs=options.duration_secs,
             on_progress=show,
@@ -86,6 +107,7 @@ def _run_engine(graph: TopologyGraph, options: RunOptions, show: Any) -> Any:
         state_mode=options.state_mode,
         spark_conf=dict(options.spark_conf),
         namespace=options.namespace,
+        metrics=metrics,
     )
     return spark_engine.run(
         max_tuples=options.max_tuples,

@@ -7,7 +7,7 @@ prints, and turns the outcome into an exit code; nothing below this package
 calls ``sys.exit``.
 
 - ``run.py``, ``inspect.py``, ``submit.py``, ``state.py``, ``deadletter.py``,
-  ``check.py``, ``shadow.py``, ``compare.py``: one command (group) each.
+  ``check.py``, ``shadow.py``, ``compare.py``, ``top.py``: one command (group) each.
 - ``options.py``: every option more than one command takes, defined once
   (``--redis`` / ``STORMSHIFT_REDIS`` everywhere, ``-n``, ``-e``, ``-o``,
   ``--json``, ``--master``, ``--checkpoint``).
@@ -40,6 +40,7 @@ from stormshift.cli.run import run_command
 from stormshift.cli.shadow import shadow_command
 from stormshift.cli.state import state_group
 from stormshift.cli.submit import submit_command
+from stormshift.cli.top import top_command
 from stormshift.display import console as safe_console
 from stormshift.display import styled
 from stormshift.errors import RunFailedError, StormshiftError
@@ -56,7 +57,7 @@ def cli() -> None:
 
 
 for _command in (inspect_command, run_command, submit_command, state_group, deadletter_group,
-                 check_command, shadow_command, compare_command):
+                 check_command, shadow_command, compare_command, top_command):
     cli.add_command(_command)
 
 

@@ -57,6 +57,11 @@ __all__ = ["run_command"]
     "keys with the production run."))
 @redis_option()
 @conf_option("Spark setting for the session (e.g. spark.speculation=true); repeatable.")
+@click.option("--metrics-port", type=click.IntRange(0, 65535), metavar="PORT", help=(
+    "Serve the run's metrics in the Prometheus text format on http://HOST:PORT/metrics "
+    "(stormshift_* per component and task; 0: any free port, printed at start)."))
+@click.option("--metrics-host", default="127.0.0.1", show_default=True, metavar="HOST",
+              help="Address the metrics endpoint binds to (0.0.0.0: every interface).")
 @json_option
 def run_command(path: str, name: str | None, environment: str | None,
                 config_options: tuple[str, ...], engine: Literal["spark", "local"],
@@ -64,7 +69,8 @@ def run_command(path: str, name: str | None, environment: str | None,
                 log_file: str | None, trigger_secs: float,
                 until_done: bool, batch_max_tuples: int | None, sink: str | None,
                 reset_state: bool, adopt_state: bool, master: str, checkpoint_dir: str | None,
-                namespace: str | None, redis_url: str | None, confs: tuple[str, ...], as_json: bool) -> None:
+                namespace: str | None, redis_url: str | None, confs: tuple[str, ...],
+                metrics_port: int | None, metrics_host: str, as_json: bool) -> None:
     """Run a topology (a project dir, topologies/NAME.py, or module:Class)."""
     from stormshift.runner import RunOptions, print_summary, run_topology
 
@@ -80,7 +86,7 @@ def run_command(path: str, name: str | None, environment: str | None,
         batch_max_tuples=batch_max_tuples, redis_url=redis_url, sink=sink,
         state_mode=mode,  # type: ignore[arg-type]
         spark_conf=tuple(parse_confs(confs).items()), log_file=log_file, log_level=log_level,
-        namespace=namespace,
+        namespace=namespace, metrics_port=metrics_port, metrics_host=metrics_host,
     )
     summary = run_topology(graph, options, progress=None if as_json else console(stderr=True))
     code = run_exit_code(summary)

@@ -77,6 +77,12 @@ def stop_key(ns: str) -> str:
     return ns_key(ns, "spark:stop")
 
 
+def metrics_key(ns: str) -> str:
+    """The last metrics board of the namespace's run (JSON, ``metrics/records.py``): what
+    ``stormshift top`` reads; not state, never fenced."""
+    return ns_key(ns, "metrics")
+
+
 def spout_report_key(ns: str, spout: str, part: str) -> str:
     """What a spout's planner process reports to the driver: ``errors`` (a hash of error
     kinds), ``warnings`` (a set) and ``logs`` (a list of log lines); the driver reads them."""
@@ -253,6 +259,7 @@ __all__ = [
     "fence_key",
     "group_of",
     "map_key",
+    "metrics_key",
     "name_group",
     "namespace_records_pattern",
     "owner_key",

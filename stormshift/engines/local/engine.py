@@ -65,6 +65,7 @@ from stormshift.engines.local.faults import ActiveFaults, Fault, FaultPlan
 from stormshift.engines.local.scheduler import Clock, Periodic, WallClock
 from stormshift.engines.local.tasks import TaskSet
 from stormshift.engines.summary import ComponentState, RunSummary
+from stormshift.metrics.board import Board
 from stormshift.topology.graph import TopologyGraph
 
 __all__ = ["LocalEngine"]
@@ -99,8 +100,10 @@ class LocalEngine:
         drop_queue_on_crash: bool = True,
         progress_interval_secs: float = 0.5,
         read_state: bool = False,
+        on_metrics: Callable[[Board], None] | None = None,
     ) -> None:
         self.graph = graph
+        self.on_metrics = on_metrics  # gets the metrics board at each progress interval
         self.clock: Clock = clock if clock is not None else WallClock()
         self.plan = FaultPlan.of(faults)
         self.plan.check(dict(graph.components))
@@ -190,6 +193,8 @@ class LocalEngine:
             if self.read_state:
                 tasks = [user_attributes(obj) for obj in self.instances(comp.name)]
                 self.summary.final_state[comp.name] = ComponentState(tasks)
+        if self.on_metrics is not None:
+            self.on_metrics(self.metrics_board())
         if on_progress is not None:
             on_progress(self.summary.progress_line())
             self._report_new_errors(on_progress)
@@ -203,6 +208,21 @@ class LocalEngine:
         stats = self.summary.components[name]
         if stats.acks + stats.fails == settled_before:
             stats.in_flight += 1
+
+    def metrics_board(self) -> Board:
+        """The run's figures per task (``metrics/board.py``), as of the last refresh: the
+        local engine has no batches, so a task's capacity is its busy share of the run."""
+        board = self.tasks.board
+        elapsed_ms = self.summary.elapsed_ms
+        for fig in board.tasks.values():
+            fig.capacity = min(fig.busy_ms / elapsed_ms, 1.0) if elapsed_ms > 0 else 0.0
+        for comp in self.graph.bolts:
+            counters = self.tasks.window_counters(comp.name)
+            if counters:
+                board.windows[comp.name] = counters
+        board.stop_reason = self.summary.stop_reason
+        board.updated_ms = int(time.time() * 1000)
+        return board
 
     def _report_new_errors(self, on_progress: Progress) -> None:
         """Each distinct error once, as soon as a progress line sees it."""
@@ -248,11 +268,14 @@ class LocalEngine:
             did = (pullable is not None and pullable[0]) or did
             did = self.tasks.run_bolts(self._faults) or did
             did = self.tasks.run_callbacks() or did
-            if on_progress is not None and now_ms >= next_progress_ms:
+            if (on_progress or self.on_metrics) is not None and now_ms >= next_progress_ms:
                 next_progress_ms = now_ms + self.progress_ms
                 self._refresh(wall_start, start_ms)
-                on_progress(self.summary.progress_line())
-                self._report_new_errors(on_progress)
+                if self.on_metrics is not None:
+                    self.on_metrics(self.metrics_board())
+                if on_progress is not None:
+                    on_progress(self.summary.progress_line())
+                    self._report_new_errors(on_progress)
             if not pulling and self._drained() and not (replaying and self._reopened()):
                 self.summary.stop_reason = reason
                 break

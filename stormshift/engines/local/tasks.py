@@ -31,6 +31,7 @@ from stormshift.engines.local.tracker import TupleTracker, msg_key, spout_lineag
 from stormshift.engines.logs import forward_logs
 from stormshift.engines.summary import RunSummary
 from stormshift.errors import ComponentFailure
+from stormshift.metrics.board import Board
 from stormshift.topology.graph import TopologyGraph
 
 __all__ = ["TaskSet"]
@@ -58,6 +59,8 @@ class TaskSet:
         self.stats = summary.components
         # the bolt task inside a call (``_execute``) and its acks + fails before it
         self.executing: tuple[TaskKey, int] | None = None
+        self.board = Board.for_graph(graph, "local")  # the same counters per task (metrics/)
+        self.figures = self.board.tasks
         self.acker = acker
         self.clock = clock
         self.tracker = TupleTracker(seed)
@@ -166,10 +169,10 @@ class TaskSet:
         try:
             getattr(host, method)(*args)
         except ComponentFailure as exc:
-            self._busy(key[0], started)
+            self._busy(key, started)
             self._spout_crashed(key, exc)
             return False
-        self._busy(key[0], started)
+        self._busy(key, started)
         return self._apply_spout(key)
 
     def _apply_spout(self, key: TaskKey) -> bool:
@@ -183,6 +186,7 @@ class TaskSet:
                 held.append(emit)
             else:
                 stats.tuples_out += 1
+                self.figures[key].tuples_out += 1
         emitted = bool(emits)
         emits.clear()
         return emitted
@@ -194,6 +198,7 @@ class TaskSet:
         while held and self._spout_emit(key, held[0]):
             held.popleft()
             stats.tuples_out += 1
+            self.figures[key].tuples_out += 1
             delivered = True
         return delivered
 
@@ -256,13 +261,16 @@ class TaskSet:
         while self.callbacks:
             tree, ok = self.callbacks.popleft()
             stats = self.stats[tree.spout]
+            fig = self.figures[(tree.spout, tree.task_index)]
             if ok:
                 stats.acks += 1
+                fig.acks += 1
                 if tree.root:  # tracked trees only (not acker.executors = 0)
                     stats.completed_trees += 1
                     stats.complete_latency_total_ms += self.clock.now_ms() - tree.started_ms
             else:
                 stats.fails += 1
+                fig.fails += 1
                 if self._give_up(tree):
                     stats.gave_up += 1
                     continue
@@ -326,8 +334,9 @@ class TaskSet:
         self.executing = None
 
     def _execute_one(self, key: TaskKey, tup: Any, action: Action) -> None:
-        stats = self.stats[key[0]]
+        stats, fig = self.stats[key[0]], self.figures[key]
         stats.tuples_in += 1
+        fig.tuples_in += 1
         if action is Action.CRASH:
             self.delivery.record_error(
                 key[0], f"{key[0]}[{key[1]}]: injected crash (process killed) at tuple {tup.id}"
@@ -337,28 +346,31 @@ class TaskSet:
             return
         if action is Action.FAIL_BEFORE:
             stats.fails += 1
+            fig.fails += 1
             self._fail_tuple(tup.id)
             return
         if self.track_duplicates and self.tracker.executed_again(tup.id, self.executed[key[0]]):
             stats.duplicates += 1
         # the per-tuple kernel, one tuple at a time with Storm's semantics (adapters/kernel.py)
         self._call_bolt(key, lambda host: host.kernel.execute(tup),
-                        tup.id if action is Action.FAIL_AFTER else None)
+                        tup.id if action is Action.FAIL_AFTER else None, timed=True)
 
-    def _call_bolt(self, key: TaskKey, call: Callable[[Any], None], extra_fail: str | None) -> None:
+    def _call_bolt(self, key: TaskKey, call: Callable[[Any], None], extra_fail: str | None,
+                   timed: bool = False) -> None:
         """``call(host)``, then apply its outbox; a ``ComponentFailure`` crashes the task (its
-        emits and fails so far are applied: Storm sent them before the process died)."""
+        emits and fails so far are applied: Storm sent them before the process died).
+        ``timed``: an execute, whose time is an execute-latency sample."""
         started = time.perf_counter()
         try:
             call(self.hosts[key])
         except ComponentFailure as exc:
-            self._busy(key[0], started)
+            self._busy(key, started, timed)
             self.summary.problems.add_exception(key[0], exc)
             if not self._apply_bolt(key, None, digest=False):
                 self.delivery.record_error(key[0], str(exc))
             self._bolt_crashed(key)
             return
-        self._busy(key[0], started)
+        self._busy(key, started, timed)
         self._apply_bolt(key, extra_fail)
 
     def _apply_bolt(self, key: TaskKey, extra_fail: str | None, digest: bool = True) -> int:
@@ -367,23 +379,27 @@ class TaskSet:
         Returns the number of errors the bolt reported.
         """
         box = self.hosts[key].outbox
-        stats = self.stats[key[0]]
+        stats, fig = self.stats[key[0]], self.figures[key]
         errors = self._note_side_effects(key[0], box, digest, task=key[1])
         source_task_id = self.task_ids[key]
         for ordinal, emit in enumerate(box.emits):
             self.delivery.bolt_emit(key[0], source_task_id, emit, ordinal)
         stats.tuples_out += len(box.emits)
+        fig.tuples_out += len(box.emits)
         box.emits.clear()
         if extra_fail is not None:
             stats.fails += 1
+            fig.fails += 1
             self._fail_tuple(extra_fail)
         if box.fails:
             stats.fails += len(box.fails)
+            fig.fails += len(box.fails)
             for tuple_id in box.fails:
                 self._fail_tuple(tuple_id)
             box.fails.clear()
         if box.acks:
             stats.acks += len(box.acks)
+            fig.acks += len(box.acks)
             for tuple_id in box.acks:
                 for root, xor in self.tracker.ack(tuple_id):
                     tree = self.acker.ack(root, xor)
@@ -429,5 +445,12 @@ class TaskSet:
             box.syncs = 0
         return errors
 
-    def _busy(self, component: str, started: float) -> None:
-        self.stats[component].busy_ms += (time.perf_counter() - started) * 1000
+    def _busy(self, key: TaskKey, started: float, timed: bool = False) -> None:
+        """Add the call's time to the component's and the task's busy time (and, for an
+        execute, to the task's latency histogram)."""
+        elapsed = time.perf_counter() - started
+        self.stats[key[0]].busy_ms += elapsed * 1000
+        fig = self.figures[key]
+        fig.busy_ms += elapsed * 1000
+        if timed:
+            fig.latency.observe_ns(int(elapsed * 1e9))

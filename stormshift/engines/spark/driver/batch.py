@@ -43,7 +43,7 @@ from stormshift.engines.spark.driver.ticks import TickRecorder
 from stormshift.engines.spark.driver.windows import WindowClock
 from stormshift.engines.spark.layout import Layout, Stage
 from stormshift.engines.spark.profiling import profiled
-from stormshift.engines.spark.task.counters import COUNTERS, read_stats
+from stormshift.engines.spark.task.counters import COUNTERS, MemberStats, read_stats
 from stormshift.engines.spark.task.sink import SinkSpec
 from stormshift.engines.spark.task.stage import StageJob, run_partition
 from stormshift.engines.spark.task.windowing import BatchTime
@@ -73,6 +73,8 @@ class BatchResult:
     problems: ErrorDigest = field(default_factory=ErrorDigest)  # the batch's distinct errors
     logs: list[tuple[str, int, list[tuple[str, str]]]] = field(default_factory=list)  # (c, task, lines)
     windows: dict[str, dict[str, int]] = field(default_factory=dict)  # bolt -> window counters
+    tasks: dict[tuple[str, int], Any] = field(default_factory=dict)  # (c, task) -> MemberStats
+    watermarks: dict[str, int] = field(default_factory=dict)  # bolt -> the batch's watermark ms
 
     def advance(self, expected: BatchStatus, new: BatchStatus) -> None:
         """Move forward only from ``expected`` (a protocol step run out of order is a bug)."""
@@ -217,6 +219,7 @@ class BatchRunner:
             counters = result.counters.setdefault(name, dict.fromkeys(COUNTERS, 0))
             for column in COUNTERS:
                 counters[column] += getattr(stats, column)
+            result.tasks[(name, stats.task)] = stats
             for src, top in stats.maxseq.items():
                 spout_seq[src] = max(spout_seq.get(src, -1), top)
             if stats.reasons:
@@ -228,13 +231,16 @@ class BatchRunner:
             if stats.logs:
                 result.logs.append((name, stats.task, stats.logs))
         for src, top in spout_seq.items():
-            owner = layout.task_owner[src][0]
+            owner, task = layout.task_owner[src]
             if layout.graph.component(owner).is_spout:
                 counters = result.counters.setdefault(owner, dict.fromkeys(COUNTERS, 0))
                 counters["tuples_out"] += top + 1
                 result.spout_tuples += top + 1
+                result.tasks.setdefault((owner, task), MemberStats(task=task)).tuples_out += top + 1
         if self.clock is not None:
             result.windows = self.clock.fold(result.txid, time_, reports)
+        if time_ is not None:
+            result.watermarks = dict(time_.watermarks)
         batchstats.drop(self.r, self.cfg.namespace, result.txid)
 
 

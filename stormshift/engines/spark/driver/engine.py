@@ -52,7 +52,12 @@ from typing import Any
 
 from stormshift.engines.budget import spout_budgets
 from stormshift.engines.logs import dropped_warning, forward_logs, max_lines_per_task
-from stormshift.engines.spark.driver.batch import BatchConfig, BatchResult, BatchRunner
+from stormshift.engines.spark.driver.batch import (
+    BatchConfig,
+    BatchResult,
+    BatchRunner,
+    BatchStatus,
+)
 from stormshift.engines.spark.driver.progress import (
     first_seen_errors,
     format_progress,
@@ -68,6 +73,9 @@ from stormshift.engines.spark.source.spout_report import clear_spout_reports, re
 from stormshift.engines.spark.task.sink import keep_streams, parse_sink, read_jsonl_outputs
 from stormshift.engines.summary import ComponentState, RunSummary
 from stormshift.errors import StormshiftError
+from stormshift.metrics.board import Board
+from stormshift.metrics.feed import fold_batch, fold_spout_dead_letters
+from stormshift.metrics.records import write_board
 from stormshift.state.runrecords import clear_stop, request_stop
 
 __all__ = ["SparkEngine"]
@@ -86,8 +94,10 @@ class SparkEngine:
                  state_mode: str = "strict", spark: Any = None, namespace: str | None = None,
                  budget_ms: int = 500, max_attempts: int = 3,
                  spark_conf: dict[str, str] | None = None, read_state: bool = False,
-                 clock: Callable[[], int] | None = None, sink_streams: list[str] | None = None):
+                 clock: Callable[[], int] | None = None, sink_streams: list[str] | None = None,
+                 metrics: Any = None):
         self.graph = graph
+        self.metrics = metrics  # a metrics.exposition.MetricsServer (``--metrics-port``), or None
         self.layout = Layout(graph)
         self.master = master
         self.checkpoint_dir = os.path.abspath(
@@ -180,10 +190,15 @@ class SparkEngine:
         clear_spout_reports(r, self.namespace, spouts)
         reported: set[tuple[str, str, str, str]] = set()
         warned: list[str] = []
+        board = Board.for_graph(self.graph, "spark")
+        self._publish(r, board)
 
         def on_batch(result: BatchResult) -> None:
             batches.append(result)
             _accumulate(summary, result)
+            if result.status is BatchStatus.COMMITTED:
+                fold_batch(board, result, int(time.time() * 1000))
+                self._publish(r, board)
             for component, task, lines in result.logs:
                 forward_logs(component, task, lines, result.txid)
             read_spout_reports(r, self.namespace, summary, spouts)
@@ -235,10 +250,14 @@ class SparkEngine:
         if not summary.spout_tuples and not summary.total("tuples_in"):
             _nothing_new(summary, self.checkpoint_dir)
         read_spout_reports(r, self.namespace, summary, spouts)
-        _count_spout_dead_letters(summary, dead_letters.since(dl_mark))
+        letters = dead_letters.since(dl_mark)
+        _count_spout_dead_letters(summary, letters)
+        fold_spout_dead_letters(board, letters)
         dropped = {n: s.logs_dropped for n, s in summary.components.items() if s.logs_dropped}
         if dropped:
             summary.warn(dropped_warning(dropped, self.log_limit))
+        board.stop_reason = summary.stop_reason
+        self._publish(r, board)
         summary.elapsed_ms = (time.perf_counter() - started) * 1000
         if self.sink.kind != "drop":
             summary.sink = f"{self.sink.kind}:{self.sink.target}"
@@ -247,6 +266,12 @@ class SparkEngine:
         if self.read_state:
             summary.final_state = self._final_state(r, state_key)
         return summary
+
+    def _publish(self, r: Any, board: Board) -> None:
+        """The board to Redis (``stormshift top``) and to the endpoint, if any."""
+        write_board(r, self.namespace, board)
+        if self.metrics is not None:
+            self.metrics.publish(board)
 
     def _final_state(self, r: Any, state_key: bytes) -> dict[str, ComponentState]:
         from stormshift.state.final import committed_attributes, committed_maps

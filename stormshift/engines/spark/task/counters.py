@@ -15,6 +15,7 @@ from typing import Any
 
 import msgpack
 
+from stormshift.metrics.latency import LatencyHistogram
 from stormshift.state.batchstats import read_records
 
 __all__ = ["COUNTERS", "MemberStats", "read_stats"]
@@ -45,6 +46,9 @@ class MemberStats:
     problems: dict[tuple[str, str, str], list[Any]] = field(default_factory=dict)
     logs: list[tuple[str, str]] = field(default_factory=list)  # the member's self.logger lines
     windows: dict[str, Any] | None = None  # a windowed bolt's batch report (task/windowing.py)
+    busy_us: int = 0  # time the member spent on its input, ticks and windows (capacity)
+    state_bytes: int = 0  # snapshot bytes written
+    latency: LatencyHistogram = field(default_factory=LatencyHistogram)  # sampled execute times
     task: int = 0  # set by read_stats
 
     def take_logs(self, lines: list[tuple[str, str]], limit: int | None = None) -> None:
@@ -89,7 +93,8 @@ class MemberStats:
     def pack(self) -> bytes:
         return msgpack.packb([*(getattr(self, c) for c in COUNTERS), list(self.maxseq.items()),
                               self.reasons, [[*k, *v] for k, v in self.problems.items()],
-                              self.log_lines(), self.windows],
+                              self.log_lines(), self.windows,
+                              self.busy_us, self.state_bytes, self.latency.to_list()],
                              use_bin_type=True)
 
 
@@ -108,5 +113,8 @@ def read_stats(r: Any, namespace: str, txid: int) -> Iterator[tuple[str, MemberS
             stats.logs = [(level, text) for level, text in values[len(COUNTERS) + 3]]
         if len(values) > len(COUNTERS) + 4:
             stats.windows = values[len(COUNTERS) + 4]
+        if len(values) > len(COUNTERS) + 7:
+            stats.busy_us, stats.state_bytes = values[len(COUNTERS) + 5: len(COUNTERS) + 7]
+            stats.latency = LatencyHistogram.from_list(values[len(COUNTERS) + 7])
         stats.task = int(task)
         yield name, stats

@@ -34,6 +34,7 @@ leaves none behind for a tuple its retry then processes.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -154,7 +155,9 @@ class _Member:
         """Steps 4-8 of the task transaction (taskstate's step 4: the snapshot at txid), then
         keep the live instance and write a ``jsonl:`` sink's files."""
         job, txn = self.job, self.txn
-        txn.snapshot(*snapshot_of(self.host, job.txid))  # a delta, or now and then a base
+        payload, *how = snapshot_of(self.host, job.txid)  # a delta, or now and then a base
+        txn.snapshot(payload, *how)
+        self.stats.state_bytes = len(payload)
         for letter in self.letters:  # in the commit after the snapshot: a fenced zombie writes none
             stage_dead_letter(txn, *letter)
         if job.sink.kind == "redis" and self.output.leaves:
@@ -174,7 +177,7 @@ class _Member:
         self.kernel = Kernel(self.host, self.output.dispatch, self.output.bad, self.tracks_current)
         self.stats.tuples_in += self.kernel.run_chunks(
             chunks, self._shape, f"{self.job.txid}:{self.task}:", self.poison,
-            self._skip, self._settle)
+            self._skip, self._settle, self.stats.latency)
 
     def _shape(self, src: int, sid: int) -> tuple[str, str]:
         """The source component and stream of the tuples from task ``src`` on stream ``sid``."""
@@ -349,7 +352,9 @@ def _run_members(job: StageJob, task: int, table: pa.Table, r: Any) -> R.RowBuil
             member.open()
             try:
                 with member.txn.scope():
+                    started = time.perf_counter_ns()
                     _run_member(job, member, position, table, queues, ctx)
+                    member.stats.busy_us = (time.perf_counter_ns() - started) // 1000
                     if member.tainted:
                         raise _Redo  # the scope drops this run's map writes
             except _Redo:
