@@ -86,3 +86,32 @@ def test_spark_a_larger_limit_keeps_every_line(
     summary = spark_run(spark, redis_url, namespace, tmp_path, 1000)
     assert len(audit_lines(tmp_path / "audit.log")) == 300
     assert summary.total("logs_dropped") == 0 and not summary.warnings
+
+
+def test_a_spouts_planner_lines_past_its_cap_are_counted_not_lost_silently(
+        tmp_path: Path, redis_url: str, namespace: str) -> None:
+    """A generic spout logs in the planner process; the planner keeps ten times the per-task
+    limit between two reads of the driver and counts what it pushed out (real Redis)."""
+    import redis
+
+    from stormshift.engines.spark.source.spout_report import (
+        SPOUT_LINES_PER_LIMIT,
+        SpoutReport,
+        read_spout_reports,
+    )
+    from stormshift.engines.summary import RunSummary
+
+    graph = load_topology(PROJECT, overrides={LIMIT_KEY: 2})
+    r = redis.Redis.from_url(redis_url)
+    report = SpoutReport(r, namespace, "events", graph.config)
+    report.logs(0, [("INFO", f"spout line {i}") for i in range(15)])
+    report.logs(0, [("INFO", f"spout line {i}") for i in range(15, 25)])
+    summary = RunSummary.for_graph(graph, "spark")
+    with ComponentLogs(str(tmp_path / "audit.log")):
+        read_spout_reports(r, namespace, summary, ["events"])
+    kept = 2 * SPOUT_LINES_PER_LIMIT
+    lines = [x for x in (tmp_path / "audit.log").read_text().splitlines() if "spout line" in x]
+    assert len(lines) == kept and lines[-1].endswith("spout line 24")
+    assert summary.components["events"].logs_dropped == 25 - kept
+    read_spout_reports(r, namespace, summary, ["events"])  # taken once: nothing counted twice
+    assert summary.components["events"].logs_dropped == 25 - kept

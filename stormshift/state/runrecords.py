@@ -24,7 +24,7 @@ __all__ = ["SpoutReportRecord", "clear_spout_reports", "clear_stop", "record_tic
            "recorded_ticks", "request_stop", "stop_requested"]
 
 STOP_TTL_SECS = 3600
-_PARTS = ("errors", "logs", "warnings")
+_PARTS = ("errors", "logs", "warnings", "dropped")
 
 
 # -- the stop flag ----------------------------------------------------------------
@@ -58,13 +58,15 @@ def record_ticks(r: Any, namespace: str, txid: int, record: str) -> None:
 # -- a spout planner's report ---------------------------------------------------------
 class SpoutReportRecord:
     """The report of one spout: ``errors`` (kind -> count, ``trace:kind`` -> traceback),
-    ``warnings`` (a set) and ``logs`` (a list, the newest ``keep_lines`` kept)."""
+    ``warnings`` (a set), ``logs`` (a list, the newest ``keep_lines`` kept) and
+    ``dropped`` (how many older lines the cap pushed out, so none is dropped silently)."""
 
     def __init__(self, r: Any, namespace: str, spout: str):
         self.r = r
         self.errors_key = K.spout_report_key(namespace, spout, "errors")
         self.logs_key = K.spout_report_key(namespace, spout, "logs")
         self.warnings_key = K.spout_report_key(namespace, spout, "warnings")
+        self.dropped_key = K.spout_report_key(namespace, spout, "dropped")
 
     def add_error(self, kind: str, trace: str) -> None:
         pipe = self.r.pipeline(transaction=False)
@@ -75,19 +77,29 @@ class SpoutReportRecord:
     def add_warning(self, text: str) -> None:
         self.r.sadd(self.warnings_key, text)
 
-    def add_lines(self, lines: Sequence[str], keep_lines: int) -> None:
+    def add_lines(self, lines: Sequence[str], keep_lines: int) -> int:
+        """Append ``lines``, keep the newest ``keep_lines``; returns (and counts) those dropped."""
         pipe = self.r.pipeline(transaction=False)
         pipe.rpush(self.logs_key, *lines)
-        pipe.ltrim(self.logs_key, -keep_lines, -1)
-        pipe.execute()
+        if keep_lines > 0:
+            pipe.ltrim(self.logs_key, -keep_lines, -1)
+        else:  # LTRIM with -0 would keep everything
+            pipe.delete(self.logs_key)
+        length, _ = pipe.execute()
+        dropped = max(int(length) - keep_lines, 0)
+        if dropped:
+            self.r.incrby(self.dropped_key, dropped)
+        return dropped
 
-    def take_lines(self) -> list[bytes]:
-        """The log lines so far, removed (one atomic round)."""
+    def take_lines(self) -> tuple[list[bytes], int]:
+        """The log lines so far and how many were dropped before, both removed (one atomic
+        round)."""
         pipe = self.r.pipeline(transaction=True)
         pipe.lrange(self.logs_key, 0, -1)
-        pipe.delete(self.logs_key)
-        lines, _ = pipe.execute()
-        return list(lines)
+        pipe.get(self.dropped_key)
+        pipe.delete(self.logs_key, self.dropped_key)
+        lines, dropped, _ = pipe.execute()
+        return list(lines), int(dropped or 0)
 
     def warnings(self) -> list[str]:
         return sorted(_text(w) for w in self.r.smembers(self.warnings_key))

@@ -95,7 +95,7 @@ class ChunkPlanner:
         self.logs = [ChunkLog(r, opts.namespace, opts.spout, i) for i in range(par)]
         self.trimmed = [log.acked() for log in self.logs]
         self.last_new = [time.monotonic()] * par  # planning time a task last logged tuples
-        self.report = SpoutReport(r, opts.namespace, opts.spout)
+        self.report = SpoutReport(r, opts.namespace, opts.spout, opts.graph.config)
 
     def initial_offset(self) -> dict:
         heads = [log.head(mark - 1) for log, mark in zip(self.logs, self.trimmed)]

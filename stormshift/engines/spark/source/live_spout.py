@@ -215,7 +215,8 @@ def _fresh(opts: Any, task: int, log: ChunkLog) -> LiveSpout:
     host.open()
     codes = {s: layout.stream_code[(opts.spout, s)] for s in comp.outputs}
     first = {c.name: c.first_task_id for c in opts.graph}
-    report = SpoutReport(redis_for(opts.redis_url), opts.namespace, opts.spout)
+    report = SpoutReport(redis_for(opts.redis_url), opts.namespace, opts.spout,
+                         opts.graph.config)
     return LiveSpout(host, opts.spout, codes, first, report, _dead_letterer(opts, task))
 
 

@@ -13,17 +13,23 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from stormshift.engines.logs import MAX_LINES_PER_TASK, forward_logs
+from stormshift.engines.logs import forward_logs, max_lines_per_task
 from stormshift.state.runrecords import SpoutReportRecord, clear_spout_reports
 
 __all__ = ["SpoutReport", "clear_spout_reports", "read_spout_reports"]
 
 
+#: a planner reports between two reads of the driver (several batches): it keeps this many
+#: times the per-task limit (``-o stormshift.logs.max_lines_per_task``), and counts the rest
+SPOUT_LINES_PER_LIMIT = 10
+
+
 class SpoutReport:
     """Planner side: one spout's errors (counted by kind) and log lines."""
 
-    def __init__(self, r: Any, namespace: str, spout: str):
+    def __init__(self, r: Any, namespace: str, spout: str, config: Any = None):
         self.record = SpoutReportRecord(r, namespace, spout)
+        self.keep_lines = max_lines_per_task(config or {}, spout) * SPOUT_LINES_PER_LIMIT
 
     def error(self, failure: Any) -> None:
         cause = failure.cause
@@ -37,7 +43,7 @@ class SpoutReport:
         if not lines:
             return
         self.record.add_lines([json.dumps([task, level, text]) for level, text in lines],
-                              MAX_LINES_PER_TASK * 10)
+                              self.keep_lines)
 
 
 def read_spout_reports(r: Any, namespace: str, summary: Any, spouts: list[str]) -> None:
@@ -45,9 +51,12 @@ def read_spout_reports(r: Any, namespace: str, summary: Any, spouts: list[str]) 
     Error counts are totals so far: the digest's count for a spout kind is replaced."""
     for spout in spouts:
         record = SpoutReportRecord(r, namespace, spout)
-        for raw in record.take_lines():
+        lines, dropped = record.take_lines()
+        for raw in lines:
             task, level, text = json.loads(raw)
             forward_logs(spout, int(task), [(level, text)])
+        if dropped and spout in summary.components:
+            summary.components[spout].logs_dropped += dropped
         for text in record.warnings():
             summary.warn(text)
         fields = record.errors()

@@ -78,7 +78,7 @@ class WalPlanner:
         self.dropped_replays = 0
         self.rejected = 0  # emits dead-lettered before they reached the log
         self.packer = msgpack.Packer(use_bin_type=True)
-        self.report = SpoutReport(r, opts.namespace, opts.spout)  # errors, logs -> the driver
+        self.report = SpoutReport(r, opts.namespace, opts.spout, opts.graph.config)  # errors, logs -> the driver
         self.last_new = [time.monotonic()] * len(self.hosts)  # last time a task logged tuples
         self.lock = SpoutLock()  # held by every call into the spout and every change of the above
         lead = int(opts.graph.config.get("stormshift.spout.lead_batches", DEFAULT_LEAD_BATCHES))
