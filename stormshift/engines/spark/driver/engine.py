@@ -362,6 +362,10 @@ def _accumulate(summary: RunSummary, result: BatchResult) -> None:
         for column in ("tuples_in", "tuples_out", "acks", "fails", "errors", "dead_lettered",
                        "redriven"):
             setattr(stats, column, getattr(stats, column) + counters.get(column, 0))
+    for name in result.idle:
+        stats = summary.components.get(name)
+        if stats is not None:
+            stats.idle_batches += 1
     for name, counters in result.windows.items():
         stats = summary.components.get(name)
         if stats is not None:

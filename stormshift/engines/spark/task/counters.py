@@ -44,6 +44,7 @@ class MemberStats:
     problems: dict[tuple[str, str, str], list[Any]] = field(default_factory=dict)
     logs: list[tuple[str, str]] = field(default_factory=list)  # the member's self.logger lines
     windows: dict[str, Any] | None = None  # a windowed bolt's batch report (task/windowing.py)
+    sent: list[int] = field(default_factory=list)  # global task ids it sent rows (driver/waves.py)
     task: int = 0  # set by read_stats
 
     def take_logs(self, lines: list[tuple[str, str]]) -> None:
@@ -80,7 +81,7 @@ class MemberStats:
     def pack(self) -> bytes:
         return msgpack.packb([*(getattr(self, c) for c in COUNTERS), list(self.maxseq.items()),
                               self.reasons, [[*k, *v] for k, v in self.problems.items()],
-                              [list(line) for line in self.logs], self.windows],
+                              [list(line) for line in self.logs], self.windows, self.sent],
                              use_bin_type=True)
 
 
@@ -99,5 +100,7 @@ def read_stats(r: Any, namespace: str, txid: int) -> Iterator[tuple[str, MemberS
             stats.logs = [(level, text) for level, text in values[len(COUNTERS) + 3]]
         if len(values) > len(COUNTERS) + 4:
             stats.windows = values[len(COUNTERS) + 4]
+        if len(values) > len(COUNTERS) + 5:
+            stats.sent = list(values[len(COUNTERS) + 5])
         stats.task = int(task)
         yield name, stats
