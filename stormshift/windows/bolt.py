@@ -323,7 +323,7 @@ class WindowedBolt(Bolt):  # type: ignore[misc]
                 self.emit = original
             else:
                 del self.emit
-        declared = set(self.context.get("streams", []))
+        declared = self._stormshift_declared  # made once (_wire), never per pane
         missing = sorted({retraction_stream(s) for s, _ in emitted} - declared)
         if missing:
             raise TopologyError(
@@ -345,7 +345,7 @@ class WindowedBolt(Bolt):  # type: ignore[misc]
         name = self.component_name
         cfg.check(name)
         ctx = self.context
-        declared = set(ctx.get("streams", []))
+        declared = self._stormshift_declared = frozenset(ctx.get("streams", []))
         if cfg.late_tuple_stream is not None and cfg.late_tuple_stream not in declared:
             raise TopologyError(
                 f"late tuple stream {cfg.late_tuple_stream!r} is not declared", component=name,

@@ -77,6 +77,7 @@ class Windower:
         self.keys: dict[str, Any] = {}
         self.watermark_ms = START_OF_TIME_MS
         self.timers: list[tuple[int, str, str]] = []  # heap of (at_ms, key order, tag)
+        self.timers_of: dict[str, list[tuple[int, str]]] = {}  # derived: key order -> (at, tag)
         self._due: list[tuple[int, int, str, Window]] = []  # (end, start, key order, window)
         self._expiry: list[tuple[int, int, str, Window]] = []  # (end + lateness, start, ...)
         self.touched: set[str] = set()  # key orders changed since cleared (module doc)
@@ -132,6 +133,7 @@ class Windower:
         kord = stable_order(key)
         self.keys.setdefault(kord, key)
         heapq.heappush(self.timers, (at_ms, kord, tag))
+        self.timers_of.setdefault(kord, []).append((at_ms, tag))
         self.touched.add(kord)
 
     def due_timers(self) -> list[Output]:
@@ -139,7 +141,7 @@ class Windower:
         sets timers while handling the outputs of ``advance``): fire them now."""
         fired: list[Output] = []
         while self.timers and self.timers[0][0] <= self.watermark_ms:
-            at_ms, kord, tag = heapq.heappop(self.timers)
+            at_ms, kord, tag = self._pop_timer()
             self.touched.add(kord)
             fired.append(TimerFired(self.keys[kord], at_ms, tag))
         return fired
@@ -157,7 +159,7 @@ class Windower:
             if state is not None and not state.trigger.on_time_fired:
                 due.append((window.end_ms, 0, window.start_ms, kord, window))
         while self.timers and self.timers[0][0] <= wm:
-            at_ms, kord, tag = heapq.heappop(self.timers)
+            at_ms, kord, tag = self._pop_timer()
             self.touched.add(kord)
             due.append((at_ms, 1, 0, kord, tag))
         outputs: list[Output] = []
@@ -201,7 +203,7 @@ class Windower:
                 outputs += self._fire(kord, window, state, Timing.LATE)
             if not self.windows[kord]:
                 del self.windows[kord]
-                if not any(t[1] == kord for t in self.timers):
+                if kord not in self.timers_of:
                     self.keys.pop(kord, None)
         return outputs
 
@@ -250,6 +252,26 @@ class Windower:
         state.trigger.fired(timing)
         return outputs
 
+    def _pop_timer(self) -> tuple[int, str, str]:
+        at_ms, kord, tag = heapq.heappop(self.timers)
+        mine = self.timers_of[kord]
+        mine.remove((at_ms, tag))
+        if not mine:
+            del self.timers_of[kord]
+        return at_ms, kord, tag
+
+    def index_timers(self) -> None:
+        """Rebuild ``timers_of`` from the heap (after the heap was replaced)."""
+        self.timers_of = {}
+        for at_ms, kord, tag in sorted(self.timers):
+            self.timers_of.setdefault(kord, []).append((at_ms, tag))
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """Unpickle one pickled before ``timers_of`` existed: the index is derived."""
+        self.__dict__.update(state)
+        if "timers_of" not in state:
+            self.index_timers()
+
     # -- state ----------------------------------------------------------------
     def snapshot(self) -> dict[str, Any]:
         """Everything that changes, as plain data (config is not included)."""
@@ -266,6 +288,7 @@ class Windower:
         self.watermark_ms = int(snap["watermark_ms"])
         self.timers = list(snap["timers"])
         heapq.heapify(self.timers)
+        self.index_timers()
         self._due, self._expiry, self.touched = [], [], set()
         for kord, states in sorted(self.windows.items()):
             for window in sorted(states):
