@@ -220,6 +220,8 @@ def apply_in_place(ws: Any, shared: Mapping[str, Any], deleted: Sequence[str],
         w.timers = [x for x in w.timers if x[1] not in affected]
         w._due = [x for x in w._due if x[2] not in affected]
         w._expiry = [x for x in w._expiry if x[2] not in affected]
+        w._deadlines = [x for x in w._deadlines if x[3] not in affected]
+        heapq.heapify(w._deadlines)
         heapq.heapify(w.timers)
         w.index_timers()
         heapq.heapify(w._due)
