@@ -263,6 +263,7 @@ class BatchRunner:
             counters = result.counters.setdefault(name, dict.fromkeys(COUNTERS, 0))
             for column in COUNTERS:
                 counters[column] += getattr(stats, column)
+            counters["tasks"] = counters.get("tasks", 0) + 1  # task records: tasks run
             for src, top in stats.maxseq.items():
                 spout_seq[src] = max(spout_seq.get(src, -1), top)
             if stats.reasons:

@@ -360,8 +360,10 @@ def _accumulate(summary: RunSummary, result: BatchResult) -> None:
         if stats is None:
             continue
         for column in ("tuples_in", "tuples_out", "acks", "fails", "errors", "dead_lettered",
-                       "redriven"):
+                       "redriven", "reused", "caught_up"):
             setattr(stats, column, getattr(stats, column) + counters.get(column, 0))
+        stats.restored += counters.get("tasks", 0) - counters.get("reused", 0) \
+            - counters.get("caught_up", 0)
     for name in result.idle:
         stats = summary.components.get(name)
         if stats is not None:
