@@ -126,3 +126,12 @@ def test_windows_off_runs_no_windowed_task_and_keeps_the_legacy_totals(spark, re
     # fed by user_sessions_bolt only, which sends nothing: idle from the first batch
     assert summary["user_sessions_report_bolt"].idle_batches > windowed
     assert summary["ad_ctr_minute_bolt"].tuples_in == 0
+    # tasks run, counted by how each found its state: par per batch that ran the stage
+    ran = len([line for line in batches if " committed | " in line])
+
+    def runs(name: str) -> int:
+        c = summary[name]
+        return c.reused + c.caught_up + c.restored
+
+    assert runs("ads_ctr_bolt") == 2 * ran
+    assert runs("ad_ctr_minute_bolt") == runs("minute_ctr_bolt") == 2 * (ran - windowed)
