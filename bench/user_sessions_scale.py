@@ -19,6 +19,7 @@ checkout's stormshift (a baseline, in the same run)::
 from __future__ import annotations
 
 import argparse
+import cProfile
 import gc
 import random
 import statistics
@@ -95,8 +96,13 @@ def measure(users: int, args: argparse.Namespace) -> dict[str, Any]:
             table = _table(layout, events, seq)
             seq += len(events)
             gc.collect()
+            prof = args.prof if b >= warm + 1 else None
             started, wall = time.process_time(), time.perf_counter()
+            if prof is not None:
+                prof.enable()
             list(run_partition({stage.head: job}, iter(table.to_batches(max_chunksize=1 << 16))))
+            if prof is not None:
+                prof.disable()
             took, wall = time.process_time() - started, time.perf_counter() - wall
             CommitLog(r, namespace).record_commit(txid)  # the driver's step 5
             top = max(top, max(ts for _, ts in events))
@@ -117,6 +123,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--step-ms", type=int, default=10_000, help="event time per batch")
     p.add_argument("--redis", default="redis://127.0.0.1:6379")
     p.add_argument("--repo", default=str(REPO), help="the stormshift checkout to run")
+    p.add_argument("--profile", help="cProfile of the measured batches (after the first) of "
+                   "each size to FILE.<users>")
     args = p.parse_args(argv)
     sys.path.insert(0, args.repo)
     import stormshift
@@ -126,7 +134,10 @@ def main(argv: list[str] | None = None) -> int:
           f"{args.batches} batches after the warm-up; CPU s per batch (median)")
     medians = {}
     for users in [int(u) for u in args.users.split(",")]:
+        args.prof = cProfile.Profile() if args.profile else None
         res = measure(users, args)
+        if args.prof is not None:
+            args.prof.dump_stats(f"{args.profile}.{users}")
         cpu = statistics.median(b["cpu_s"] for b in res["batches"][1:])
         wall = statistics.median(b["wall_s"] for b in res["batches"][1:])
         medians[users] = cpu
