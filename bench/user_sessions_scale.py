@@ -96,6 +96,8 @@ def measure(users: int, args: argparse.Namespace) -> dict[str, Any]:
             table = _table(layout, events, seq)
             seq += len(events)
             gc.collect()
+            if args.freeze:  # the state so far out of the collector's generations
+                gc.freeze()
             prof = args.prof if b >= warm + 1 else None
             started, wall = time.process_time(), time.perf_counter()
             if prof is not None:
@@ -123,6 +125,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--step-ms", type=int, default=10_000, help="event time per batch")
     p.add_argument("--redis", default="redis://127.0.0.1:6379")
     p.add_argument("--repo", default=str(REPO), help="the stormshift checkout to run")
+    p.add_argument("--freeze", action="store_true", help="gc.freeze() before each batch "
+                   "(an experiment: what the cyclic collector's scans of the state cost)")
     p.add_argument("--profile", help="cProfile of the measured batches (after the first) of "
                    "each size to FILE.<users>")
     args = p.parse_args(argv)
