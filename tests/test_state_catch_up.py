@@ -241,3 +241,22 @@ def test_a_keyed_object_that_cannot_take_a_delta_in_place_is_restored_whole(
     host, how = _batch(redis_client, ns, store, a, 4, random.Random(4))
     assert how == "restored"
     _same(host.instance, _fresh(store, 5))
+
+
+def test_a_task_skipped_as_idle_reuses_its_instance_and_a_rerun_does_not(redis_client, ns):
+    """Batches that skipped the task (no epoch taken: ``driver/waves.py``) leave its live
+    instance the restore point: reused as it is. A batch whose attempt ran the task and is
+    run again (a new epoch in between) is restored, never reused."""
+    store = SnapshotStore(redis_client, ns, KEY)
+    cache = TaskCache()
+    _, how = _batch(redis_client, ns, store, cache, 1, random.Random(1))
+    for txid in (2, 3):  # the driver commits batches that skipped the task
+        commit(redis_client, ns, txid)
+    host, how = _batch(redis_client, ns, store, cache, 4, random.Random(4))
+    assert how == "reused"
+    _same(host.instance, _fresh(store, 5))
+    _batch(redis_client, ns, store, cache, 5, random.Random(5), committed=False)
+    acquire_epoch(redis_client, ns, "bolt", 0)  # another attempt of txid 5 ran meanwhile
+    host, how = _batch(redis_client, ns, store, cache, 5, random.Random(5))
+    assert how == "restored"
+    _same(host.instance, _fresh(store, 6))

@@ -357,3 +357,30 @@ def test_count_windows_and_held_elements_take_a_delta_in_place() -> None:
     stale.keyed_apply(*pickle.loads(payload)["keyed"]["windowing_state"])
     assert stale.snapshot() == cs.snapshot()
     assert sorted(stale.buffer.release(100)) == sorted(cs.buffer.release(100))
+
+
+def test_timer_and_deadline_indexes_follow_the_heaps_through_pickle_and_catch_up() -> None:
+    """``timers_of`` (timers by key) and the processing-time deadlines heap are derived:
+    a processing-time step fires through the heap, not a walk of every window, and both
+    indexes come back from a pickle and a delta applied in place."""
+    from stormshift.windows import Tumbling
+    from stormshift.windows.windower import Windower
+
+    w = Windower(Tumbling(60_000), trigger=Trigger(early_every_ms=1_000))
+    for k in range(50):
+        w.add(f"k{k}", 1_000, 1, now_ms=100 if k < 5 else 5_000)
+    w.set_timer("k1", 30_000, "a")
+    w.set_timer("k1", 40_000, "b")
+    w.set_timer("k2", 30_000, "")
+    assert w.timers_of == {stable_order("k1"): [(30_000, "a"), (40_000, "b")],
+                           stable_order("k2"): [(30_000, "")]}
+    fired = w.on_processing_time(1_100)  # only the five windows whose deadline came
+    assert sorted(p.key for p in fired) == [f"k{k}" for k in range(5)]
+    assert len(w._deadlines) == 45
+    again = pickle.loads(pickle.dumps(w))
+    assert again.timers_of == w.timers_of
+    assert sorted(p.key for p in again.on_processing_time(6_000)) == \
+        sorted(f"k{k}" for k in range(5, 50))
+    out = w.advance(35_000, 7_000)
+    assert [o.tag for o in out if not isinstance(o, Pane)] == ["a", ""]
+    assert w.timers_of == {stable_order("k1"): [(40_000, "b")]}

@@ -231,11 +231,13 @@ class WindowedBolt(Bolt):  # type: ignore[misc]
     def batch_report(self) -> dict[str, Any]:
         """What the engine's driver needs from this task's batch: the largest event time
         per input partition (``[component, stream, task, max_event_ms]``), the lag and the
-        idle timeout; resets the partitions seen."""
+        idle timeout, and whether the task holds nothing a batch without input could fire
+        (``idle``: the driver then skips its stage until it gets input); resets the
+        partitions seen."""
         seen, self._stormshift_seen = self._stormshift_seen, {}
         cfg = self.windowing
         return {"event_time": cfg.event_time, "lag_ms": cfg.lag_ms,
-                "idle_timeout_ms": cfg.idle_timeout_ms,
+                "idle_timeout_ms": cfg.idle_timeout_ms, "idle": self._state().idle(),
                 "seen": [[*p, ms] for p, ms in sorted(seen.items())]}
 
     # -- steps ------------------------------------------------------------------
@@ -321,7 +323,7 @@ class WindowedBolt(Bolt):  # type: ignore[misc]
                 self.emit = original
             else:
                 del self.emit
-        declared = set(self.context.get("streams", []))
+        declared = self._stormshift_declared  # made once (_wire), never per pane
         missing = sorted({retraction_stream(s) for s, _ in emitted} - declared)
         if missing:
             raise TopologyError(
@@ -343,7 +345,7 @@ class WindowedBolt(Bolt):  # type: ignore[misc]
         name = self.component_name
         cfg.check(name)
         ctx = self.context
-        declared = set(ctx.get("streams", []))
+        declared = self._stormshift_declared = frozenset(ctx.get("streams", []))
         if cfg.late_tuple_stream is not None and cfg.late_tuple_stream not in declared:
             raise TopologyError(
                 f"late tuple stream {cfg.late_tuple_stream!r} is not declared", component=name,

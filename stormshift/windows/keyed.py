@@ -115,8 +115,7 @@ def entries_of(ws: Any, kords: set[str] | None) -> dict[str, KeyEntry | None]:
         kords |= set(w.windows) | set(w.keys) if w is not None else set()
         kords |= set(c.keys) if c is not None else set()
         kords |= set(_held(ws, None))
-    timers = _by_kord(((k, (at, tag)) for at, k, tag in w.timers), kords) if w and w.timers \
-        else {}
+    timers = w.timers_of if w is not None else {}  # the per-key index: no scan of every timer
     held = _held(ws, kords)
     out: dict[str, KeyEntry | None] = {}
     for kord in sorted(kords):
@@ -145,13 +144,21 @@ def entries_of(ws: Any, kords: set[str] | None) -> dict[str, KeyEntry | None]:
 
 
 def _retire(ws: Any, kord: str, windows: Mapping[Window, WindowState]) -> None:
-    """Drop what a key's panes emitted for windows no live window can retract any more."""
+    """Drop what a key's panes emitted for windows no live window can retract any more. A span
+    its own live window retracts is kept without a look at the key's other windows."""
     emitted = ws.emitted.get(kord)
     if not emitted:
         return
-    needed = {(win.start_ms, win.end_ms) for st in windows.values() for win, _ in st.retract}
-    for span in [s for s in emitted if s not in needed]:
-        del emitted[span]
+    needed: set[tuple[int, int]] | None = None  # built only when a span is not its own window's
+    for span in list(emitted):
+        own = windows.get(Window(*span))
+        if own is not None and any(w.start_ms == span[0] and w.end_ms == span[1]
+                                   for w, _ in own.retract):
+            continue  # the common case: a live window retracts its own last pane
+        if needed is None:
+            needed = {(w.start_ms, w.end_ms) for st in windows.values() for w, _ in st.retract}
+        if span not in needed:
+            del emitted[span]
     if not emitted:
         del ws.emitted[kord]
 
@@ -213,7 +220,10 @@ def apply_in_place(ws: Any, shared: Mapping[str, Any], deleted: Sequence[str],
         w.timers = [x for x in w.timers if x[1] not in affected]
         w._due = [x for x in w._due if x[2] not in affected]
         w._expiry = [x for x in w._expiry if x[2] not in affected]
+        w._deadlines = [x for x in w._deadlines if x[3] not in affected]
+        heapq.heapify(w._deadlines)
         heapq.heapify(w.timers)
+        w.index_timers()
         heapq.heapify(w._due)
         heapq.heapify(w._expiry)
         for k in kords:
@@ -226,6 +236,7 @@ def apply_in_place(ws: Any, shared: Mapping[str, Any], deleted: Sequence[str],
                 w.keys[k] = e.key
             for at, tag in e.timers:
                 heapq.heappush(w.timers, (at, k, tag))
+                w.timers_of.setdefault(k, []).append((at, tag))
         w.touched = set()
     if c is not None:
         for k in affected:

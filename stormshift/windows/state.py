@@ -82,6 +82,13 @@ class WindowingState:
         self.marked.add(kord)
         self.previous[kord] = (key, tuples)
 
+    def idle(self) -> bool:
+        """Nothing here can fire, expire or be released without new input: no open window,
+        no timer, no tuple held for the watermark (count windows fire on arrivals only)."""
+        if self.windower is not None and (self.windower.windows or self.windower.timers):
+            return False
+        return self.buffer is None or not self.buffer.heap
+
     @classmethod
     def build(cls, windowing: Windowing, expected: list[Any]) -> WindowingState:
         tracker = WatermarkTracker(windowing.lag_ms, expected=expected,

@@ -21,10 +21,12 @@ watermark and the timers: plain picklable data; ``snapshot()``/``restore()``.
 ``touched`` (derived) names the keys whose windows, timers or key changed since
 the owner last cleared it: a task's snapshot writes only those keys
 (``state.py``, ``keyed.py``).
-Two heaps index the windows by when the watermark fires them (``end_ms``) and
-expires them (``end_ms + allowed_lateness_ms``), so a watermark step costs what
-it fires, not the number of open windows; entries of windows merged away or
-already fired are skipped when popped (derived: rebuilt on ``restore``).
+Heaps index the windows by when the watermark fires them (``end_ms``) and
+expires them (``end_ms + allowed_lateness_ms``), and their panes by processing-time
+deadline, so a watermark or processing-time step costs what it fires, not the
+number of open windows; entries of windows merged away or already fired are
+skipped when popped (derived: rebuilt on ``restore``); ``timers_of`` indexes the
+timers by key.
 """
 
 from __future__ import annotations
@@ -77,8 +79,10 @@ class Windower:
         self.keys: dict[str, Any] = {}
         self.watermark_ms = START_OF_TIME_MS
         self.timers: list[tuple[int, str, str]] = []  # heap of (at_ms, key order, tag)
+        self.timers_of: dict[str, list[tuple[int, str]]] = {}  # derived: key order -> (at, tag)
         self._due: list[tuple[int, int, str, Window]] = []  # (end, start, key order, window)
         self._expiry: list[tuple[int, int, str, Window]] = []  # (end + lateness, start, ...)
+        self._deadlines: list[tuple[int, int, int, str, Window]] = []  # (deadline, end, start, ...)
         self.touched: set[str] = set()  # key orders changed since cleared (module doc)
 
     def _track(self, kord: str, window: Window) -> None:
@@ -86,6 +90,13 @@ class Windower:
         heapq.heappush(self._due, (window.end_ms, window.start_ms, kord, window))
         heapq.heappush(self._expiry, (window.end_ms + self.allowed_lateness_ms,
                                       window.start_ms, kord, window))
+        state = self.windows.get(kord, {}).get(window)
+        if state is not None and state.trigger.deadline_ms is not None:
+            self._deadline(kord, window, state.trigger.deadline_ms)
+
+    def _deadline(self, kord: str, window: Window, deadline_ms: int) -> None:
+        """Index a pane's processing-time deadline (``on_processing_time`` pops what is due)."""
+        heapq.heappush(self._deadlines, (deadline_ms, window.end_ms, window.start_ms, kord, window))
 
     # -- input ----------------------------------------------------------------
     def add(self, key: Any, event_ms: int, item: Any, now_ms: int) -> AddResult:
@@ -122,7 +133,10 @@ class Windower:
         for window, state in accepted:
             complete = wm >= window.end_ms
             late = late or complete
+            had_deadline = state.trigger.deadline_ms is not None
             timing = state.trigger.on_element(trigger, complete, now_ms)
+            if not had_deadline and state.trigger.deadline_ms is not None:
+                self._deadline(kord, window, state.trigger.deadline_ms)
             if timing is not None:
                 outputs += self._fire(kord, window, state, timing)
         return AddResult("late" if late else "on_time", outputs)
@@ -132,6 +146,7 @@ class Windower:
         kord = stable_order(key)
         self.keys.setdefault(kord, key)
         heapq.heappush(self.timers, (at_ms, kord, tag))
+        self.timers_of.setdefault(kord, []).append((at_ms, tag))
         self.touched.add(kord)
 
     def due_timers(self) -> list[Output]:
@@ -139,7 +154,7 @@ class Windower:
         sets timers while handling the outputs of ``advance``): fire them now."""
         fired: list[Output] = []
         while self.timers and self.timers[0][0] <= self.watermark_ms:
-            at_ms, kord, tag = heapq.heappop(self.timers)
+            at_ms, kord, tag = self._pop_timer()
             self.touched.add(kord)
             fired.append(TimerFired(self.keys[kord], at_ms, tag))
         return fired
@@ -157,7 +172,7 @@ class Windower:
             if state is not None and not state.trigger.on_time_fired:
                 due.append((window.end_ms, 0, window.start_ms, kord, window))
         while self.timers and self.timers[0][0] <= wm:
-            at_ms, kord, tag = heapq.heappop(self.timers)
+            at_ms, kord, tag = self._pop_timer()
             self.touched.add(kord)
             due.append((at_ms, 1, 0, kord, tag))
         outputs: list[Output] = []
@@ -175,12 +190,16 @@ class Windower:
         if not self.trigger.uses_processing_time:  # no window ever has a deadline: skip the walk
             return []
         due = []
-        for kord, states in self.windows.items():
-            for window, state in states.items():
-                timing = state.trigger.on_processing_time(self.watermark_ms >= window.end_ms,
-                                                          now_ms)
-                if timing is not None:
-                    due.append((window.end_ms, window.start_ms, kord, window, timing))
+        seen: set[tuple[str, Window]] = set()
+        while self._deadlines and self._deadlines[0][0] <= now_ms:  # the index: no walk
+            deadline_ms, _, _, kord, window = heapq.heappop(self._deadlines)
+            state = self.windows.get(kord, {}).get(window)
+            if state is None or state.trigger.deadline_ms != deadline_ms or (kord, window) in seen:
+                continue  # fired, merged away or expired since it was indexed
+            seen.add((kord, window))
+            timing = state.trigger.on_processing_time(self.watermark_ms >= window.end_ms, now_ms)
+            if timing is not None:
+                due.append((window.end_ms, window.start_ms, kord, window, timing))
         outputs: list[Output] = []
         for _, _, kord, window, timing in sorted(due, key=lambda d: d[:3]):
             outputs += self._fire(kord, window, self.windows[kord][window], timing)
@@ -201,7 +220,7 @@ class Windower:
                 outputs += self._fire(kord, window, state, Timing.LATE)
             if not self.windows[kord]:
                 del self.windows[kord]
-                if not any(t[1] == kord for t in self.timers):
+                if kord not in self.timers_of:
                     self.keys.pop(kord, None)
         return outputs
 
@@ -250,6 +269,32 @@ class Windower:
         state.trigger.fired(timing)
         return outputs
 
+    def _pop_timer(self) -> tuple[int, str, str]:
+        at_ms, kord, tag = heapq.heappop(self.timers)
+        mine = self.timers_of[kord]
+        mine.remove((at_ms, tag))
+        if not mine:
+            del self.timers_of[kord]
+        return at_ms, kord, tag
+
+    def index_timers(self) -> None:
+        """Rebuild ``timers_of`` from the heap (after the heap was replaced)."""
+        self.timers_of = {}
+        for at_ms, kord, tag in sorted(self.timers):
+            self.timers_of.setdefault(kord, []).append((at_ms, tag))
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """Unpickle one pickled before ``timers_of`` existed: the index is derived."""
+        self.__dict__.update(state)
+        if "timers_of" not in state:
+            self.index_timers()
+        if "_deadlines" not in state:
+            self._deadlines = []
+            for kord, states in sorted(self.windows.items()):
+                for window, st in sorted(states.items()):
+                    if st.trigger.deadline_ms is not None:
+                        self._deadline(kord, window, st.trigger.deadline_ms)
+
     # -- state ----------------------------------------------------------------
     def snapshot(self) -> dict[str, Any]:
         """Everything that changes, as plain data (config is not included)."""
@@ -266,7 +311,8 @@ class Windower:
         self.watermark_ms = int(snap["watermark_ms"])
         self.timers = list(snap["timers"])
         heapq.heapify(self.timers)
-        self._due, self._expiry, self.touched = [], [], set()
+        self.index_timers()
+        self._due, self._expiry, self._deadlines, self.touched = [], [], [], set()
         for kord, states in sorted(self.windows.items()):
             for window in sorted(states):
                 self._track(kord, window)

@@ -310,6 +310,13 @@ class RowBuilder:
         self._flush()
         return len(self.dest), {src: cell[0] for src, cell in self._seq.items()}
 
+    def sent(self, since: int) -> list[int]:
+        """Destination tasks of the tuple rows added after row ``since`` (a ``mark``'s),
+        sorted: what a member sent other stages (``driver/waves.py``). Closes open chunks."""
+        self._flush()
+        kind, dest = self.kind, self.dest
+        return sorted({dest[i] for i in range(since, len(dest)) if kind[i] == _TUPLE})
+
     def rewind(self, mark: tuple[int, dict[int, int]]) -> None:
         """Forget every tuple added after ``mark`` (a member's run being redone)."""
         n, seqs = mark

@@ -13,9 +13,11 @@ only grow across checkpoints). The protocol, one numbered step each:
    earlier, uncommitted attempt of the txid are discarded (the run re-adds its own);
 3. build one DataFrame per group of stages reading the same frames (rows
    for the heads, redriven rows included -> ``repartitionById`` -> one
-   ``mapInArrow``: ``stage_groups``); an output feeding several groups is
-   persisted, so it is computed once; run every terminal group in one
-   action: STAGES_DONE;
+   ``mapInArrow``: ``stage_groups``), and run them one wave (level of the
+   graph) at a time, one Spark job per wave: a wave's groups run at the same
+   time, an output read by a later wave is persisted (computed once), and a
+   stage that the records of the earlier waves prove idle runs no task
+   (``waves.py``): STAGES_DONE;
 4. gather the tasks' counters (Redis) for progress and summary, and fold the
    windowed bolts' reports into the watermark trackers (``windows.py``);
 5. record ``committed = txid`` in Redis: COMMITTED; only then return, so Spark
@@ -40,6 +42,14 @@ from stormshift.engines.spark import faults
 from stormshift.engines.spark import rows as R
 from stormshift.engines.spark.driver.redrive import RedrivePlan, plan_redrive
 from stormshift.engines.spark.driver.ticks import TickRecorder
+from stormshift.engines.spark.driver.waves import (
+    SPOUTS,
+    IdleWindows,
+    group_key,
+    stage_groups,
+    stage_runs,
+    waves,
+)
 from stormshift.engines.spark.driver.windows import WindowClock
 from stormshift.engines.spark.layout import Layout, Stage
 from stormshift.engines.spark.profiling import profiled
@@ -49,7 +59,7 @@ from stormshift.engines.spark.task.stage import StageJob, run_partition
 from stormshift.engines.spark.task.windowing import BatchTime
 from stormshift.state import batchstats
 
-__all__ = ["COUNTERS", "BatchResult", "BatchRunner", "BatchStatus"]
+__all__ = ["COUNTERS", "SPOUTS", "BatchResult", "BatchRunner", "BatchStatus", "stage_groups"]
 
 
 
@@ -75,6 +85,7 @@ class BatchResult:
     windows: dict[str, dict[str, int]] = field(default_factory=dict)  # bolt -> window counters
     tasks: dict[tuple[str, int], Any] = field(default_factory=dict)  # (c, task) -> MemberStats
     watermarks: dict[str, int] = field(default_factory=dict)  # bolt -> the batch's watermark ms
+    idle: list[str] = field(default_factory=list)  # members of stages that ran no task (waves.py)
 
     def advance(self, expected: BatchStatus, new: BatchStatus) -> None:
         """Move forward only from ``expected`` (a protocol step run out of order is a bug)."""
@@ -107,6 +118,7 @@ class BatchRunner:
 
         self.redrive = Redrive(r, cfg.namespace)
         self.dead_letters = DeadLetters(r, cfg.namespace)
+        self.idle_windows = IdleWindows(clock.expected if clock is not None else ())
 
     first_started: float | None = None  # perf_counter() when the run's first batch began
     busy = False  # a batch is running in foreachBatch (the driver stops the query between)
@@ -134,7 +146,7 @@ class BatchRunner:
             time_ = self.clock.plan(result.txid, batch_id, now) if self.clock else None
             redrive = self._redrive(result.txid)
             faults.hit("driver.before_stages", txid=result.txid)
-            self._run_stages(df, result.txid, ticks, redrive, time_)  # Step 3.
+            result.idle = self._run_stages(df, result.txid, ticks, redrive, time_)  # Step 3.
             result.advance(BatchStatus.STARTED, BatchStatus.STAGES_DONE)
             self._gather(result, time_)  # Step 4.
             for name, n in redrive.counts.items():
@@ -160,47 +172,80 @@ class BatchRunner:
 
     # -- step 3 ------------------------------------------------------------
     def _run_stages(self, df: Any, txid: int, ticks: frozenset[str],
-                    redrive: RedrivePlan | None = None, time_: BatchTime | None = None) -> None:
-
+                    redrive: RedrivePlan | None = None, time_: BatchTime | None = None) -> list[str]:
+        """One Spark job per wave (``waves.py``); a stage provably idle runs no task: the
+        members of those stages."""
         layout = self.cfg.layout
         groups, producers = stage_groups(layout)
+        levels = waves(groups, producers)
+        wave_of = {group_key(groups[i]): n for n, wave in enumerate(levels) for i in wave}
+        wave_of[SPOUTS] = -1
         uses: dict[str, int] = {}
-        for names in producers:
+        later: set[str] = set()  # frames read by a later wave than their own: persisted
+        for index, names in enumerate(producers):
             for name in names:
                 uses[name] = uses.get(name, 0) + 1
+                if name != SPOUTS or wave_of[group_key(groups[index])] > 0:
+                    later.add(name)
         frames: dict[str, Any] = {SPOUTS: df}
         persisted = []
-        if uses.get(SPOUTS, 0) > 1:
+        if uses.get(SPOUTS, 0) > 1 or SPOUTS in later:
             df.persist()
             persisted.append(df)
         spark = df.sparkSession
-        for index, group in enumerate(groups):
-            redriven = [f for f in (redrive.frame(spark, s.head) for s in group) if f is not None] \
-                if redrive else []
-            wanted, position, tasks = _task_positions(layout, group)
-            if group[0].head in layout.direct_heads and not redriven:
-                # The source's partition i is this head's task i, beacon included (layout doc).
-                rows = df.where(wanted)
-            else:  # also a direct head's batch with redriven rows: they need the shuffle
-                beacons = [_beacons(spark, layout.first_task(s.head), s.par) for s in group]
-                parts = [frames[p] for p in producers[index]] + beacons + redriven
-                rows = reduce(lambda a, b: a.unionAll(b), parts).where(wanted)
-                rows = rows.repartitionById(tasks, position)
-            jobs = {stage.head: self._job(stage, txid, ticks, time_) for stage in group}
-            out = rows.mapInArrow(_stage_fn(txid, jobs), R.SCHEMA_DDL)
-            key = group_key(group)
-            if uses.get(key, 0) > 1:
-                out = out.persist()
-                persisted.append(out)
-            frames[key] = out
-        terminals = [frames[group_key(g)] for g in groups if group_key(g) not in uses]
+        final = bool(time_ is not None and time_.final)
+        idle: list[str] = []
         try:
-            if terminals:
-                everything = reduce(lambda a, b: a.unionAll(b), terminals)
-                everything.write.format("noop").mode("overwrite").save()
+            for n, wave in enumerate(levels):
+                fed = self._fed(txid) if n else frozenset()
+                outs = []
+                for index in wave:
+                    redriven = {s.head: redrive.frame(spark, s.head) for s in groups[index]} \
+                        if redrive else {}
+                    group = [s for s in groups[index] if stage_runs(
+                        layout, s, fed=fed, ticks=ticks, redriven=redriven.get(s.head) is not None,
+                        final=final, windows=self.idle_windows, txid=txid)]
+                    idle += [m for s in groups[index] if s not in group for m in s.members]
+                    key = group_key(groups[index])
+                    if not group:
+                        frames[key] = None
+                        continue
+                    rows = self._rows(df, frames, producers[index], group, redriven)
+                    jobs = {stage.head: self._job(stage, txid, ticks, time_) for stage in group}
+                    out = rows.mapInArrow(_stage_fn(txid, jobs), R.SCHEMA_DDL)
+                    if key in later:
+                        out = out.persist()
+                        persisted.append(out)
+                    frames[key] = out
+                    outs.append(out)
+                if outs:
+                    everything = reduce(lambda a, b: a.unionAll(b), outs)
+                    everything.write.format("noop").mode("overwrite").save()
         finally:
             for frame in persisted:
                 frame.unpersist()
+        return idle
+
+    def _rows(self, df: Any, frames: dict[str, Any], reads: list[str], group: list[Stage],
+              redriven: dict[str, Any]) -> Any:
+        """The rows of ``group``'s tasks, one partition per task (module doc, step 3)."""
+        layout = self.cfg.layout
+        spark = df.sparkSession
+        extra = [f for f in (redriven.get(s.head) for s in group) if f is not None]
+        wanted, position, tasks = _task_positions(layout, group)
+        if group[0].head in layout.direct_heads and not extra:
+            # The source's partition i is this head's task i, beacon included (layout doc).
+            return df.where(wanted)
+        # also a direct head's batch with redriven rows: they need the shuffle
+        beacons = [_beacons(spark, layout.first_task(s.head), s.par) for s in group]
+        parts = [frames[p] for p in reads if frames[p] is not None] + beacons + extra
+        rows = reduce(lambda a, b: a.unionAll(b), parts).where(wanted)
+        return rows.repartitionById(tasks, position)
+
+    def _fed(self, txid: int) -> frozenset[int]:
+        """Global task ids the stages run so far this batch sent rows (their records)."""
+        return frozenset(t for _, stats in read_stats(self.r, self.cfg.namespace, txid)
+                         for t in stats.sent)
 
     def _job(self, stage: Stage, txid: int, ticks: frozenset[str],
              time_: BatchTime | None = None) -> StageJob:
@@ -216,10 +261,12 @@ class BatchRunner:
         for name, stats in read_stats(self.r, self.cfg.namespace, result.txid):
             if stats.windows is not None:
                 reports.setdefault(name, []).append(stats.windows)
+                self.idle_windows.note(name, stats.task, result.txid, stats.windows)
             counters = result.counters.setdefault(name, dict.fromkeys(COUNTERS, 0))
             for column in COUNTERS:
                 counters[column] += getattr(stats, column)
             result.tasks[(name, stats.task)] = stats
+            counters["tasks"] = counters.get("tasks", 0) + 1  # task records: tasks run
             for src, top in stats.maxseq.items():
                 spout_seq[src] = max(spout_seq.get(src, -1), top)
             if stats.reasons:
@@ -242,50 +289,6 @@ class BatchRunner:
         if time_ is not None:
             result.watermarks = dict(time_.watermarks)
         batchstats.drop(self.r, self.cfg.namespace, result.txid)
-
-
-SPOUTS = "__spouts__"  # the frame of the spouts' rows
-
-
-def group_key(group: list[Stage]) -> str:
-    return group[0].head
-
-
-def stage_groups(layout: Layout) -> tuple[list[list[Stage]], list[list[str]]]:
-    """Stages run as one Spark stage, in run order, and the frames each group reads.
-
-    Stages reading the same frames (two bolts subscribing to one output with
-    different fields groupings, say) run in ONE ``mapInArrow`` over one
-    ``repartitionById`` (partition = task of one of them): the shared input
-    is read once, without persisting it, and Spark schedules one stage instead
-    of several. A stage never joins a group it reads from (its frames would
-    differ), so a group's inputs always come from earlier groups. A head run
-    on the source's partitions (``Layout.direct_heads``) is a group of its own.
-    """
-    groups: list[list[Stage]] = []
-    reads: list[list[str]] = []
-    index_of: dict[tuple[str, ...], int] = {}
-    key_of: dict[str, str] = {}  # stage head -> its group's key
-    for stage in layout.stages:
-        if stage.head in layout.direct_heads:  # runs on the source's partitions: alone
-            groups.append([stage])
-            reads.append([SPOUTS])
-            key_of[stage.head] = stage.head
-            continue
-        names: list[str] = []
-        for source in stage.sources:
-            comp = layout.graph.component(source)
-            name = SPOUTS if comp.is_spout else key_of[layout.stage_of[source].head]
-            if name not in names:
-                names.append(name)
-        index = index_of.get(tuple(sorted(names)))
-        if index is None:
-            index = index_of[tuple(sorted(names))] = len(groups)
-            groups.append([])
-            reads.append(names)
-        groups[index].append(stage)
-        key_of[stage.head] = group_key(groups[index])
-    return groups, reads
 
 
 def _task_positions(layout: Layout, group: list[Stage]) -> tuple[Any, Any, int]:

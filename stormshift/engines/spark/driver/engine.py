@@ -392,8 +392,14 @@ def _accumulate(summary: RunSummary, result: BatchResult) -> None:
         if stats is None:
             continue
         for column in ("tuples_in", "tuples_out", "acks", "fails", "errors", "dead_lettered",
-                       "redriven", "logs_dropped"):
+                       "redriven", "logs_dropped", "reused", "caught_up"):
             setattr(stats, column, getattr(stats, column) + counters.get(column, 0))
+        stats.restored += counters.get("tasks", 0) - counters.get("reused", 0) \
+            - counters.get("caught_up", 0)
+    for name in result.idle:
+        stats = summary.components.get(name)
+        if stats is not None:
+            stats.idle_batches += 1
     for name, counters in result.windows.items():
         stats = summary.components.get(name)
         if stats is not None:

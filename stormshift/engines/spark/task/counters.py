@@ -49,6 +49,7 @@ class MemberStats:
     busy_us: int = 0  # time the member spent on its input, ticks and windows (capacity)
     state_bytes: int = 0  # snapshot bytes written
     latency: LatencyHistogram = field(default_factory=LatencyHistogram)  # sampled execute times
+    sent: list[int] = field(default_factory=list)  # global task ids it sent rows (driver/waves.py)
     task: int = 0  # set by read_stats
 
     def take_logs(self, lines: list[tuple[str, str]], limit: int | None = None) -> None:
@@ -94,7 +95,7 @@ class MemberStats:
         return msgpack.packb([*(getattr(self, c) for c in COUNTERS), list(self.maxseq.items()),
                               self.reasons, [[*k, *v] for k, v in self.problems.items()],
                               self.log_lines(), self.windows,
-                              self.busy_us, self.state_bytes, self.latency.to_list()],
+                              self.busy_us, self.state_bytes, self.latency.to_list(), self.sent],
                              use_bin_type=True)
 
 
@@ -116,5 +117,7 @@ def read_stats(r: Any, namespace: str, txid: int) -> Iterator[tuple[str, MemberS
         if len(values) > len(COUNTERS) + 7:
             stats.busy_us, stats.state_bytes = values[len(COUNTERS) + 5: len(COUNTERS) + 7]
             stats.latency = LatencyHistogram.from_list(values[len(COUNTERS) + 7])
+        if len(values) > len(COUNTERS) + 8:
+            stats.sent = list(values[len(COUNTERS) + 8])
         stats.task = int(task)
         yield name, stats

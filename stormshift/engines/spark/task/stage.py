@@ -372,6 +372,7 @@ def _run_members(job: StageJob, task: int, table: pa.Table, r: Any) -> R.RowBuil
             break
         queues.pop(name, None)
         member.drain_counts()
+        member.stats.sent = out.sent(mark[0])
         faults.hit("task.before_close", resume=member.close, **ctx)
         member.close()
     return out

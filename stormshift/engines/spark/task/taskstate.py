@@ -5,9 +5,9 @@ A bolt task for batch *N* is a pure function of (its state committed at
 instance attributes (a word-count bolt's ``Counter``). For batch *N* a task:
 
 1. takes a new epoch for (component, task) -- every older attempt is fenced;
-2. reuses the live instance kept in this Python worker if it holds exactly
-   the state of txid *N-1* written under epoch *e-1* (no other attempt ran
-   in between); or, when it holds an older version *v* that it wrote itself
+2. reuses the live instance kept in this Python worker if it holds the
+   state of a txid below *N* written under epoch *e-1* (no other attempt ran
+   in between: the batches after it skipped the task as idle); or, when it holds an older version *v* that it wrote itself
    (the head it wrote is still there) and the restore point below *N* is *v*
    plus deltas, applies those deltas to it (``catch_up``: Spark gives a task to
    whichever Python worker is idle, and a worker that ran the task a few
@@ -317,7 +317,11 @@ def open_task(
     live instance's version) or ``restored``."""
     cached = cache.take(key)
     if cached is not None:
-        if cached.txid == txid - 1 and cached.epoch == epoch - 1:
+        if cached.txid < txid and cached.epoch == epoch - 1:
+            # No attempt of this task ran since it wrote version cached.txid, so that is
+            # the restore point below txid: the batches between skipped the task
+            # (``driver/waves.py``), and a batch re-run after a failure runs every task its
+            # first attempt ran, taking an epoch.
             return cached.host, "reused"
         snap = getattr(cached.host.instance, "_stormshift_snap", None)
         if load_since is not None and snap is not None and snap.head \
