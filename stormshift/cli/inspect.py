@@ -7,7 +7,7 @@ import json
 import click
 from rich.console import Console
 
-from stormshift.cli.options import json_option, load_graph, topology_options
+from stormshift.cli.options import json_option, load_graph, par_option, topology_options
 
 __all__ = ["inspect_command"]
 
@@ -15,13 +15,16 @@ __all__ = ["inspect_command"]
 @click.command("inspect")
 @click.argument("path")
 @topology_options
+@par_option
 @json_option
 def inspect_command(path: str, name: str | None, environment: str | None,
-                    config_options: tuple[str, ...], as_json: bool) -> None:
-    """Print a topology's graph: components, par, streams and fields, groupings."""
+                    config_options: tuple[str, ...], pars: tuple[str, ...],
+                    as_json: bool) -> None:
+    """Print a topology's graph: components, par, streams and fields, groupings (with
+    --par, the effective par a run with the same --par uses)."""
     from stormshift.topology.render import graph_to_dict, render_graph
 
-    graph = load_graph(path, name, environment, config_options)
+    graph = load_graph(path, name, environment, config_options, pars)
     out = Console()
     if as_json:
         out.print_json(json.dumps(graph_to_dict(graph)))

@@ -19,6 +19,7 @@ from stormshift.cli.options import (
     json_option,
     load_graph,
     master_option,
+    par_option,
     parse_confs,
     redis_option,
     run_control_options,
@@ -32,6 +33,7 @@ __all__ = ["run_command"]
 @click.command("run", epilog=EPILOG)
 @click.argument("path")
 @topology_options
+@par_option
 @click.option("--engine", type=click.Choice(["spark", "local"]), default="spark", show_default=True)
 @click.option("--max-tuples", type=int, metavar="N", help=(
     "Stop after exactly N spout tuples in all (every spout and spout task together, split "
@@ -60,7 +62,8 @@ __all__ = ["run_command"]
 @conf_option("Spark setting for the session (e.g. spark.speculation=true); repeatable.")
 @json_option
 def run_command(path: str, name: str | None, environment: str | None,
-                config_options: tuple[str, ...], engine: Literal["spark", "local"],
+                config_options: tuple[str, ...], pars: tuple[str, ...],
+                engine: Literal["spark", "local"],
                 max_tuples: int | None, duration: float | None, log_level: str | None,
                 log_file: str | None, trigger_secs: float,
                 until_done: bool, batch_max_tuples: int | None, sink: str | None,
@@ -72,7 +75,7 @@ def run_command(path: str, name: str | None, environment: str | None,
     mode = state_mode(reset_state, adopt_state)
     if log_level:  # captured lines are filtered at the source, as pystorm does
         config_options = (*config_options, f"pystorm.log.level={log_level.lower()}")
-    graph = load_graph(path, name, environment, config_options)
+    graph = load_graph(path, name, environment, config_options, pars)
     options = RunOptions(
         engine=engine, max_tuples=max_tuples, duration_secs=duration, until_done=until_done,
         master=master, checkpoint_dir=checkpoint_dir, trigger_secs=trigger_secs,

@@ -150,7 +150,7 @@ class SparkEngine:
 
         from stormshift.state.commit import CommitLog
         from stormshift.state.connection import connect, url_of
-        from stormshift.state.rescale import ensure_par
+        from stormshift.state.rescale import rebalance
         from stormshift.state.snapshots import SnapshotStore
 
         started = time.perf_counter()
@@ -168,16 +168,15 @@ class SparkEngine:
         if warning:
             log.warning("%s", warning)
         snapshots = SnapshotStore(r, self.namespace, state_key)
-        for bolt in self.graph.bolts:  # a changed par: dict state re-split, or refused
-            rescaled = ensure_par(r, snapshots, bolt, cloudpickle.dumps)
-            if rescaled is not None:
-                log.warning("component %r: par %d -> %d, its dict state re-split (%d keys) by "
-                            "its fields grouping", bolt.name, rescaled.old_par, rescaled.new_par,
-                            rescaled.keys)
+        # a changed par (--par or the topology's): dict state re-split, or refused
+        rescaled = [f"component {p.component!r}: par {p.old_par} -> {p.new_par} from this run's "
+                    f"first batch, its state re-split by its fields grouping ({p.keys} keys)"
+                    for p in rebalance(r, snapshots, list(self.graph), cloudpickle.dumps)]
         snapshots.check_key([(b.name, t) for b in self.graph.bolts for t in range(b.par)], key_source)
         intervals = tick_intervals_ms(self.graph)
         tick_ms = min(intervals.values()) if intervals else 0
         summary = RunSummary.for_graph(self.graph, "spark")
+        summary.warnings.extend(rescaled)
         cfg = BatchConfig(self.layout, self.namespace, url, state_key, self.sink, base, self.max_attempts)
         ticks = TickRecorder(r, self.namespace, intervals, os.path.join(self.checkpoint_dir, "spark"))
 
