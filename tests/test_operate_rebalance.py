@@ -13,7 +13,6 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-
 from operate_harness import (
     committed,
     copy_ledger,
@@ -22,6 +21,7 @@ from operate_harness import (
     spark_run_args,
     stormshift,
 )
+
 from stormshift.adapters.routing import hash_one
 
 pytestmark = [pytest.mark.spark]

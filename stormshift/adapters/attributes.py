@@ -11,11 +11,14 @@ keeps its own copy of ``FRAMEWORK_ATTRS`` with cloudpickle's picklability).
 
 from __future__ import annotations
 
+import ast
+import inspect
 import pickle
+import textwrap
 import types
 from typing import Any
 
-__all__ = ["FRAMEWORK_ATTRS", "user_attributes"]
+__all__ = ["FRAMEWORK_ATTRS", "names_in_code", "user_attributes"]
 
 # Set by pystorm's Component/Bolt/BatchingBolt constructors or by the host.
 FRAMEWORK_ATTRS = frozenset(
@@ -52,3 +55,26 @@ def _picklable(value: Any) -> bool:
     except Exception:  # noqa: BLE001 - any pickling error means "not state"
         return False
     return True
+
+
+def names_in_code(cls: type) -> frozenset[str]:
+    """Every ``self.NAME`` the source of ``cls`` and its bases mentions (read or written):
+    the attributes the code still uses, even those made outside ``initialize()``."""
+    names: set[str] = set()
+    for klass in cls.__mro__:
+        if klass is object:
+            continue
+        try:
+            tree = ast.parse(textwrap.dedent(inspect.getsource(klass)))
+        except (OSError, TypeError, SyntaxError):  # no source (builtins, C): names unknown
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \
+                    and node.value.id == "self":
+                names.add(node.attr)
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
+                    and node.func.id in ("setattr", "getattr") and len(node.args) >= 2 \
+                    and isinstance(node.args[1], ast.Constant) \
+                    and isinstance(node.args[1].value, str):
+                names.add(node.args[1].value)
+    return frozenset(names)

@@ -60,6 +60,7 @@ from stormshift.engines.spark.driver.progress import (
 )
 from stormshift.engines.spark.driver.recovery import check_not_behind, durability_warning
 from stormshift.engines.spark.driver.ticks import TickRecorder, drain_ticks, tick_intervals_ms
+from stormshift.engines.spark.driver.upgrade import apply_upgrade, check_upgrade, plan_upgrade
 from stormshift.engines.spark.driver.windows import WindowClock
 from stormshift.engines.spark.layout import Layout
 from stormshift.engines.spark.source.options import now_ms, source_options
@@ -168,15 +169,19 @@ class SparkEngine:
         if warning:
             log.warning("%s", warning)
         snapshots = SnapshotStore(r, self.namespace, state_key)
-        # a changed par (--par or the topology's): dict state re-split, or refused
+        # new code on stored state (refused before any write), then a changed par (--par or
+        # the topology's): dict state re-split, or refused; then the upgrade written
+        upgrade = plan_upgrade(r, snapshots, self.graph)
+        check_upgrade(snapshots, upgrade, self.graph)
         rescaled = [f"component {p.component!r}: par {p.old_par} -> {p.new_par} from this run's "
                     f"first batch, its state re-split by its fields grouping ({p.keys} keys)"
                     for p in rebalance(r, snapshots, list(self.graph), cloudpickle.dumps)]
+        apply_upgrade(r, snapshots, upgrade, cloudpickle.dumps)
         snapshots.check_key([(b.name, t) for b in self.graph.bolts for t in range(b.par)], key_source)
         intervals = tick_intervals_ms(self.graph)
         tick_ms = min(intervals.values()) if intervals else 0
         summary = RunSummary.for_graph(self.graph, "spark")
-        summary.warnings.extend(rescaled)
+        summary.warnings.extend([*upgrade.warnings(), *rescaled])
         cfg = BatchConfig(self.layout, self.namespace, url, state_key, self.sink, base, self.max_attempts)
         ticks = TickRecorder(r, self.namespace, intervals, os.path.join(self.checkpoint_dir, "spark"))
 
