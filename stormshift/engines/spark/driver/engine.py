@@ -240,10 +240,15 @@ class SparkEngine:
         summary.stop_reason = "failed"
         try:
             summary.stop_reason = self._wait(query, finite, duration_secs, runner, enough)
+        except KeyboardInterrupt:  # Ctrl-C, or SIGTERM (the CLI raises it): a clean stop
+            summary.stop_reason = "interrupted"
         finally:
             # max_batches (tests, bench) stops at once: the next batch may be cut short and
             # is re-run from the checkpoint by the next run; every other stop is clean.
-            self._stop(query, runner, r, clean=summary.stop_reason != "max_batches")
+            in_flight = runner.busy
+            abandoned = self._stop(query, runner, r, clean=summary.stop_reason != "max_batches")
+        if summary.stop_reason == "interrupted":
+            summary.warn(_interrupted_text(in_flight, abandoned, commit_log.committed()))
         if summary.stop_reason == "done" and _any_capped(query):
             summary.stop_reason = f"max_tuples={max_tuples} reached"
         read_spout_reports(r, self.namespace, summary, spouts)
@@ -296,25 +301,47 @@ class SparkEngine:
         return "stopped"
 
     def _stop(self, query: Any, runner: BatchRunner, r: Any, clean: bool = True,
-              timeout_secs: float = 120.0) -> None:
+              timeout_secs: float = 120.0) -> bool:
         """Stop the query between batches: sources plan no new batch (the stop flag, ``state/runrecords.py``), the
         batch in flight commits, then ``query.stop()`` finds the stream thread idle (a stop
-        in the middle of planning made the JVM print a stack overflow)."""
+        in the middle of planning made the JVM print a stack overflow). A second Ctrl-C or
+        SIGTERM while waiting, or ``timeout_secs``, abandons the batch in flight instead
+        (uncommitted: the next run replays it). Returns whether a batch was abandoned."""
         if not query.isActive:
-            return
+            return False
         if not clean:
             query.stop()
-            return
+            return False
         request_stop(r, self.namespace)
+        abandoned = False
         try:
             deadline = time.perf_counter() + timeout_secs
-            while query.isActive and time.perf_counter() < deadline:
-                if not runner.busy and not _trigger_active(query):
-                    break
-                time.sleep(POLL_SECS / 2)
+            try:
+                while query.isActive and time.perf_counter() < deadline:
+                    if not runner.busy and not _trigger_active(query):
+                        break
+                    time.sleep(POLL_SECS / 2)
+            except KeyboardInterrupt:
+                log.warning("stopping now: the batch in flight is abandoned, the next run "
+                            "replays it")
+            abandoned = runner.busy
             query.stop()
         finally:
             clear_stop(r, self.namespace)
+        return abandoned
+
+
+def _interrupted_text(in_flight: bool, abandoned: bool, committed: int) -> str:
+    """What a Ctrl-C / SIGTERM did to the batch in flight (the accounting counts committed
+    batches only, so it holds either way)."""
+    if abandoned:
+        return (f"interrupted: the batch in flight was abandoned uncommitted (state committed "
+                f"at txid {committed}); the next run on this checkpoint replays its tuples")
+    if in_flight:
+        return (f"interrupted: the batch in flight committed (txid {committed}) before the "
+                "stop; the next run on this checkpoint continues after it")
+    return (f"interrupted between batches (state committed at txid {committed}); the next "
+            "run on this checkpoint continues after it")
 
 
 def _status(query: Any) -> dict:
