@@ -59,6 +59,7 @@ from stormshift.engines.spark.driver.progress import (
     stop_reason_from,
 )
 from stormshift.engines.spark.driver.recovery import check_not_behind, durability_warning
+from stormshift.engines.spark.driver.stopping import StopRequests
 from stormshift.engines.spark.driver.ticks import TickRecorder, drain_ticks, tick_intervals_ms
 from stormshift.engines.spark.driver.upgrade import apply_upgrade, check_upgrade, plan_upgrade
 from stormshift.engines.spark.driver.windows import WindowClock
@@ -238,15 +239,18 @@ class SparkEngine:
         enough = (lambda: len(batches) >= max_batches) if max_batches else (lambda: False)
         clear_stop(r, self.namespace)
         summary.stop_reason = "failed"
-        try:
-            summary.stop_reason = self._wait(query, finite, duration_secs, runner, enough)
-        except KeyboardInterrupt:  # Ctrl-C, or SIGTERM (the CLI raises it): a clean stop
-            summary.stop_reason = "interrupted"
-        finally:
-            # max_batches (tests, bench) stops at once: the next batch may be cut short and
-            # is re-run from the checkpoint by the next run; every other stop is clean.
-            in_flight = runner.busy
-            abandoned = self._stop(query, runner, r, clean=summary.stop_reason != "max_batches")
+        with StopRequests() as stops:
+            try:
+                summary.stop_reason = self._wait(query, finite, duration_secs, runner, enough,
+                                                 stops)
+            except KeyboardInterrupt:  # Ctrl-C off the main thread: a clean stop too
+                summary.stop_reason = "interrupted"
+            finally:
+                # max_batches (tests, bench) stops at once: the next batch may be cut short
+                # and is re-run from the checkpoint by the next run; every other stop is clean.
+                in_flight = runner.busy
+                abandoned = self._stop(query, runner, r, stops,
+                                       clean=summary.stop_reason != "max_batches")
         if summary.stop_reason == "interrupted":
             summary.warn(_interrupted_text(in_flight, abandoned, commit_log.committed()))
         if summary.stop_reason == "done" and _any_capped(query):
@@ -270,7 +274,7 @@ class SparkEngine:
             committed_maps(r, self.namespace, b.name)) for b in self.graph.bolts}
 
     def _wait(self, query: Any, finite: bool, duration_secs: float | None, runner: BatchRunner,
-              enough: Callable[[], bool]) -> str:
+              enough: Callable[[], bool], stops: StopRequests) -> str:
         """Block until end of input (``finite``), ``duration_secs`` or a failure.
 
         The duration counts from the first batch's start (or, when no input ever comes,
@@ -285,6 +289,8 @@ class SparkEngine:
             except StreamingQueryException as exc:
                 raise RunFailedError(
                     f"spark engine: the streaming query failed: {stop_reason_from(exc)}") from exc
+            if stops.count:
+                return "interrupted"
             if finite and _all_finished(query):
                 return "done"
             if ready is None:
@@ -300,8 +306,8 @@ class SparkEngine:
                 f"spark engine: the streaming query failed: {stop_reason_from(failure)}")
         return "stopped"
 
-    def _stop(self, query: Any, runner: BatchRunner, r: Any, clean: bool = True,
-              timeout_secs: float = 120.0) -> bool:
+    def _stop(self, query: Any, runner: BatchRunner, r: Any, stops: StopRequests,
+              clean: bool = True, timeout_secs: float = 120.0) -> bool:
         """Stop the query between batches: sources plan no new batch (the stop flag, ``state/runrecords.py``), the
         batch in flight commits, then ``query.stop()`` finds the stream thread idle (a stop
         in the middle of planning made the JVM print a stack overflow). A second Ctrl-C or
@@ -316,19 +322,31 @@ class SparkEngine:
         abandoned = False
         try:
             deadline = time.perf_counter() + timeout_secs
+            seen = stops.count
             try:
                 while query.isActive and time.perf_counter() < deadline:
                     if not runner.busy and not _trigger_active(query):
                         break
+                    if stops.count > seen:
+                        break  # Ctrl-C / SIGTERM while the stop waits: abandon the batch
                     time.sleep(POLL_SECS / 2)
             except KeyboardInterrupt:
-                log.warning("stopping now: the batch in flight is abandoned, the next run "
-                            "replays it")
-            abandoned = runner.busy
-            query.stop()
+                pass  # off the main thread: Ctrl-C while stopping abandons too
+            if runner.busy:
+                before = runner.commit_log.committed()
+                query.stop()  # cancels the batch's jobs; its foreachBatch call then returns
+                _wait_idle(runner, deadline=time.perf_counter() + 30)
+                abandoned = runner.commit_log.committed() == before
+            else:
+                query.stop()
         finally:
             clear_stop(r, self.namespace)
         return abandoned
+
+
+def _wait_idle(runner: BatchRunner, deadline: float) -> None:
+    while runner.busy and time.perf_counter() < deadline:
+        time.sleep(POLL_SECS / 2)
 
 
 def _interrupted_text(in_flight: bool, abandoned: bool, committed: int) -> str:
