@@ -43,6 +43,9 @@ __all__ = ["run_args", "submit_command"]
               help="The state namespace in Redis (default: the topology's name).")
 @run_control_options(trigger_default=None)
 @click.option("--build-dir", help="Where to write the zips (default PROJECT/_build/stormshift).")
+@click.option("--requirements", metavar="FILE",
+              help="The project's Python dependencies (pip requirements; default: the project's "
+                   "requirements.txt if it has one), shipped as a zip of pure-Python wheels.")
 @click.option("--no-ship-stormshift", is_flag=True,
               help="Do not ship stormshift.zip (the cluster has stormshift installed).")
 @click.option("--spark-submit", "spark_submit", help="spark-submit to use (default: PATH, then pyspark's).")
@@ -54,6 +57,7 @@ def submit_command(path: str, name: str | None, environment: str | None,
                    checkpoint_dir: str | None, redis_url: str | None, namespace: str | None,
                    trigger_secs: float | None, until_done: bool, batch_max_tuples: int | None, sink: str | None,
                    reset_state: bool, adopt_state: bool, build_dir: str | None,
+                   requirements: str | None,
                    no_ship_stormshift: bool, spark_submit: str | None, confs: tuple[str, ...],
                    spark_args: tuple[str, ...]) -> None:
     """Ship a streamparse project to a Spark cluster with spark-submit."""
@@ -72,7 +76,7 @@ def submit_command(path: str, name: str | None, environment: str | None,
     plan = build_submit_plan(
         graph, master, name=name, environment=environment, run_args=forwarded,
         spark_args=[*conf_args, *spark_args], build_dir=build_dir, ship_stormshift=not no_ship_stormshift,
-        spark_submit=spark_submit,
+        spark_submit=spark_submit, requirements=requirements,
     )
     click.echo(shlex.join(plan.command))
     if do_run:
