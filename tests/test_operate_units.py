@@ -40,12 +40,12 @@ def test_an_unknown_component_names_the_real_ones() -> None:
 def test_kept_added_removed_refused() -> None:
     changes = TaskChanges("balance")
     stored = {"balances": track(Counter(a=1)), "seen": 3, "old": [1], "total": 5,
-              "lazy": {"x": 1}, "ratio": 1, "rate": None}
+              "lazy": {"x": 1}, "ratio": 1, "rate": None, "spent": 2.5}
     fresh = {"balances": Counter(), "seen": "three", "total": 0.0, "ratio": 0.5,
-             "rate": 0.1, "readings": Counter()}
+             "rate": 0.1, "readings": Counter(), "spent": 0}
     keep = compare(changes, stored, fresh, in_code={"lazy", "balances"})
     merge(changes)
-    assert changes.kept == {"balances", "total", "lazy", "ratio", "rate"}
+    assert changes.kept == {"balances", "total", "lazy", "ratio", "rate", "spent"}
     assert changes.added == {"readings"} and changes.removed == {"old"}
     assert list(changes.refused) == ["seen"]
     assert (changes.refused["seen"].stored, changes.refused["seen"].fresh) == ("int", "str")
@@ -61,3 +61,10 @@ def test_names_in_code_sees_attributes_made_outside_initialize() -> None:
             self.b = getattr(self, "c", 0) + len(self.__dict__)
 
     assert {"a", "b", "c"} <= names_in_code(Lazy)
+
+
+def test_without_the_source_nothing_is_dropped() -> None:
+    Made = type("Made", (), {})
+    assert names_in_code(Made) is None
+    changes = TaskChanges("made")
+    assert compare(changes, {"old": 1}, {}, None) == {"old": 1} and changes.kept == {"old"}

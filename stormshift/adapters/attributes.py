@@ -57,9 +57,10 @@ def _picklable(value: Any) -> bool:
     return True
 
 
-def names_in_code(cls: type) -> frozenset[str]:
+def names_in_code(cls: type) -> frozenset[str] | None:
     """Every ``self.NAME`` the source of ``cls`` and its bases mentions (read or written):
-    the attributes the code still uses, even those made outside ``initialize()``."""
+    the attributes the code still uses, even those made outside ``initialize()``; None
+    when the source of ``cls`` itself cannot be read (then no name can be said unused)."""
     names: set[str] = set()
     for klass in cls.__mro__:
         if klass is object:
@@ -67,6 +68,8 @@ def names_in_code(cls: type) -> frozenset[str]:
         try:
             tree = ast.parse(textwrap.dedent(inspect.getsource(klass)))
         except (OSError, TypeError, SyntaxError):  # no source (builtins, C): names unknown
+            if klass is cls:
+                return None
             continue
         for node in ast.walk(tree):
             if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \

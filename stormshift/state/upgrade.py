@@ -7,7 +7,8 @@ Words (``stormshift plan`` prints them; a run applies them before any batch):
 - *in code*: every ``self.NAME`` the new class's source mentions (an attribute a bolt
   makes in ``process()`` is not fresh, but is still the code's);
 - *kept*: stored and fresh or in code, of a compatible type (the same type; ``None`` on
-  either side; ``int`` widened to ``float``): restored as before;
+  either side; ``int`` and ``float``, as a sum started at ``0`` holds floats): restored
+  as before (every stored attribute is kept when the class's source cannot be read);
 - *added*: fresh, not stored: the value ``initialize()`` made, as every restart did;
 - *removed*: stored, neither fresh nor in code: dropped from the state (a warning);
 - *refused*: stored and fresh with types the code cannot read (``Counter`` -> ``int``):
@@ -72,14 +73,15 @@ def _compatible(stored: Any, fresh: Any) -> bool:
         return True
     a = untracked_type(stored) if is_tracked(stored) else type(stored)
     b = untracked_type(fresh) if is_tracked(fresh) else type(fresh)
-    return a is b or (a is int and b is float)
+    return a is b or {a, b} <= {int, float}
 
 
 def compare(changes: TaskChanges, stored: Mapping[str, Any], fresh: Mapping[str, Any],
-            in_code: Iterable[str]) -> dict[str, Any]:
+            in_code: Iterable[str] | None) -> dict[str, Any]:
     """Fold one task's ``stored`` attributes (after the hook) into ``changes``; returns
-    what the task restores: ``stored`` without the removed attributes."""
-    code = set(in_code)
+    what the task restores: ``stored`` without the removed attributes (``in_code`` None:
+    the source is unknown, nothing is removed)."""
+    code = set(stored if in_code is None else in_code)
     changes.tasks += 1
     keep: dict[str, Any] = {}
     for name, value in stored.items():

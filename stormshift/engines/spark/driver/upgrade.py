@@ -38,13 +38,16 @@ class UpgradePlan:
     txid: int
     components: list[TaskChanges] = field(default_factory=list)
     states: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    unchecked: dict[str, str] = field(default_factory=dict)  # initialize() raised here
 
     @property
     def refused(self) -> list[TaskChanges]:
         return [c for c in self.components if c.refused]
 
     def warnings(self) -> list[str]:
-        out = []
+        out = [f"component {name!r}: not checked against its stored state, initialize() "
+               f"raised in the driver ({why}); its state is restored as stored"
+               for name, why in sorted(self.unchecked.items())]
         for c in self.components:
             if c.removed:
                 out.append(f"component {c.component!r}: attribute(s) "
@@ -101,7 +104,11 @@ def plan_upgrade(r: Any, store: SnapshotStore, graph: TopologyGraph) -> UpgradeP
         points = [store.load(comp.name, t, committed + 1) for t in range(par)]
         if all(p is None for p in points):
             continue
-        instance = _fresh(graph, comp.name)
+        try:
+            instance = _fresh(graph, comp.name)
+        except Exception as exc:  # noqa: BLE001 - its tasks will say it again, with the batch
+            result.unchecked[comp.name] = f"{type(exc).__name__}: {exc}"
+            continue
         fresh = user_attributes(instance)
         hook = getattr(instance, MIGRATE_HOOK, None)
         changes = TaskChanges(comp.name, migrated=callable(hook))
