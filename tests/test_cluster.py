@@ -10,7 +10,9 @@ and stormshift to executor JVMs that are not the driver's; then
 
 and each must give exactly the per-ad and per-advertiser totals of the
 independent oracle (``examples/adclicks/expected.py``) and of a ``local[2]``
-run over the same input -- the same emits, none lost, none doubled.
+run over the same input -- the same emits, none lost, none doubled. A project
+whose bolt imports a package that only the submitting side has (a wheel named in
+its requirements.txt) runs on executors that lack it: ``submit`` ships it.
 """
 
 from __future__ import annotations
@@ -280,3 +282,43 @@ class _TablePrinter:
             terminalreporter.write_line("  ".join(c.ljust(w) for c, w in zip(line, widths)))
             if n == 0:
                 terminalreporter.write_line("  ".join("-" * w for w in widths))
+
+
+def test_submit_ships_a_dependency_the_executors_lack(
+        cluster: StandaloneCluster, server: RedisServer, tmp_path: Path) -> None:
+    import os
+    import shutil
+
+    from test_submit_deps import LEDGER, RATECARD, make_wheel
+
+    from stormshift.state.final import committed_attributes
+
+    site = tmp_path / "site" / "ratecard"  # importable by the submitting side only
+    site.mkdir(parents=True)
+    (site / "__init__.py").write_text(RATECARD)
+    wheel = make_wheel(tmp_path, "ratecard", {"ratecard/__init__.py": RATECARD})
+    project = tmp_path / "ledger"
+    shutil.copytree(LEDGER, project)
+    (project / "requirements.txt").write_text(f"{wheel}\n")
+    bolt = project / "src" / "bolts" / "balance.py"
+    bolt.write_text(bolt.read_text().replace(
+        "from streamparse import Bolt", "from ratecard import rate\nfrom streamparse import Bolt"
+    ).replace("self.balances[account] += n", "self.balances[account] += n * rate(account)"))
+    db, log = 6, tmp_path / "submit.log"
+    args = [str(project), "--master", cluster.url, "--redis", server.url(db),
+            "--checkpoint", str(tmp_path / "ck"), "--build-dir", str(tmp_path / "build"),
+            "--until-done", "--batch-max-tuples", "150",
+            "--conf", "spark.driver.host=127.0.0.1", "--conf", "spark.ui.enabled=false"]
+    for key, value in APP_CONFS.items():
+        args += ["--conf", f"{key}={value}"]
+    env = submit_env({"PIP_NO_INDEX": "1"})
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO), str(tmp_path / "site")])
+    code = finish(start_submit(args, env, log))
+    assert code == 0, _tail(log)
+    key = (tmp_path / "ck" / "stormshift-state.key").read_text().strip()
+    got = sum((committed_attributes(server.client(db), "ledger", key, "balance", t)["balances"]
+               for t in range(2)), Counter())
+    want: Counter = Counter()
+    for n in range(600):
+        want[f"a{n % 7}"] += n * (n % 7 + 1)
+    assert got == want

@@ -21,13 +21,16 @@ the attributes pystorm gives every subclass. Two kinds:
 
 from __future__ import annotations
 
+import ast
+import inspect
 import pickle
+import textwrap
 import types
 from functools import cache
 from typing import Any
 
 __all__ = ["FRAMEWORK_ATTRS", "FRAMEWORK_PROGRESS", "framework_attributes", "is_user_attribute",
-           "user_attributes"]
+           "names_in_code", "user_attributes"]
 
 #: set at run time, never by a constructor: pystorm's run loop, the host's emit paths,
 #: and class-level switches a user may copy onto the instance
@@ -88,3 +91,29 @@ def _picklable(value: Any) -> bool:
     except Exception:  # noqa: BLE001 - any pickling error means "not state"
         return False
     return True
+
+
+def names_in_code(cls: type) -> frozenset[str] | None:
+    """Every ``self.NAME`` the source of ``cls`` and its bases mentions (read or written):
+    the attributes the code still uses, even those made outside ``initialize()``; None
+    when the source of ``cls`` itself cannot be read (then no name can be said unused)."""
+    names: set[str] = set()
+    for klass in cls.__mro__:
+        if klass is object:
+            continue
+        try:
+            tree = ast.parse(textwrap.dedent(inspect.getsource(klass)))
+        except (OSError, TypeError, SyntaxError):  # no source (builtins, C): names unknown
+            if klass is cls:
+                return None
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) \
+                    and node.value.id == "self":
+                names.add(node.attr)
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) \
+                    and node.func.id in ("setattr", "getattr") and len(node.args) >= 2 \
+                    and isinstance(node.args[1], ast.Constant) \
+                    and isinstance(node.args[1].value, str):
+                names.add(node.args[1].value)
+    return frozenset(names)

@@ -6,7 +6,7 @@ parses options, loads the topology, calls ``stormshift.runner`` or ``state/``,
 prints, and turns the outcome into an exit code; nothing below this package
 calls ``sys.exit``.
 
-- ``run.py``, ``inspect.py``, ``submit.py``, ``state.py``, ``deadletter.py``,
+- ``run.py``, ``plan.py``, ``inspect.py``, ``submit.py``, ``state.py``, ``deadletter.py``,
   ``check.py``, ``shadow.py``, ``compare.py``, ``top.py``: one command (group) each.
 - ``options.py``: every option more than one command takes, defined once
   (``--redis`` / ``STORMSHIFT_REDIS`` everywhere, ``-n``, ``-e``, ``-o``,
@@ -36,6 +36,7 @@ from stormshift.cli.check import check_command
 from stormshift.cli.compare import compare_command
 from stormshift.cli.deadletter import deadletter_group
 from stormshift.cli.inspect import inspect_command
+from stormshift.cli.plan import plan_command
 from stormshift.cli.run import run_command
 from stormshift.cli.shadow import shadow_command
 from stormshift.cli.state import state_group
@@ -56,8 +57,8 @@ def cli() -> None:
     """Run streamparse (Storm) topologies unchanged on Spark, exactly once."""
 
 
-for _command in (inspect_command, run_command, submit_command, state_group, deadletter_group,
-                 check_command, shadow_command, compare_command, top_command):
+for _command in (inspect_command, run_command, plan_command, submit_command, state_group,
+                 deadletter_group, check_command, shadow_command, compare_command, top_command):
     cli.add_command(_command)
 
 

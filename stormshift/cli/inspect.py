@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from stormshift.cli.options import json_option, load_graph, topology_options
+from stormshift.cli.options import json_option, load_graph, par_option, topology_options
 from stormshift.display import console, json_text
 
 __all__ = ["inspect_command"]
@@ -13,13 +13,16 @@ __all__ = ["inspect_command"]
 @click.command("inspect")
 @click.argument("path")
 @topology_options
+@par_option
 @json_option
 def inspect_command(path: str, name: str | None, environment: str | None,
-                    config_options: tuple[str, ...], as_json: bool) -> None:
-    """Print a topology's graph: components, par, streams and fields, groupings."""
+                    config_options: tuple[str, ...], pars: tuple[str, ...],
+                    as_json: bool) -> None:
+    """Print a topology's graph: components, par, streams and fields, groupings (with
+    --par, the effective par a run with the same --par uses)."""
     from stormshift.topology.render import graph_to_dict, render_graph
 
-    graph = load_graph(path, name, environment, config_options)
+    graph = load_graph(path, name, environment, config_options, pars)
     out = console()
     if as_json:
         click.echo(json_text(graph_to_dict(graph), indent=2))

@@ -15,6 +15,9 @@ One name per concept in every command:
   (``STORMSHIFT_CHECKPOINT``), ``--conf KEY=VALUE`` (a Spark setting, kept as
   a string like spark-submit's ``--conf``) and the run options ``run`` and
   ``submit`` share.
+- ``--par COMPONENT=N`` (repeatable): a component's parallelism instead of the
+  declared one (``storm rebalance -e``); ``run``, ``inspect``, ``plan`` and
+  ``submit`` take it.
 - ``--json``: machine-readable output.
 
 Options of one command only read ``STORMSHIFT_<COMMAND>_<OPTION>`` (click's
@@ -31,7 +34,8 @@ import click
 
 __all__ = [
     "checkpoint_option", "conf_option", "deprecated_alias", "json_option", "load_graph",
-    "master_option", "parse_confs", "parse_overrides", "redis_option", "run_control_options",
+    "master_option", "par_option", "parse_confs", "parse_overrides", "redis_option",
+    "run_control_options",
     "split_pair", "state_mode", "topology_options",
 ]
 
@@ -65,6 +69,13 @@ topology_options: Callable[[F], F] = _stack(
                  help="Override a topology config entry (value parsed as JSON, else text); "
                       "repeatable."),
 )
+
+
+par_option: Callable[[F], F] = click.option(
+    "--par", "pars", multiple=True, metavar="COMPONENT=N",
+    help="Run COMPONENT with N tasks instead of its declared par (storm rebalance -e); on an "
+         "existing checkpoint its state is re-split from the next batch, or the run is refused "
+         "before any batch with the reason. Repeatable.")
 
 
 def master_option(**kw: Any) -> Callable[[F], F]:
@@ -148,13 +159,15 @@ def parse_confs(pairs: Iterable[str]) -> dict[str, str]:
 
 
 def load_graph(path: str, name: str | None, environment: str | None,
-               config_options: Iterable[str] = ()) -> Any:
-    """The topology graph at ``path`` as ``-n``, ``-e`` and ``-o`` ask."""
+               config_options: Iterable[str] = (), pars: Iterable[str] = ()) -> Any:
+    """The topology graph at ``path`` as ``-n``, ``-e``, ``-o`` and ``--par`` ask."""
     from stormshift.display import visible
     from stormshift.topology.loader import load_topology
+    from stormshift.topology.rebalance import parse_pars, with_par
 
     overrides = parse_overrides(config_options)
+    wanted = parse_pars(pars)
     graph = load_topology(path, name=name, environment=environment, overrides=overrides or None)
     for warning in graph.warnings:  # e.g. a mistyped -o key: "did you mean ..."
         click.echo(visible(f"warning: {warning}"), err=True)
-    return graph
+    return with_par(graph, wanted) if wanted else graph

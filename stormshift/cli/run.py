@@ -17,6 +17,7 @@ from stormshift.cli.options import (
     json_option,
     load_graph,
     master_option,
+    par_option,
     parse_confs,
     redis_option,
     run_control_options,
@@ -31,6 +32,7 @@ __all__ = ["run_command"]
 @click.command("run", epilog=EPILOG)
 @click.argument("path")
 @topology_options
+@par_option
 @click.option("--engine", type=click.Choice(["spark", "local"]), default="spark", show_default=True)
 @click.option("--max-tuples", type=int, metavar="N", help=(
     "Stop after exactly N spout tuples in all (every spout and spout task together, split "
@@ -64,7 +66,8 @@ __all__ = ["run_command"]
               help="Address the metrics endpoint binds to (0.0.0.0: every interface).")
 @json_option
 def run_command(path: str, name: str | None, environment: str | None,
-                config_options: tuple[str, ...], engine: Literal["spark", "local"],
+                config_options: tuple[str, ...], pars: tuple[str, ...],
+                engine: Literal["spark", "local"],
                 max_tuples: int | None, duration: float | None, log_level: str | None,
                 log_file: str | None, trigger_secs: float,
                 until_done: bool, batch_max_tuples: int | None, sink: str | None,
@@ -77,7 +80,7 @@ def run_command(path: str, name: str | None, environment: str | None,
     mode = state_mode(reset_state, adopt_state)
     if log_level:  # captured lines are filtered at the source, as pystorm does
         config_options = (*config_options, f"pystorm.log.level={log_level.lower()}")
-    graph = load_graph(path, name, environment, config_options)
+    graph = load_graph(path, name, environment, config_options, pars)
     if engine == "local":
         _warn_unused_by_local(click.get_current_context())
     options = RunOptions(

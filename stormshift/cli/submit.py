@@ -17,6 +17,7 @@ from stormshift.cli.options import (
     conf_option,
     load_graph,
     master_option,
+    par_option,
     parse_confs,
     parse_overrides,
     redis_option,
@@ -34,6 +35,7 @@ __all__ = ["run_args", "submit_command"]
 )
 @click.argument("path")
 @topology_options
+@par_option
 @master_option(required=True)
 @click.option("--run", "do_run", is_flag=True, help="Run spark-submit instead of only printing it.")
 @checkpoint_option("Checkpoint dir (must be reachable by the driver).")
@@ -42,16 +44,21 @@ __all__ = ["run_args", "submit_command"]
               help="The state namespace in Redis (default: the topology's name).")
 @run_control_options(trigger_default=None)
 @click.option("--build-dir", help="Where to write the zips (default PROJECT/_build/stormshift).")
+@click.option("--requirements", metavar="FILE",
+              help="The project's Python dependencies (pip requirements; default: the project's "
+                   "requirements.txt if it has one), shipped as a zip of pure-Python wheels.")
 @click.option("--no-ship-stormshift", is_flag=True,
               help="Do not ship stormshift.zip (the cluster has stormshift installed).")
 @click.option("--spark-submit", "spark_submit", help="spark-submit to use (default: PATH, then pyspark's).")
 @conf_option("Spark setting, passed to spark-submit as --conf; repeatable.")
 @click.argument("spark_args", nargs=-1, type=click.UNPROCESSED)
 def submit_command(path: str, name: str | None, environment: str | None,
-                   config_options: tuple[str, ...], master: str, do_run: bool,
+                   config_options: tuple[str, ...], pars: tuple[str, ...], master: str,
+                   do_run: bool,
                    checkpoint_dir: str | None, redis_url: str | None, namespace: str | None,
                    trigger_secs: float | None, until_done: bool, batch_max_tuples: int | None, sink: str | None,
                    reset_state: bool, adopt_state: bool, build_dir: str | None,
+                   requirements: str | None,
                    no_ship_stormshift: bool, spark_submit: str | None, confs: tuple[str, ...],
                    spark_args: tuple[str, ...]) -> None:
     """Ship a streamparse project to a Spark cluster with spark-submit."""
@@ -64,12 +71,14 @@ def submit_command(path: str, name: str | None, environment: str | None,
     forwarded += ["--namespace", namespace] if namespace else []
     forwarded += {"reset": ["--reset-state"], "adopt": ["--adopt-state"]}.get(mode, [])
     forwarded += [arg for text in config_options for arg in ("-o", text)]
+    forwarded += [arg for text in pars for arg in ("--par", text)]
     conf_args = [arg for key, value in parse_confs(confs).items() for arg in ("--conf", f"{key}={value}")]
-    graph = load_graph(path, name, environment, config_options)
+    graph = load_graph(path, name, environment, config_options, pars)
     plan = build_submit_plan(
         graph, master, name=name, environment=environment, run_args=forwarded,
         spark_args=[*conf_args, *spark_args], build_dir=build_dir, ship_stormshift=not no_ship_stormshift,
         spark_submit=spark_submit, redis_url=redis_url,  # in a 0600 file, never on argv
+        requirements=requirements,
     )
     click.echo(shlex.join(plan.command))
     if do_run:

@@ -11,10 +11,13 @@ entry by entry, its shared parts merged by its class's rule. Other attributes mu
 be equal on every old task (then every new task gets them).
 Anything else is refused with the reason and the fix, and nothing is written.
 
-Call order (driver, before any batch): ``plan`` reads and checks (pure but for
-reads), ``apply`` writes the new bases at the committed txid and the new par in
-one MULTI/EXEC (single Redis server; on Redis Cluster the keys span slots and
-the rescale is refused by the server).
+Call order (driver, before any batch): ``rebalance`` plans every bolt whose par
+changed (``plan`` reads and checks, pure but for reads) and refuses a spout
+whose par changed on a checkpoint that committed a batch (its source offsets
+are per task); only when every plan passed does it ``apply`` them, each writing
+the new bases at the committed txid and the new par in one MULTI/EXEC (single
+Redis server; on Redis Cluster the keys span slots and the rescale is refused
+by the server). So a refusal leaves every component as it was.
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ from stormshift.state.keyed import is_keyed, stored
 from stormshift.state.snapshots import SnapshotStore, field_name
 from stormshift.topology.graph import ComponentDef, Grouping, GroupingKind
 
-__all__ = ["Plan", "apply", "ensure_par", "plan", "split"]
+__all__ = ["Plan", "apply", "ensure_par", "plan", "rebalance", "split"]
 
 _DICTS = (dict, Counter, OrderedDict, defaultdict)
 
@@ -225,15 +228,51 @@ def apply(r: Any, store: SnapshotStore, p: Plan, dumps: Callable[[Any], bytes]) 
     pipe.execute()
 
 
+def _needs_plan(store: SnapshotStore, comp: ComponentDef) -> int | None:
+    """The old par when ``comp``'s snapshots were cut for another par, else None."""
+    old = store.par_of(comp.name)
+    if old is None or old == comp.par or not any(
+            store._versions(comp.name, t) for t in range(old)):
+        return None
+    return old
+
+
 def ensure_par(r: Any, store: SnapshotStore, comp: ComponentDef,
                dumps: Callable[[Any], bytes]) -> Plan | None:
     """Record ``comp.par``; when the snapshots were cut for another par, re-split them
     (the ``Plan`` applied) or raise StateError naming the reason and the fix."""
-    old = store.par_of(comp.name)
-    if old is None or old == comp.par or not any(
-            store._versions(comp.name, t) for t in range(old)):
+    old = _needs_plan(store, comp)
+    if old is None:
         store.check_par(comp.name, comp.par)
         return None
     p = plan(r, store, comp, old)
     apply(r, store, p, dumps)
     return p
+
+
+def _check_spout(r: Any, store: SnapshotStore, comp: ComponentDef) -> None:
+    old = store.par_of(comp.name)
+    if old is not None and old != comp.par and CommitLog(r, store.namespace).committed() >= 0:
+        raise StateError(
+            f"component {comp.name!r}: a spout, run with par={old} on this checkpoint, now asked "
+            f"for par={comp.par}; its source offsets in the checkpoint are kept per task, so a "
+            f"spout's par is fixed for the checkpoint's life. Fix: keep par at {old} (drop the "
+            "--par for it), or start a new checkpoint (--checkpoint NEW_DIR --adopt-state)")
+
+
+def rebalance(r: Any, store: SnapshotStore, components: list[ComponentDef],
+              dumps: Callable[[Any], bytes]) -> list[Plan]:
+    """Give every component its par (``--par`` or the topology's) before any batch: plan all
+    the re-splits first, so a refusal (StateError, the reason and the fix) writes nothing;
+    then apply them and record every par. Returns the plans applied."""
+    for comp in components:
+        if comp.is_spout:
+            _check_spout(r, store, comp)
+    todo = [(c, old) for c in components if not c.is_spout
+            for old in [_needs_plan(store, c)] if old is not None]
+    plans = [plan(r, store, c, old) for c, old in todo]
+    for p in plans:
+        apply(r, store, p, dumps)
+    for comp in components:
+        store.r.hset(K.par_key(store.namespace), comp.name, comp.par)
+    return plans

@@ -12,7 +12,10 @@ which builds the spark-submit command that starts a driver on a cluster).
   end of input, decided and recorded per batch),
   ``redrive.py`` (claimed dead letters turned into rows);
 - ``progress.py`` (progress lines, why a query stopped), ``recovery.py``
-  (a Spark checkpoint ahead of Redis).
+  (a Spark checkpoint ahead of Redis), ``stopping.py`` (Ctrl-C / SIGTERM as
+  stop requests), ``upgrade.py`` (new code on stored state, before any batch:
+  ``stormshift plan`` and the run's check), ``deps.py`` (the project's
+  dependencies ``submit`` ships).
 
 Crosses the boundary: OUT a pickled ``task.stage.StageJob`` per stage (with the
 ``layout.Layout``) inside the ``mapInArrow`` function, small DataFrames of

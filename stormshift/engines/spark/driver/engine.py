@@ -64,6 +64,7 @@ from stormshift.engines.spark.driver.progress import (
     query_failure,
     stop_reason_from,
 )
+from stormshift.engines.spark.driver.stopping import StopRequests
 from stormshift.engines.spark.driver.ticks import TickRecorder, drain_ticks, tick_intervals_ms
 from stormshift.engines.spark.driver.windows import WindowClock
 from stormshift.engines.spark.layout import Layout
@@ -155,7 +156,7 @@ class SparkEngine:
         write_private(path, secrets.token_hex(32))  # 0600; an existing key file is tightened
         return path.read_text(encoding="utf-8").strip().encode(), str(path)
 
-    def _prepare_state(self) -> tuple[Any, str, bytes, Any, int]:
+    def _prepare_state(self) -> tuple[Any, str, bytes, Any, int, list[str]]:
         """Every check and binding of the state, before the JVM starts (``driver/startup.py``)."""
         from stormshift.engines.spark.driver.startup import prepare_state
 
@@ -170,7 +171,7 @@ class SparkEngine:
         from stormshift.engines.spark.runtime.session import ui_link
 
         started = time.perf_counter()
-        r, url, state_key, commit_log, base = self._prepare_state()  # before the JVM starts
+        r, url, state_key, commit_log, base, notes = self._prepare_state()  # before the JVM
         spark = self._session()
         link = ui_link(spark)  # once, when the run is about to start (127.0.0.1 on a local master)
         if link and on_progress is not None:
@@ -178,6 +179,7 @@ class SparkEngine:
         intervals = tick_intervals_ms(self.graph)
         tick_ms = min(intervals.values()) if intervals else 0
         summary = RunSummary.for_graph(self.graph, "spark")
+        summary.warnings.extend(notes)  # an upgrade's and a rebalance's, from start-up
         cfg = BatchConfig(self.layout, self.namespace, url, state_key, self.sink, base, self.max_attempts)
         ticks = TickRecorder(r, self.namespace, intervals, os.path.join(self.checkpoint_dir, "spark"))
 
@@ -239,12 +241,20 @@ class SparkEngine:
         enough = (lambda: len(batches) >= max_batches) if max_batches else (lambda: False)
         clear_stop(r, self.namespace)
         summary.stop_reason = "failed"
-        try:
-            summary.stop_reason = self._wait(query, finite, duration_secs, runner, enough)
-        finally:
-            # max_batches (tests, bench) stops at once: the next batch may be cut short and
-            # is re-run from the checkpoint by the next run; every other stop is clean.
-            self._stop(query, runner, r, clean=summary.stop_reason != "max_batches")
+        with StopRequests() as stops:
+            try:
+                summary.stop_reason = self._wait(query, finite, duration_secs, runner, enough,
+                                                 stops)
+            except KeyboardInterrupt:  # Ctrl-C off the main thread: a clean stop too
+                summary.stop_reason = "interrupted"
+            finally:
+                # max_batches (tests, bench) stops at once: the next batch may be cut short
+                # and is re-run from the checkpoint by the next run; every other stop is clean.
+                in_flight = runner.busy
+                abandoned = self._stop(query, runner, r, stops,
+                                       clean=summary.stop_reason != "max_batches")
+        if summary.stop_reason == "interrupted":
+            summary.warn(_interrupted_text(in_flight, abandoned, commit_log.committed()))
         if summary.stop_reason == "done" and _any_capped(query):
             summary.stop_reason = f"max_tuples={max_tuples} reached"
         if not summary.spout_tuples and not summary.total("tuples_in"):
@@ -281,7 +291,7 @@ class SparkEngine:
             committed_maps(r, self.namespace, b.name)) for b in self.graph.bolts}
 
     def _wait(self, query: Any, finite: bool, duration_secs: float | None, runner: BatchRunner,
-              enough: Callable[[], bool]) -> str:
+              enough: Callable[[], bool], stops: StopRequests) -> str:
         """Block until end of input (``finite``), ``duration_secs`` or a failure.
 
         The duration counts from the first batch's start (or, when no input ever comes,
@@ -295,6 +305,8 @@ class SparkEngine:
                 query.awaitTermination(POLL_SECS)
             except StreamingQueryException as exc:
                 raise self._query_failed(exc, runner) from None
+            if stops.count:
+                return "interrupted"
             if finite and _all_finished(query):
                 return "done"
             if ready is None:
@@ -323,26 +335,60 @@ class SparkEngine:
             path = ""
         return query_failure(stop_reason_from(exc), runner.first_started is None, path)
 
-    def _stop(self, query: Any, runner: BatchRunner, r: Any, clean: bool = True,
-              timeout_secs: float = 120.0) -> None:
+    def _stop(self, query: Any, runner: BatchRunner, r: Any, stops: StopRequests,
+              clean: bool = True, timeout_secs: float = 120.0) -> bool:
         """Stop the query between batches: sources plan no new batch (the stop flag, ``state/runrecords.py``), the
         batch in flight commits, then ``query.stop()`` finds the stream thread idle (a stop
-        in the middle of planning made the JVM print a stack overflow)."""
+        in the middle of planning made the JVM print a stack overflow). A second Ctrl-C or
+        SIGTERM while waiting, or ``timeout_secs``, abandons the batch in flight instead
+        (uncommitted: the next run replays it). Returns whether a batch was abandoned."""
         if not query.isActive:
-            return
+            return False
         if not clean:
             query.stop()
-            return
+            return False
         request_stop(r, self.namespace)
+        abandoned = False
         try:
             deadline = time.perf_counter() + timeout_secs
-            while query.isActive and time.perf_counter() < deadline:
-                if not runner.busy and not _trigger_active(query):
-                    break
-                time.sleep(POLL_SECS / 2)
-            query.stop()
+            seen = stops.count
+            try:
+                while query.isActive and time.perf_counter() < deadline:
+                    if not runner.busy and not _trigger_active(query):
+                        break
+                    if stops.count > seen:
+                        break  # Ctrl-C / SIGTERM while the stop waits: abandon the batch
+                    time.sleep(POLL_SECS / 2)
+            except KeyboardInterrupt:
+                pass  # off the main thread: Ctrl-C while stopping abandons too
+            if runner.busy:
+                before = runner.commit_log.committed()
+                query.stop()  # cancels the batch's jobs; its foreachBatch call then returns
+                _wait_idle(runner, deadline=time.perf_counter() + 30)
+                abandoned = runner.commit_log.committed() == before
+            else:
+                query.stop()
         finally:
             clear_stop(r, self.namespace)
+        return abandoned
+
+
+def _wait_idle(runner: BatchRunner, deadline: float) -> None:
+    while runner.busy and time.perf_counter() < deadline:
+        time.sleep(POLL_SECS / 2)
+
+
+def _interrupted_text(in_flight: bool, abandoned: bool, committed: int) -> str:
+    """What a Ctrl-C / SIGTERM did to the batch in flight (the accounting counts committed
+    batches only, so it holds either way)."""
+    if abandoned:
+        return (f"interrupted: the batch in flight was abandoned uncommitted (state committed "
+                f"at txid {committed}); the next run on this checkpoint replays its tuples")
+    if in_flight:
+        return (f"interrupted: the batch in flight committed (txid {committed}) before the "
+                "stop; the next run on this checkpoint continues after it")
+    return (f"interrupted between batches (state committed at txid {committed}); the next "
+            "run on this checkpoint continues after it")
 
 
 def _status(query: Any) -> dict:

@@ -7,10 +7,12 @@ there leaves the state server and the checkpoint as they were:
 2. the state server answers (``state/reach.py``);
 3. the namespace belongs to this topology (``state/owner.py``);
 4. the checkpoint belongs to this topology and namespace;
-5. every stored task's snapshot verifies with this run's key;
+5. every stored task's snapshot verifies with this run's key; what new code does to the
+   stored state (``upgrade.py``), refused here before any write;
 6. bind the checkpoint (txid base), record the owners;
 7. Redis is not behind Spark's commit log; warn if it cannot survive a restart;
-8. a changed par: dict state re-split, or refused.
+8. a changed par (``--par`` or the topology's): state re-split, or refused before any
+   write (``state/rescale.py``); then the upgrade's rewritten states.
 """
 
 from __future__ import annotations
@@ -33,18 +35,26 @@ log = logging.getLogger("stormshift.engines.spark")
 def prepare_state(graph: Any, namespace: str, checkpoint_dir: str, redis_url: str | None,
                   state_mode: str, checkpoint_id: Callable[[], str],
                   state_key: Callable[[], tuple[bytes, str]],
-                  before_jvm: tuple[str, Mapping[str, str], bool]) -> tuple[Any, str, bytes, Any, int]:
+                  before_jvm: tuple[str, Mapping[str, str], bool],
+                  ) -> tuple[Any, str, bytes, Any, int, list[str]]:
     """Steps 1-8 of the module doc. ``before_jvm``: (master, Spark conf, session given).
 
-    Returns ``(client, url for executors, HMAC key, commit log, txid base)``.
+    Returns ``(client, url for executors, HMAC key, commit log, txid base, notes for the
+    summary)``.
     """
     from pyspark import cloudpickle
 
+    from stormshift.engines.spark.driver.upgrade import (
+        UpgradePlan,
+        apply_upgrade,
+        check_upgrade,
+        plan_upgrade,
+    )
     from stormshift.state.commit import CommitLog
     from stormshift.state.connection import connect, url_of
     from stormshift.state.owner import check_owner, checkpoint_namespaces, record_owner
     from stormshift.state.reach import reach
-    from stormshift.state.rescale import ensure_par
+    from stormshift.state.rescale import rebalance
     from stormshift.state.snapshots import SnapshotStore
 
     # Step 1.
@@ -67,6 +77,10 @@ def prepare_state(graph: Any, namespace: str, checkpoint_dir: str, redis_url: st
     if state_mode != "reset":
         snapshots.check_key([(b.name, t) for b in graph.bolts
                              for t in range(max(b.par, snapshots.par_of(b.name) or 0))], key_source)
+        upgrade = plan_upgrade(r, snapshots, graph)
+        check_upgrade(snapshots, upgrade, graph)
+    else:  # the state is discarded at step 6: nothing to upgrade
+        upgrade = UpgradePlan(0)
     # Step 6.
     commit_log = CommitLog(r, namespace)
     base = commit_log.bind_checkpoint(ck_id, state_mode)  # type: ignore[arg-type]
@@ -79,10 +93,8 @@ def prepare_state(graph: Any, namespace: str, checkpoint_dir: str, redis_url: st
     if warning:
         log.warning("%s", warning)
     # Step 8.
-    for bolt in graph.bolts:
-        rescaled = ensure_par(r, snapshots, bolt, cloudpickle.dumps)
-        if rescaled is not None:
-            log.warning("component %r: par %d -> %d, its dict state re-split (%d keys) by "
-                        "its fields grouping", bolt.name, rescaled.old_par, rescaled.new_par,
-                        rescaled.keys)
-    return r, url, key, commit_log, base
+    rescaled = [f"component {p.component!r}: par {p.old_par} -> {p.new_par} from this run's "
+                f"first batch, its state re-split by its fields grouping ({p.keys} keys)"
+                for p in rebalance(r, snapshots, list(graph), cloudpickle.dumps)]
+    apply_upgrade(r, snapshots, upgrade, cloudpickle.dumps)
+    return r, url, key, commit_log, base, [*upgrade.warnings(), *rescaled]

@@ -9,6 +9,9 @@ What goes to the cluster:
 - ``stormshift.zip`` (``--py-files``, unless the cluster has stormshift
   installed): this package. Its dependencies (streamparse, redis, pyarrow,
   msgpack...) must be installed on the cluster's Python.
+- ``<topology>-deps.zip`` (``--py-files``, when the project has a
+  ``requirements.txt`` or ``--requirements FILE`` is given): the project's own
+  pure-Python dependencies (``deps.py``).
 - ``stormshift_driver.py``: the application file; it is ``python -m
   stormshift run PROJECT -n NAME ...`` (``stormshift.cli.main``).
 - ``stormshift-redis.url`` (``--files``, with ``--redis``): the Redis URL, in a
@@ -94,6 +97,7 @@ class SubmitPlan:
     project_zip: Path
     stormshift_zip: Path | None
     driver_file: Path
+    deps_zip: Path | None = None
 
 
 def find_spark_submit() -> str:
@@ -213,6 +217,7 @@ def build_submit_plan(
     ship_stormshift: bool = True,
     spark_submit: str | None = None,
     redis_url: str | None = None,
+    requirements: str | None = None,
 ) -> SubmitPlan:
     """Write the zips and driver file, and return the spark-submit command.
 
@@ -227,6 +232,11 @@ def build_submit_plan(
     out = out.resolve()
     project_zip = write_zip(out / f"{graph.name}-project.zip", project_entries(project_dir))
     shipped = [project_zip]
+    from stormshift.engines.spark.driver.deps import build_deps_zip, requirements_of
+
+    wanted = requirements_of(project_dir, requirements)
+    deps_zip = build_deps_zip(wanted, out, graph.name) if wanted else None
+    shipped += [deps_zip] if deps_zip else []
     stormshift_zip = None
     if ship_stormshift:
         stormshift_zip = write_zip(out / "stormshift.zip", stormshift_entries())
@@ -252,7 +262,7 @@ def build_submit_plan(
         str(driver),
         *args,
     ]
-    return SubmitPlan(command, project_zip, stormshift_zip, driver)
+    return SubmitPlan(command, project_zip, stormshift_zip, driver, deps_zip)
 
 
 def write_redis_file(path: Path, url: str) -> Path:

@@ -1,0 +1,86 @@
+"""``stormshift plan PATH``: before a restart on existing state, what the new code does to it.
+
+Per bolt with committed state: attributes kept, added (from ``initialize()``), removed
+(dropped, a warning) and changed in type (refused: ``run`` would exit 2 before any
+batch), and whether the bolt's ``migrate_state`` hook rewrites it. Reads only. The
+run's own ``--checkpoint`` (or ``STORMSHIFT_STATE_HMAC_KEY`` / ``state.hmac_key``)
+gives the key that verifies the snapshots.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import click
+from rich.console import Console
+
+from stormshift.cli.options import (
+    checkpoint_option,
+    json_option,
+    load_graph,
+    par_option,
+    redis_option,
+    topology_options,
+)
+
+__all__ = ["plan_command"]
+
+
+@click.command("plan")
+@click.argument("path")
+@topology_options
+@par_option
+@checkpoint_option("The run's checkpoint dir (its key verifies the stored snapshots).")
+@click.option("--namespace", metavar="NS", help="The run's state namespace (default: the "
+                                                "topology's name).")
+@redis_option()
+@json_option
+def plan_command(path: str, name: str | None, environment: str | None,
+                 config_options: tuple[str, ...], pars: tuple[str, ...],
+                 checkpoint_dir: str | None, namespace: str | None, redis_url: str | None,
+                 as_json: bool) -> None:
+    """Show what the code at PATH does to the state a run left in Redis (exit 2: refused)."""
+    from stormshift.engines.spark.driver.engine import SparkEngine
+    from stormshift.engines.spark.driver.upgrade import plan_upgrade, refusal_text
+    from stormshift.errors import StormshiftError
+    from stormshift.state.connection import connect
+    from stormshift.state.snapshots import HMAC_ENV, SnapshotStore
+
+    graph = load_graph(path, name, environment, config_options, pars)
+    engine = SparkEngine(graph, checkpoint_dir=checkpoint_dir, redis_url=redis_url,
+                         namespace=namespace)
+    key_file = Path(engine.checkpoint_dir) / "stormshift-state.key"
+    if not (os.environ.get(HMAC_ENV) or graph.config.get("state.hmac_key") or key_file.exists()):
+        raise StormshiftError(f"no state key at {key_file}: nothing has run with this "
+                              "checkpoint. Fix: pass the run's --checkpoint DIR")
+    key, _ = engine._state_key()
+    r = connect(redis_url)
+    plan = plan_upgrade(r, SnapshotStore(r, engine.namespace, key), graph)
+    out = Console()
+    if as_json:
+        out.print_json(json.dumps({"namespace": engine.namespace, "txid": plan.txid,
+                                   "components": [c.to_dict() for c in plan.components]}))
+    else:
+        out.print(f"plan for {graph.name} on namespace {engine.namespace} "
+                  f"(committed txid {plan.txid}):", markup=False, highlight=False)
+        if not plan.components:
+            out.print("  no bolt has stored state: nothing to carry over", markup=False)
+        for c in plan.components:
+            verdict = "REFUSED" if c.refused else "rewritten" if c.rewrite else "restored as is"
+            parts = [f"kept {', '.join(sorted(c.kept)) or '-'}",
+                     f"added {', '.join(sorted(c.added)) or '-'} (from initialize())"]
+            if c.removed:
+                parts.append(f"removed {', '.join(sorted(c.removed))} (dropped)")
+            for _, ref in sorted(c.refused.items()):
+                parts.append(f"changed {ref.name}: {ref.stored} -> {ref.fresh} (refused)")
+            hook = " via migrate_state()" if c.migrated else ""
+            out.print(f"  {c.component} ({c.tasks} tasks, {verdict}{hook}): " + "; ".join(parts),
+                      markup=False, highlight=False, soft_wrap=True)
+        for text in plan.warnings():
+            out.print(f"warning: {text}", markup=False, highlight=False, soft_wrap=True)
+    if plan.refused:
+        Console(stderr=True).print(f"error: {refusal_text(plan.refused[0])}", markup=False,
+                                   highlight=False, soft_wrap=True)
+        raise click.exceptions.Exit(2)
