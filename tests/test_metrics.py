@@ -159,24 +159,23 @@ def test_local_engine_scrape_during_and_after_a_run_equals_its_summary(tmp_path)
                                                                 ("topology", "wordcount")))] < 1
 
 
-def test_top_once_and_json_read_the_board_in_redis():
-    import fakeredis
+def test_top_once_and_json_read_the_board_in_redis(redis_url: str, namespace: str) -> None:
+    """``top`` reads the record a run writes, on a real Redis (``--redis``)."""
+    import redis
     from click.testing import CliRunner
 
     from stormshift.cli import cli
     from stormshift.metrics.records import write_board
 
-    r = fakeredis.FakeRedis()
+    r = redis.Redis.from_url(redis_url)
     board = _board()
     board.add("[red]x", 0, tuples_in=1)  # markup in a name shows as typed
-    write_board(r, "ns1", board)
+    write_board(r, namespace, board)
     runner = CliRunner()
-    from unittest import mock
-
-    with mock.patch("stormshift.state.connection.connect", return_value=r):
-        once = runner.invoke(cli, ["top", "ns1", "--once"], env={"COLUMNS": "200"})
-        as_json = runner.invoke(cli, ["top", "ns1", "--json"])
-        missing = runner.invoke(cli, ["top", "nope", "--once"])
+    once = runner.invoke(cli, ["top", namespace, "--once", "--redis", redis_url],
+                         env={"COLUMNS": "200"})
+    as_json = runner.invoke(cli, ["top", namespace, "--json", "--redis", redis_url])
+    missing = runner.invoke(cli, ["top", "nope", "--once", "--redis", redis_url])
     assert once.exit_code == 0, once.output
     assert "topo on spark: running, 1 batches" in once.output
     assert re.search(r"bolt\s+│\s+0\s+│\s+6\s+│\s+6\s+│\s+5\s+│\s+0\s+│\s+1\s+│\s+0\.250", once.output)
