@@ -64,7 +64,7 @@ from stormshift.engines.spark.driver.progress import (
     query_failure,
     stop_reason_from,
 )
-from stormshift.engines.spark.driver.stopping import StopRequests
+from stormshift.engines.spark.driver.stopping import StopRequests, interrupted_text, stop_query
 from stormshift.engines.spark.driver.ticks import TickRecorder, drain_ticks, tick_intervals_ms
 from stormshift.engines.spark.driver.windows import WindowClock
 from stormshift.engines.spark.layout import Layout
@@ -77,7 +77,7 @@ from stormshift.errors import StormshiftError
 from stormshift.metrics.board import Board
 from stormshift.metrics.feed import fold_batch, fold_spout_dead_letters
 from stormshift.metrics.records import write_board
-from stormshift.state.runrecords import clear_stop, request_stop
+from stormshift.state.runrecords import clear_stop
 
 __all__ = ["SparkEngine"]
 
@@ -254,7 +254,7 @@ class SparkEngine:
                 abandoned = self._stop(query, runner, r, stops,
                                        clean=summary.stop_reason != "max_batches")
         if summary.stop_reason == "interrupted":
-            summary.warn(_interrupted_text(in_flight, abandoned, commit_log.committed()))
+            summary.warn(interrupted_text(in_flight, abandoned, commit_log.committed()))
         if summary.stop_reason == "done" and _any_capped(query):
             summary.stop_reason = f"max_tuples={max_tuples} reached"
         if not summary.spout_tuples and not summary.total("tuples_in"):
@@ -337,58 +337,10 @@ class SparkEngine:
 
     def _stop(self, query: Any, runner: BatchRunner, r: Any, stops: StopRequests,
               clean: bool = True, timeout_secs: float = 120.0) -> bool:
-        """Stop the query between batches: sources plan no new batch (the stop flag, ``state/runrecords.py``), the
-        batch in flight commits, then ``query.stop()`` finds the stream thread idle (a stop
-        in the middle of planning made the JVM print a stack overflow). A second Ctrl-C or
-        SIGTERM while waiting, or ``timeout_secs``, abandons the batch in flight instead
-        (uncommitted: the next run replays it). Returns whether a batch was abandoned."""
-        if not query.isActive:
-            return False
-        if not clean:
-            query.stop()
-            return False
-        request_stop(r, self.namespace)
-        abandoned = False
-        try:
-            deadline = time.perf_counter() + timeout_secs
-            seen = stops.count
-            try:
-                while query.isActive and time.perf_counter() < deadline:
-                    if not runner.busy and not _trigger_active(query):
-                        break
-                    if stops.count > seen:
-                        break  # Ctrl-C / SIGTERM while the stop waits: abandon the batch
-                    time.sleep(POLL_SECS / 2)
-            except KeyboardInterrupt:
-                pass  # off the main thread: Ctrl-C while stopping abandons too
-            if runner.busy:
-                before = runner.commit_log.committed()
-                query.stop()  # cancels the batch's jobs; its foreachBatch call then returns
-                _wait_idle(runner, deadline=time.perf_counter() + 30)
-                abandoned = runner.commit_log.committed() == before
-            else:
-                query.stop()
-        finally:
-            clear_stop(r, self.namespace)
-        return abandoned
-
-
-def _wait_idle(runner: BatchRunner, deadline: float) -> None:
-    while runner.busy and time.perf_counter() < deadline:
-        time.sleep(POLL_SECS / 2)
-
-
-def _interrupted_text(in_flight: bool, abandoned: bool, committed: int) -> str:
-    """What a Ctrl-C / SIGTERM did to the batch in flight (the accounting counts committed
-    batches only, so it holds either way)."""
-    if abandoned:
-        return (f"interrupted: the batch in flight was abandoned uncommitted (state committed "
-                f"at txid {committed}); the next run on this checkpoint replays its tuples")
-    if in_flight:
-        return (f"interrupted: the batch in flight committed (txid {committed}) before the "
-                "stop; the next run on this checkpoint continues after it")
-    return (f"interrupted between batches (state committed at txid {committed}); the next "
-            "run on this checkpoint continues after it")
+        """``stopping.stop_query`` for this run's namespace (its doc says how)."""
+        return stop_query(query, runner, r, self.namespace, stops, clean=clean,
+                          timeout_secs=timeout_secs, poll_secs=POLL_SECS,
+                          trigger_active=_trigger_active)
 
 
 def _status(query: Any) -> dict:
