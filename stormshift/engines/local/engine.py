@@ -192,7 +192,8 @@ class LocalEngine:
             self.summary.components[comp.name].windows = self.tasks.window_counters(comp.name)
             if self.read_state:
                 tasks = [user_attributes(obj) for obj in self.instances(comp.name)]
-                self.summary.final_state[comp.name] = ComponentState(tasks)
+                self.summary.final_state[comp.name] = ComponentState(
+                    tasks, self.tasks.maps[comp.name].values())
         if self.on_metrics is not None:
             self.on_metrics(self.metrics_board())
         if on_progress is not None:
