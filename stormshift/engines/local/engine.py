@@ -82,7 +82,8 @@ Progress = Callable[[str], None]  # gets RunSummary.progress_line(), like the Sp
 
 class LocalEngine:
     """Storm semantics in one process. ``run()`` once per engine; with ``read_state=True``
-    its summary's ``final_state`` holds each bolt task's user attributes at the end."""
+    its summary's ``final_state`` holds each bolt task's user attributes and each bolt's
+    keyed state maps (in memory here: ``maps.py``) at the end."""
 
     def __init__(
         self,
