@@ -1,7 +1,7 @@
-"""Event-time windows: tumbling sums per key (``stormshift.windows``)."""
+"""Event-time windows: tumbling and sliding sums per key (``stormshift.windows``)."""
 
 from conformparts.spouts import BASE, RowSpout
-from conformparts.stateful import WindowSum
+from conformparts.stateful import SlidingSum, WindowSum
 from streamparse import Grouping, Topology
 
 
@@ -9,3 +9,4 @@ class Windows(Topology):
     config = dict(BASE)
     numbers = RowSpout.spec(par=1)
     windows = WindowSum.spec(inputs={numbers: Grouping.fields("key")}, par=2)
+    sliding = SlidingSum.spec(inputs={numbers: Grouping.fields("key")}, par=1)
