@@ -31,7 +31,7 @@ def _cases() -> list[Any]:
     for name in scenario_names():
         scenario = load_scenario(name)
         for engine in ENGINES:
-            marks = [pytest.mark.spark, pytest.mark.redis] if engine == "spark" else []
+            marks = []  # the tier (spark, redis) comes from the fixtures: tests/tier_guard.py
             reason = scenario.get("xfail", {}).get(engine)
             if reason:
                 marks.append(pytest.mark.xfail(reason=reason, strict=True))
