@@ -6,7 +6,7 @@ Words (as ``engines/summary.py`` defines the counters):
   ``dead_lettered`` (added up over the run), ``busy_ms`` (time the task spent
   executing), ``capacity`` (busy share of the last batch: its busy time over
   the batch's duration, Storm UI's "capacity"), ``latency`` (sampled execute
-  latency, ``latency.py``), ``state_bytes`` (snapshot bytes written),
+  latency, ``latency.py``), ``state_bytes`` (snapshot and keyed-map bytes written),
   ``restores`` (times its state was read back from Redis whole, the first
   batch included) and ``catch_ups`` (brought up to date from deltas);
 - per windowed bolt: its window counters and its last watermark (ms);

@@ -47,7 +47,7 @@ class MemberStats:
     logs: list[tuple[str, str]] = field(default_factory=list)  # the member's self.logger lines
     windows: dict[str, Any] | None = None  # a windowed bolt's batch report (task/windowing.py)
     busy_us: int = 0  # time the member spent on its input, ticks and windows (capacity)
-    state_bytes: int = 0  # snapshot bytes written
+    state_bytes: int = 0  # snapshot + keyed-map bytes written
     latency: LatencyHistogram = field(default_factory=LatencyHistogram)  # sampled execute times
     sent: list[int] = field(default_factory=list)  # global task ids it sent rows (driver/waves.py)
     task: int = 0  # set by read_stats

@@ -157,7 +157,7 @@ class _Member:
         job, txn = self.job, self.txn
         payload, *how = snapshot_of(self.host, job.txid)  # a delta, or now and then a base
         txn.snapshot(payload, *how)
-        self.stats.state_bytes = len(payload)
+        self.stats.state_bytes = len(payload) + txn.map_bytes()  # snapshot + keyed maps
         for letter in self.letters:  # in the commit after the snapshot: a fenced zombie writes none
             stage_dead_letter(txn, *letter)
         if job.sink.kind == "redis" and self.output.leaves:
