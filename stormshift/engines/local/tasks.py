@@ -311,6 +311,13 @@ class TaskSet:
                     total[name] = total.get(name, 0) + n
         return total
 
+    def window_watermark_ms(self, component: str) -> int | None:
+        """A windowed bolt's watermark: the lowest of its tasks' (each task tracks its own
+        inputs here; the Spark engine keeps one tracker per bolt), None if not windowed."""
+        marks = [inst.watermark_ms for inst in self.instances(component)
+                 if getattr(inst, "windowing_state", None) is not None]
+        return min(marks) if marks else None
+
     def run_bolts(self, faults: ActiveFaults) -> bool:
         """Every bolt task drains its queue, upstream components first."""
         did = False
