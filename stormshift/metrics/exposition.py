@@ -75,6 +75,19 @@ def collect(board: Board) -> Iterator[Any]:
             buckets.append((bound, cumulative))
         hist.add_metric(labels, buckets, f.latency.sum_us / 1e6)
     yield from (busy, capacity, p50, p99, hist)
+    lag = GaugeMetricFamily("stormshift_source_lag", "Records a replayable spout task's source "
+                            "holds past what it planned (Kafka: high watermark minus position; "
+                            "JSON lines: lines; Redis Streams: entries, up to a cap).",
+                            labels=LABELS)
+    capped = GaugeMetricFamily("stormshift_source_lag_lower_bound", "1 when the task's "
+                               "stormshift_source_lag stopped at a cap (a lower bound).",
+                               labels=LABELS)
+    for f in tasks:
+        if f.source_lag >= 0:
+            labels = [topo, f.component, str(f.task)]
+            lag.add_metric(labels, f.source_lag)
+            capped.add_metric(labels, int(f.source_lag_lower_bound))
+    yield from (lag, capped)
     windows = CounterMetricFamily("stormshift_window_tuples", "A windowed bolt's input tuples by "
                                   "lateness (on_time, late_updated, dropped_late, late_stream).",
                                   labels=[*LABELS, "kind"])

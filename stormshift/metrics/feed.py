@@ -31,6 +31,8 @@ def fold_batch(board: Board, result: Any, now_ms: int) -> None:
     for bolt, counters in result.windows.items():
         board.add_windows(bolt, counters)
     board.watermarks_ms.update(result.watermarks)
+    for spout, lag in result.source_lags.items():
+        board.set_lag(spout, lag)
     board.batch(result.duration_ms, result.txid, now_ms)
 
 

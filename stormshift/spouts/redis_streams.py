@@ -15,6 +15,8 @@ Config (topology or component conf):
   last entry when the query first starts; later entries only).
 - ``redis_streams.bounded`` — true: the input ends once every key is read
   up to its last entry (checked when the spout is polled).
+- ``redis_streams.lag_cap`` — entries a lag count reads at most per stream
+  (default 10000); the ``stormshift_source_lag`` figure is then a lower bound.
 
 Offsets are entry ids (``"<ms>-<seq>"``; ``"0-0"`` before the first entry).
 Nothing is acknowledged in Redis (no consumer group): the engine keeps the
@@ -34,10 +36,11 @@ from stormshift.errors import TopologyError
 from stormshift.spouts.base import RecordDecodeError, ReplayableSpout, msg_id_for
 from stormshift.spouts.jsonlines import decode_json_fields
 
-__all__ = ["RedisStreamSpout", "entry_id_key"]
+__all__ = ["LAG_CAP", "RedisStreamSpout", "entry_id_key"]
 
 _READ_COUNT = 10_000
 _BEFORE_FIRST = "0-0"
+LAG_CAP = 10_000  # entries a lag count reads at most per stream (``redis_streams.lag_cap``)
 
 
 def entry_id_key(entry_id: str | bytes) -> tuple[int, int]:
@@ -74,6 +77,7 @@ class RedisStreamSpout(ReplayableSpout):
             )
         self._start_mode = start
         self._bounded = bool(self._conf_value(conf, "bounded", False))
+        self._lag_cap = max(1, int(self._conf_value(conf, "lag_cap", LAG_CAP)))
         self._initial: dict[str, str] = {}
         self._client: redis.Redis | None = None
 
@@ -110,6 +114,12 @@ class RedisStreamSpout(ReplayableSpout):
     def replay_partition_done(self, partition: str, offset: Any) -> bool:
         last = self._last_id(partition)
         return last is None or entry_id_key(last) <= entry_id_key(offset)
+
+    def replay_partition_lag(self, partition: str, offset: Any) -> tuple[int, bool]:
+        """Entries after ``offset``, counted up to ``redis_streams.lag_cap`` (default 10000):
+        a stream has no rank of an entry id, so a count at the cap is a lower bound."""
+        entries = self.client.xrange(partition, min=f"({offset}", max="+", count=self._lag_cap)
+        return len(entries), len(entries) < self._lag_cap
 
     def _last_id(self, key: str) -> str | None:
         entries = self.client.xrevrange(key, max="+", min="-", count=1)

@@ -83,6 +83,13 @@ def metrics_key(ns: str) -> str:
     return ns_key(ns, "metrics")
 
 
+def source_lag_key(ns: str) -> str:
+    """Replayable sources' lag behind their head (hash spout -> JSON ``SourceLag``),
+    written by each source's planner after it plans a batch, read by the driver with the
+    batch (``state/runrecords.py``); a report, not state."""
+    return ns_key(ns, "spark:source-lag")
+
+
 def spout_report_key(ns: str, spout: str, part: str) -> str:
     """What a spout's planner process reports to the driver: ``errors`` (a hash of error
     kinds), ``warnings`` (a set) and ``logs`` (a list of log lines); the driver reads them."""

@@ -318,6 +318,20 @@ class TaskSet:
                  if getattr(inst, "windowing_state", None) is not None]
         return min(marks) if marks else None
 
+    def source_lags(self, component: str) -> list[Any]:
+        """A replayable spout's lag per task at its cursor (``spouts/lag.py``); empty for
+        other spouts, or a replayable spout of the user's that cannot count it."""
+        lags = []
+        for inst in self.instances(component):
+            measure = getattr(inst, "local_lag", None)
+            try:
+                lag = measure() if callable(measure) else None
+            except NotImplementedError:
+                lag = None
+            if lag is not None:
+                lags.append(lag)
+        return lags
+
     def run_bolts(self, faults: ActiveFaults) -> bool:
         """Every bolt task drains its queue, upstream components first."""
         did = False

@@ -86,6 +86,7 @@ class BatchResult:
     tasks: dict[tuple[str, int], Any] = field(default_factory=dict)  # (c, task) -> MemberStats
     watermarks: dict[str, int] = field(default_factory=dict)  # bolt -> the batch's watermark ms
     idle: list[str] = field(default_factory=list)  # members of stages that ran no task (waves.py)
+    source_lags: dict[str, Any] = field(default_factory=dict)  # spout -> spouts.lag.SourceLag
 
     def advance(self, expected: BatchStatus, new: BatchStatus) -> None:
         """Move forward only from ``expected`` (a protocol step run out of order is a bug)."""
@@ -288,7 +289,20 @@ class BatchRunner:
             result.windows = self.clock.fold(result.txid, time_, reports)
         if time_ is not None:
             result.watermarks = dict(time_.watermarks)
+        result.source_lags = source_lags(self.r, self.cfg.namespace)
         batchstats.drop(self.r, self.cfg.namespace, result.txid)
+
+
+def source_lags(r: Any, namespace: str) -> dict[str, Any]:
+    """Each replayable source's lag as its planner last reported it (behind the offsets it
+    planned last: this batch's end, or the next batch's when Spark planned that already)."""
+    import json
+
+    from stormshift.spouts.lag import SourceLag
+    from stormshift.state.runrecords import read_source_lags
+
+    return {spout: SourceLag.from_dict(json.loads(raw))
+            for spout, raw in read_source_lags(r, namespace).items()}
 
 
 def _task_positions(layout: Layout, group: list[Stage]) -> tuple[Any, Any, int]:

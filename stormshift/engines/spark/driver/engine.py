@@ -77,7 +77,7 @@ from stormshift.errors import StormshiftError
 from stormshift.metrics.board import Board
 from stormshift.metrics.feed import fold_batch, fold_spout_dead_letters
 from stormshift.metrics.records import write_board
-from stormshift.state.runrecords import clear_stop
+from stormshift.state.runrecords import clear_source_lags, clear_stop
 
 __all__ = ["SparkEngine"]
 
@@ -190,6 +190,7 @@ class SparkEngine:
         batches: list[BatchResult] = []
         spouts = [s.name for s in self.graph.spouts]
         clear_spout_reports(r, self.namespace, spouts)
+        clear_source_lags(r, self.namespace)
         reported: set[tuple[str, str, str, str]] = set()
         warned: list[str] = []
         board = Board.for_graph(self.graph, "spark")
