@@ -20,6 +20,7 @@ import zipfile
 from importlib import metadata
 from pathlib import Path
 
+from stormshift.engines.spark.driver.zips import write_zip
 from stormshift.errors import TopologyError
 
 __all__ = ["build_deps_zip", "requirements_of", "stormshift_requirements"]
@@ -73,8 +74,6 @@ def _wheel_name(wheel: Path) -> tuple[str, bool]:
 
 def build_deps_zip(requirements: Path, out_dir: Path, topology: str) -> Path:
     """Wheels of ``requirements`` unpacked into ``out_dir/<topology>-deps.zip``."""
-    from stormshift.engines.spark.driver.submit import write_zip
-
     wheels = out_dir / "wheels"
     shutil.rmtree(wheels, ignore_errors=True)
     wheels.mkdir(parents=True)
