@@ -113,10 +113,12 @@ class ComponentStats:
     busy_ms: float = 0.0
     idle_batches: int = 0  # Spark engine: batches whose stage was provably idle, no task ran
     # Spark engine, bolt tasks run: with the live instance as it was / brought up to date by
-    # the deltas since its version / rebuilt from Redis (``task/taskstate.py`` step 2)
+    # the deltas since its version / rebuilt from Redis / built with no stored state (a
+    # first run) (``task/taskstate.py`` step 2)
     reused: int = 0
     caught_up: int = 0
     restored: int = 0
+    started: int = 0
     completed_trees: int = 0
     complete_latency_total_ms: int = 0
     windows: dict[str, int] = field(default_factory=dict)  # windowed bolts (see module doc)
