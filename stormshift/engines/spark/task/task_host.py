@@ -253,7 +253,7 @@ class _Host:
             _send(sock, {})
             return False
         try:
-            reply = {"out": self.run(msg)}
+            reply: dict[str, Any] = {"out": self.run(msg)}
         except Exception as exc:  # noqa: BLE001 - the worker raises it (Spark retries the task)
             reply = {"error": str(exc), "kind": type(exc).__name__, "trace": traceback.format_exc()}
         with contextlib.suppress(OSError):  # a worker that died: its retry asks again
@@ -275,10 +275,11 @@ class _Host:
         job = jobs[layout.stage_of[name].head]
         table = from_ipc(msg["table"])
         faults.in_task(msg["attempt"], host=True)
-        try:
-            out = run_task(job, task, table, redis_for(job.redis_url))
-            batches = profiled(f"host-{job.txid}-{job.stage.head}", out.batches())
-            return to_ipc(batches, R.SCHEMA)
+        def rows() -> Any:
+            yield from run_task(job, task, table, redis_for(job.redis_url)).batches()
+
+        try:  # profiled as a worker's stage task is (``STORMSHIFT_PROFILE``), labelled host-
+            return to_ipc(profiled(f"host-{job.txid}-{job.stage.head}", rows()), R.SCHEMA)
         finally:
             faults.in_task(None)
 
