@@ -171,7 +171,7 @@ def _connect(path: Path) -> socket.socket | None:
 
 def connect(path: Path, owner: int) -> socket.socket:
     """The host at ``path``, started (detached, in a session of its own) if none listens."""
-    from stormshift.engines.spark.source.spout_host import _private_dir
+    from stormshift.engines.spark.source.host_client import _private_dir
 
     sock = _connect(path)
     if sock is not None:
@@ -198,7 +198,7 @@ def run_on_host(payload: bytes, digest: str, dest: int, job: Any, task: int, tab
     """Steps 1 and 3 of the module doc: the output rows of the stage task ``dest``, run
     by its slot's host."""
     from stormshift.engines.spark import faults
-    from stormshift.engines.spark.source.spout_host import owner_pid
+    from stormshift.engines.spark.source.host_client import owner_pid
 
     owner = owner_pid()
     slot = slot_of(dest, job.task_hosts)
