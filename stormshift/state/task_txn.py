@@ -160,9 +160,10 @@ class TaskTxn:
                    if isinstance(a, (bytes, str)))
 
     def _sealed_maps(self) -> list[Call]:
-        if self._maps is None:
-            self._maps = self._scope.seal() if self._scope is not None else []
-        return self._maps
+        maps = self._maps
+        if maps is None:
+            maps = self._maps = [*self._scope.seal()] if self._scope is not None else []
+        return maps
 
     # Step 8.
     def calls(self) -> list[Call]:
