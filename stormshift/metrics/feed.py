@@ -27,7 +27,7 @@ def fold_batch(board: Board, result: Any, now_ms: int) -> None:
         fig.latency.merge(stats.latency)
         fig.state_bytes += stats.state_bytes
         fig.catch_ups += stats.caught_up
-        fig.restores += int(not stats.reused and not stats.caught_up)
+        fig.restores += int(not stats.reused and not stats.caught_up and not stats.started)
     for bolt, counters in result.windows.items():
         board.add_windows(bolt, counters)
     board.watermarks_ms.update(result.watermarks)

@@ -31,7 +31,9 @@ import zlib
 # 3: a keyed state object (a windowed bolt's windows) is stored as per-key entries
 # (``state/keyed.py``: ``KeyedParts`` in bases, a "keyed" section in deltas); format-2
 # code cannot read it. Format-2 snapshots (a windowing state pickled whole) are read.
-FORMAT_VERSION = 3
+# 4: those entries are stored packed, each its own pickle (``KeyedParts.packed``, a
+# delta's ``keyed_packed``); format-3 code cannot read them. Format-3 ones are read.
+FORMAT_VERSION = 4
 KEY_GROUPS = 64
 PREFIX = "ss"
 COMMITTED_FIELD = "__committed"

@@ -162,7 +162,7 @@ class TaskTxn:
     def _sealed_maps(self) -> list[Call]:
         maps = self._maps
         if maps is None:
-            maps = self._maps = [*self._scope.seal()] if self._scope is not None else []
+            maps = self._maps = list(self._scope.seal()) if self._scope is not None else []
         return maps
 
     # Step 8.

@@ -104,6 +104,7 @@ class BatchConfig:
     sink: SinkSpec
     txid_base: int
     max_attempts: int = 3
+    task_hosts: int = 0  # task host slots per executor (``task/task_host.py``); 0: none
 
 
 class BatchRunner:
@@ -252,7 +253,8 @@ class BatchRunner:
              time_: BatchTime | None = None) -> StageJob:
         c = self.cfg
         return StageJob(c.layout, stage, txid, frozenset(t for t in ticks if t in stage.members),
-                        c.redis_url, c.namespace, c.state_key, c.sink, c.max_attempts, time_)
+                        c.redis_url, c.namespace, c.state_key, c.sink, c.max_attempts, time_,
+                        c.task_hosts)
 
     # -- step 4 ------------------------------------------------------------
     def _gather(self, result: BatchResult, time_: BatchTime | None = None) -> None:
@@ -336,9 +338,24 @@ def _beacons(spark: Any, first: int, par: int) -> Any:
 
 
 def _stage_fn(txid: int, jobs: dict[str, StageJob]) -> Callable[[Any], Any]:
+    """The ``mapInArrow`` function of a group: the jobs go pickled once, here, so that a
+    worker hands the same bytes to its task host (``task/task_host.py``) unchanged."""
+    import hashlib
+
+    from pyspark import cloudpickle
+
+    payload = cloudpickle.dumps(jobs)
+    digest = hashlib.blake2b(payload, digest_size=16).hexdigest()
+
     def fn(batches: Any) -> Any:
+        from stormshift.engines.spark.task.task_host import jobs_of, run_on_host
+
         seen: dict[str, str] = {}  # run_partition names the stage of the task it found
+
+        def hosted(*args: Any) -> Any:
+            return run_on_host(payload, digest, *args)
+
         return profiled(lambda: f"stage-{txid}-{seen.get('head', '+'.join(jobs))}",
-                        run_partition(jobs, batches, seen))
+                        run_partition(jobs_of(digest, payload), batches, seen, hosted))
 
     return fn

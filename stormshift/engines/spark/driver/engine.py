@@ -180,7 +180,11 @@ class SparkEngine:
         tick_ms = min(intervals.values()) if intervals else 0
         summary = RunSummary.for_graph(self.graph, "spark")
         summary.warnings.extend(notes)  # an upgrade's and a rebalance's, from start-up
-        cfg = BatchConfig(self.layout, self.namespace, url, state_key, self.sink, base, self.max_attempts)
+        from stormshift.engines.spark.task.task_host import slots_for
+
+        hosts = slots_for(self.graph.config, spark.sparkContext.defaultParallelism)
+        cfg = BatchConfig(self.layout, self.namespace, url, state_key, self.sink, base, self.max_attempts,
+                          hosts)
         ticks = TickRecorder(r, self.namespace, intervals, os.path.join(self.checkpoint_dir, "spark"))
 
         from stormshift.state.deadletter import DeadLetters
@@ -391,10 +395,10 @@ def _accumulate(summary: RunSummary, result: BatchResult) -> None:
         if stats is None:
             continue
         for column in ("tuples_in", "tuples_out", "acks", "fails", "errors", "dead_lettered",
-                       "redriven", "logs_dropped", "reused", "caught_up"):
+                       "redriven", "logs_dropped", "reused", "caught_up", "started"):
             setattr(stats, column, getattr(stats, column) + counters.get(column, 0))
         stats.restored += counters.get("tasks", 0) - counters.get("reused", 0) \
-            - counters.get("caught_up", 0)
+            - counters.get("caught_up", 0) - counters.get("started", 0)
     for name in result.idle:
         stats = summary.components.get(name)
         if stats is not None:

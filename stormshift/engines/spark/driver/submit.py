@@ -29,17 +29,16 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import zipfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from stormshift.engines.spark.driver.zips import write_zip
 from stormshift.errors import TopologyError
 from stormshift.topology.graph import TopologyGraph
 
 __all__ = ["SubmitPlan", "build_submit_command", "build_submit_plan", "find_spark_submit", "run_submit"]
 
-_ZIP_DATE = (1980, 1, 1, 0, 0, 0)
 _SKIP_DIRS = {"__pycache__", ".git", ".stormshift", "_build", ".pytest_cache", ".mypy_cache"}
 DRIVER_FILE = "stormshift_driver.py"
 REDIS_FILE = "stormshift-redis.url"
@@ -138,31 +137,6 @@ def _walk(root: Path) -> Iterable[Path]:
         for filename in sorted(filenames):
             if not filename.endswith((".pyc", ".pyo")):
                 yield Path(dirpath) / filename
-
-
-def write_zip(target: Path, entries: Iterable[tuple[Path, str]]) -> Path:
-    """A reproducible zip of ``(file, name in archive)`` pairs."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = target.with_name(f".{target.name}.tmp")
-    entries = sorted(entries, key=lambda e: e[1])
-    with zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as archive:
-        # directory entries: zipimport needs them for namespace packages (src/)
-        for directory in sorted({p for _, name in entries for p in _parents(name)}):
-            info = zipfile.ZipInfo(directory, date_time=_ZIP_DATE)
-            info.external_attr = (0o40755 << 16) | 0x10
-            archive.writestr(info, b"")
-        for source, arcname in entries:
-            info = zipfile.ZipInfo(arcname, date_time=_ZIP_DATE)
-            info.external_attr = 0o644 << 16
-            info.compress_type = zipfile.ZIP_DEFLATED
-            archive.writestr(info, source.read_bytes())
-    os.replace(tmp, target)
-    return target
-
-
-def _parents(name: str) -> list[str]:
-    parts = name.split("/")[:-1]
-    return ["/".join(parts[: i + 1]) + "/" for i in range(len(parts))]
 
 
 def project_entries(project_dir: Path) -> list[tuple[Path, str]]:
