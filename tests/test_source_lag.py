@@ -103,11 +103,12 @@ def test_redis_streams_lag_on_spark_is_a_lower_bound_past_its_cap(spark, redis_u
     graph, _ = redis_streams
     graph = load_topology(maxtopo.RedisStreams, overrides={
         "redis_streams.url": redis_url, "redis_streams.keys": graph.config["redis_streams.keys"],
-        "redis_streams.lag_cap": 20})
+        "redis_streams.lag_cap": 5})
     _, during, after = run_spark_scraped(spark, graph, tmp_path, redis_url, namespace, 14)
-    # task 0: a (8) and c (12) past 7 entries: 13 counted exactly; task 1: b holds 23 more,
-    # counted up to the cap of 20 -- a lower bound, and said so
-    want = {("numbers", "0"): 13, ("numbers", "1"): 20}
+    # task 0 read 7 of a (8), none of c (12): 1 entry after its offset in a, none before
+    # it in c: 13, exact; task 1 read 7 of b (30): 23 after, 7 before, both past the cap
+    # of 5: at least 5 -- a lower bound, and said so
+    want = {("numbers", "0"): 13, ("numbers", "1"): 5}
     assert lags(after) == want
     assert lags(after, "stormshift_source_lag_lower_bound") == {("numbers", "0"): 0,
                                                                 ("numbers", "1"): 1}
@@ -121,7 +122,7 @@ def test_redis_streams_lag_on_spark_is_a_lower_bound_past_its_cap(spark, redis_u
     console = Console(width=200, record=True)
     console.print(render(read_board(connect(redis_url), namespace), 0))
     text = console.export_text()
-    assert "sources" in text and ">= 20" in text
+    assert "sources" in text and ">= 5" in text
 
 
 def test_jsonlines_lag_on_the_local_engine_at_its_cursors(tmp_path):
@@ -137,3 +138,43 @@ def test_jsonlines_lag_on_the_local_engine_at_its_cursors(tmp_path):
     final = boards[-1]
     assert [final.task("numbers", t).source_lag for t in (0, 1)] == [7, 15]
     assert final.task("seen", 0).source_lag == -1  # a bolt has none
+
+
+@pytest.fixture
+def broker() -> Any:
+    from kafka_broker import TansuBroker
+
+    b = TansuBroker()
+    yield b
+    b.stop()
+
+
+def kafka_graph(broker: Any, **conf: Any) -> Any:
+    """Partitions of 9, 14, 5, 11 records: task 0 holds 0 and 2 (14), task 1 1 and 3 (25)."""
+    import test_kafka
+
+    topic = test_kafka.topic_name("lag")
+    test_kafka.fill(broker, topic, test_kafka.SIZES)
+    return test_kafka.kafka_graph(broker, topic, **conf)
+
+
+@pytest.mark.kafka
+@pytest.mark.spark
+@pytest.mark.redis
+def test_kafka_lag_on_spark_is_the_high_watermark_minus_the_position(spark, redis_url, namespace,
+                                                                     tmp_path, broker):
+    graph = kafka_graph(broker)
+    _, during, after = run_spark_scraped(spark, graph, tmp_path, redis_url, namespace, 20)
+    assert_falls_to(during, after, {("numbers", "0"): 14 - 10, ("numbers", "1"): 25 - 10})
+
+
+@pytest.mark.kafka
+def test_kafka_lag_on_the_local_engine_at_its_cursors(broker):
+    from stormshift.engines.local import LocalEngine
+
+    graph = kafka_graph(broker, **{"kafka.local_chunk": 1})
+    boards: list[Board] = []
+    summary = LocalEngine(graph, on_metrics=lambda b: boards.append(Board.from_dict(b.to_dict())),
+                          progress_interval_secs=0.01).run(max_tuples=20)
+    assert summary.spout_tuples == 20
+    assert [boards[-1].task("numbers", t).source_lag for t in (0, 1)] == [4, 15]

@@ -268,7 +268,10 @@ class ReplayableSpout(streamparse.Spout):
         """Each task's lag at ``offsets`` (a ``spouts.lag.SourceLag``; only ``tasks`` if given)."""
         from stormshift.spouts.lag import task_lags
 
-        return task_lags(self, offsets, self._par, tasks)
+        partitions = self.replay_partitions()
+        wanted = range(self._par) if tasks is None else tasks
+        return task_lags(self, offsets, self._par,
+                         {t: partitions_of_task(partitions, t, self._par) for t in wanted})
 
     def local_lag(self) -> Any:
         """This task's lag at its cursor (the local engine's figure: records not yet

@@ -46,18 +46,15 @@ class SourceLag:
 
 
 def task_lags(spout: Any, offsets: Mapping[str, Any], par: int,
-              tasks: Sequence[int] | None = None) -> SourceLag:
-    """The lag of each task of ``spout`` (only ``tasks`` if given) at ``offsets``; a
-    partition missing from ``offsets`` counts from its initial offset."""
-    from stormshift.spouts.base import partitions_of_task
-
-    wanted = range(par) if tasks is None else tasks
+              partitions: Mapping[int, Sequence[str]]) -> SourceLag:
+    """The lag at ``offsets`` of each task in ``partitions`` (task -> its partitions, as
+    ``base.partitions_of_task`` deals them); a partition missing from ``offsets`` counts
+    from its initial offset."""
     records: list[int | None] = [None] * par
     capped = [False] * par
-    partitions = spout.replay_partitions()
-    for task in wanted:
+    for task, mine in partitions.items():
         total = 0
-        for partition in partitions_of_task(partitions, task, par):
+        for partition in mine:
             offset = offsets.get(partition)
             if offset is None:
                 offset = spout.replay_initial_offset(partition)
