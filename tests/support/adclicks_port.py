@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 ADCLICKS = REPO / "examples" / "adclicks"

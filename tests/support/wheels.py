@@ -10,7 +10,7 @@ from __future__ import annotations
 import zipfile
 from pathlib import Path
 
-LEDGER = Path(__file__).resolve().parent / "fixtures" / "operate" / "ledger"
+LEDGER = Path(__file__).resolve().parents[1] / "fixtures" / "operate" / "ledger"
 
 
 RATECARD = '''"""Per-account rates, as a team's internal package would hold them."""
