@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from cluster_harness import (
+from support.cluster_harness import (
     APP_CONFS,
     REPO,
     RedisServer,
@@ -289,7 +289,7 @@ def test_submit_ships_a_dependency_the_executors_lack(
     import os
     import shutil
 
-    from test_submit_deps import LEDGER, RATECARD, make_wheel
+    from support.wheels import LEDGER, RATECARD, make_wheel
 
     from stormshift.state.final import committed_attributes
 

@@ -48,6 +48,14 @@ def test_no_import_circle_in_the_package() -> None:
                          f"import (a registry, the shared helper):\n{shown}")
 
 
+def test_no_test_module_imports_another_test_module() -> None:
+    tests = REPO / "tests"
+    known = modules_under(tests)
+    found = [e for e in import_edges(known) if e.target.rsplit(".", 1)[-1].startswith("test_")]
+    assert not found, "move what they share to tests/support/:\n" + "\n".join(
+        f"  {e.path.relative_to(REPO)}:{e.line} imports {e.target}" for e in found)
+
+
 def _unit_marks(path: Path) -> list[int]:
     """Lines of ``pytest.mark.unit`` / ``mark.unit`` in ``path``."""
     tree = ast.parse(path.read_text(encoding="utf-8"))

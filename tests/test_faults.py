@@ -19,7 +19,7 @@ with those of the failure-free run. The master is ``local[2,3]``: Spark
 retries a failed task up to 3 times, as on a cluster. The session prints a
 table (fault, runs, batches, tuples, retries, fenced writes, result) beside
 what the same fault does to the legacy topology on the local engine (Storm
-semantics, ``tests/faults_storm.py``).
+semantics, ``tests/support/faults_storm.py``).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fault_harness import (
+from support.fault_harness import (
     FINISHED,
     REPO,
     ROWS,
@@ -327,7 +327,7 @@ def _diff(a: dict[str, Any], b: dict[str, Any]) -> str:
 def _storm(fault_name: str, topology: str = "adclicks") -> str:
     """What the legacy topology computes under the same fault on the local engine."""
     try:
-        from faults_storm import storm_side
+        from support.faults_storm import storm_side
     except ImportError:  # pragma: no cover - module missing
         return "n/a"
     res = storm_side(fault_name, events=EVENTS if topology == "adclicks" else WORDS, seed=SEED,

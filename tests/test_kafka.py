@@ -24,8 +24,8 @@ sys.path.insert(0, str(Path(__file__).parent / "spark_fixtures"))
 
 import kafkatopo
 import maxtopo
-from kafka_broker import TansuBroker
-from test_max_tuples import counts, first_n, key_counts, per_task_of_partitions, seen
+from support.kafka_broker import TansuBroker
+from support.max_tuples import counts, first_n, key_counts, per_task_of_partitions, seen
 
 from stormshift.errors import SourceDataLostError, TopologyError
 from stormshift.spouts import KafkaSpout, RecordDecodeError, read_range

@@ -6,37 +6,17 @@ from __future__ import annotations
 
 import json
 import re
-import urllib.request
 from pathlib import Path
 from typing import Any
 
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
+from support.metrics_scrape import per_component, scrape
 
 from stormshift.metrics.board import Board
 from stormshift.metrics.exposition import MetricsServer, metric_names
 from stormshift.metrics.latency import BOUNDS_US, LatencyHistogram
 
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def scrape(url: str) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
-    """Every sample of the endpoint, parsed by prometheus_client's text parser."""
-    text = urllib.request.urlopen(url, timeout=10).read().decode()
-    samples = {}
-    for family in text_string_to_metric_families(text):
-        for s in family.samples:
-            samples[(s.name, tuple(sorted(s.labels.items())))] = s.value
-    return samples
-
-
-def per_component(samples: dict, name: str) -> dict[str, float]:
-    out: dict[str, float] = {}
-    for (sample, labels), value in samples.items():
-        if sample == name:
-            component = dict(labels)["component"]
-            out[component] = out.get(component, 0) + value
-    return out
 
 
 def test_latency_quantiles_interpolate_within_the_bucket_like_histogram_quantile():

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from state_fixtures import commit
+from support.state_fixtures import ON_CLUSTER_TOO, commit
 
 from stormshift.errors import FencedError, StateError
 from stormshift.state import keys as K
@@ -19,7 +19,7 @@ from stormshift.state.sinkstream import read_entries, sink_call
 from stormshift.state.snapshots import SnapshotStore
 from stormshift.state.task_txn import Status, TaskTxn
 
-pytest_plugins = ["state_fixtures"]
+pytest_plugins = ["support.state_fixtures"]
 HMAC = b"test-key"
 
 
@@ -155,6 +155,7 @@ def _assert_one_commit(r, ns):
     assert got["counters"] == [("bolt:0", b"record")]
 
 
+@ON_CLUSTER_TOO
 def test_a_commit_writes_every_step_in_one_round(redis_client, ns):
     txn = _txn(redis_client, ns, 1)
     txn.begin()
@@ -169,6 +170,7 @@ def test_a_commit_writes_every_step_in_one_round(redis_client, ns):
     assert later.restore_point().base == b"state-at-txid"
 
 
+@ON_CLUSTER_TOO
 def test_a_stale_epochs_commit_writes_nothing(redis_client, ns):
     zombie = _txn(redis_client, ns, 1)
     zombie.begin()
@@ -181,6 +183,7 @@ def test_a_stale_epochs_commit_writes_nothing(redis_client, ns):
                                           "dead_letters": [], "sink": [], "counters": []}
 
 
+@ON_CLUSTER_TOO
 def test_a_txid_at_or_below_the_committed_one_is_refused(redis_client, ns):
     commit(redis_client, ns, 5)
     for txid in (5, 4):
@@ -194,6 +197,7 @@ def test_a_txid_at_or_below_the_committed_one_is_refused(redis_client, ns):
     assert got["maps"] == {"o": {}, "t": {}}
 
 
+@ON_CLUSTER_TOO
 def test_a_replayed_commit_of_the_same_txid_lands_once(redis_client, ns):
     first = _txn(redis_client, ns, 1)
     first.begin()

@@ -19,9 +19,11 @@ row names the task), and member *m* runs as task *i* of *m* too. Per batch:
 Each member's tuples run through the per-tuple kernel (``adapters/kernel.py``),
 a chunk at a time; a tuple whose attempt is not OK is retried, dead-lettered
 and its member redone as ``adapters/retry_policy.py`` decides (the words are
-defined there). Here a redo drops the member's rows, fused queues and state map
-writes of this batch (``_Redo`` leaves its ``TaskScope``) and runs it again
-from the state of txid-1 with its dead-lettered tuples skipped, so a
+defined there), and whether the member is done or runs again is
+``adapters/attempts.py``'s ``MemberAttempts`` (an explicit status per member).
+Here a redo drops the member's rows, fused queues and state map writes of this
+batch (``TaskTxn.abort`` discards its ``TaskScope``) and runs it again from the
+state of txid-1 with its dead-lettered tuples skipped, so a
 dead-lettered tuple leaves no trace in state and one that succeeded on a retry
 counts once. Emits go to the rows at once (``output.py``), so an emit that
 cannot be encoded forces a redo as a raise does. Every dead letter carries its
@@ -41,6 +43,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from stormshift.adapters.attempts import AttemptStatus, MemberAttempts
 from stormshift.adapters.kernel import Kernel
 from stormshift.adapters.retry_policy import Action, Outcome, RetryPolicy
 from stormshift.engines.logs import max_lines_per_task
@@ -95,10 +98,6 @@ class StageJob:
     max_attempts: int = 3
     time: BatchTime | None = None  # windows and end of input (``windowing.py``)
     task_hosts: int = 0  # host slots per executor (``task_host.py``); 0: run in the worker
-
-
-class _Redo(Exception):
-    """A member's run saw a failed attempt: drop its effects and run it again (module doc)."""
 
 
 class _Member:
@@ -357,32 +356,22 @@ def _run_members(job: StageJob, task: int, table: pa.Table, r: Any) -> R.RowBuil
     for position, name in enumerate(members):
         feeds = {m: queues[m] for m in members[position + 1:] if m in job.layout.fed_by(job.stage, name)}
         ctx = {"txid": job.txid, "component": name, "task": task}
-        poison: Poison = {}
-        redo, flush_attempt = False, 0
-        while True:
+        attempts = MemberAttempts(f"component {name!r} task {task}")
+        for run in attempts.runs():
             mark, fed = out.mark(), {m: len(q) for m, q in feeds.items()}
-            member = _Member(job, name, task, r, out, feeds, dict(poison), redo, flush_attempt)
+            member = _Member(job, name, task, r, out, feeds, run.poison, run.redo, run.flush_attempt)
             member.open()
-            try:
-                with member.txn.scope():
-                    started = time.perf_counter_ns()
-                    _run_member(job, member, position, table, queues, ctx)
-                    member.stats.busy_us = (time.perf_counter_ns() - started) // 1000
-                    if member.tainted:
-                        raise _Redo  # the scope drops this run's map writes
-            except _Redo:
+            with member.txn.scope():
+                started = time.perf_counter_ns()
+                _run_member(job, member, position, table, queues, ctx)
+                member.stats.busy_us = (time.perf_counter_ns() - started) // 1000
+            if attempts.finish(member.tainted, member.retry_flush, member.poison) is AttemptStatus.REDO:
+                # drop this run's map writes, rows and fused queues; the next run restores the
+                # state of txid-1 (open() popped the live instance)
                 member.txn.abort()
                 out.rewind(mark)
                 for m, n in fed.items():
                     del feeds[m][n:]
-                if member.retry_flush:
-                    flush_attempt += 1  # a flush retried: the same poison, one attempt more
-                elif redo and member.poison.keys() == poison.keys():  # pragma: no cover
-                    raise RuntimeError(f"{name}:{task}: a redo found no new dead letter") from None
-                # The next run restores the state of txid-1 (open() popped the live instance).
-                poison, redo = member.poison, True
-                continue
-            break
         queues.pop(name, None)
         member.drain_counts()
         member.stats.sent = out.sent(mark[0])
