@@ -200,7 +200,8 @@ class Snapshotter:
         """Keyed object ``name`` whole, packed: the kept entries of ``version`` with this
         batch's changes (``keyed_delta``) packed, or, with none kept, every entry packed."""
         cache = self.packed.get(name)
-        if cache is not None and self.keyed.get(name) is value:
+        same = self.keyed.get(name) is value  # (not narrowing ``value`` to an Optional)
+        if cache is not None and same:
             shared, deleted, values = value.keyed_delta()
             entries = dict(cache)
             for k in deleted:
@@ -228,7 +229,8 @@ class Snapshotter:
         keyed: dict[str, Any] = {}
         for name, value in state.items():
             if is_keyed(value):  # its changed entries, or whole (as parts) when new
-                if self.keyed.get(name) is value:
+                same = self.keyed.get(name) is value
+                if same:
                     shared, deleted, values = value.keyed_delta()
                     packed = _pack_all(values)
                     keyed[name] = (shared, deleted, packed)
