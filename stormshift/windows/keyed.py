@@ -26,6 +26,7 @@ others start at 0), so their sum is kept.
 
 from __future__ import annotations
 
+import heapq
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -193,11 +194,11 @@ def apply_in_place(ws: Any, shared: Mapping[str, Any], deleted: Sequence[str],
     if w is not None:
         w.watermark_ms = shared["windower"]["watermark_ms"]
         for k in sorted(affected):
-            w.forget_key(k)
+            _forget(w, k)
         for k in kords:
             e = values[k]
-            w.set_key(k, e.key, dict(e.windows), list(e.timers))
-        w.compact()
+            _set(w, k, e.key, dict(e.windows), list(e.timers))
+        _compact(w)
         w.touched = set()
     if c is not None:
         for k in affected:
@@ -223,6 +224,45 @@ def apply_in_place(ws: Any, shared: Mapping[str, Any], deleted: Sequence[str],
             ws.previous[k] = (e.key, list(e.previous))
     ws.marked = set()
     ws.held_since = b.seq if b is not None else 0
+
+
+def _forget(w: Windower, kord: str) -> None:
+    """Drop key ``kord`` from a windower: its windows, timers and key. Its heap entries
+    stay behind, skipped when popped (``windower.py``), counted in ``_stale``."""
+    states = w.windows.pop(kord, None)
+    mine = w.timers_of.pop(kord, None)
+    w._stale += (len(states) if states else 0) + (len(mine) if mine else 0)
+    w.keys.pop(kord, None)
+    w._sessions.pop(kord, None)
+
+
+def _set(w: Windower, kord: str, key: Any, windows: dict[Window, WindowState],
+         timers: list[tuple[int, str]]) -> None:
+    """Key ``kord`` as an entry holds it (after ``_forget``), indexed."""
+    if windows:
+        w.windows[kord] = windows
+        for window in sorted(windows):
+            w._track(kord, window)
+        if w.assigner.merging:
+            w._sessions[kord] = sorted(windows)
+    if windows or timers:
+        w.keys[kord] = key
+    for at, tag in timers:
+        heapq.heappush(w.timers, (at, kord, tag))
+        w.timers_of.setdefault(kord, []).append((at, tag))
+
+
+def _compact(w: Windower) -> None:
+    """Rebuild the windower's heaps from its live windows and timers once the entries
+    ``_forget`` left behind reach half of them: amortised O(1) per entry left."""
+    if w._stale * 2 < len(w._expiry) + len(w.timers):
+        return
+    w.timers = w.live_timers()
+    heapq.heapify(w.timers)
+    w._due, w._expiry, w._deadlines, w._stale = [], [], [], 0
+    for kord, states in sorted(w.windows.items()):
+        for window in sorted(states):
+            w._track(kord, window)
 
 
 def merge_shared(shareds: Sequence[Mapping[str, Any]], task: int, par: int) -> dict[str, Any]:

@@ -27,8 +27,8 @@ deadline, so a watermark or processing-time step costs what it fires, not the
 number of open windows; entries of windows merged away or already fired are
 skipped when popped (derived: rebuilt on ``restore``); ``timers_of`` indexes the
 timers by key and is the truth: a timer popped from the heap that it does not hold is
-skipped (``forget_key`` drops a key's entries from the indexes that way, without a pass
-over the heaps; ``compact`` rebuilds them once the skipped entries reach half of them).
+skipped (a delta applied in place drops a key's entries from the indexes that way,
+counted in ``_stale``: ``keyed.py``).
 Merging assigners (sessions) keep each key's windows sorted by start (``_sessions``): an
 element finds the sessions it merges with by bisection, not a scan of the key's windows.
 ``unretractable`` lists, per key, the windows whose last panes an expired window would
@@ -336,43 +336,6 @@ class Windower:
     def live_timers(self) -> list[tuple[int, str, str]]:
         """Every timer set and not fired, sorted (``timers_of``; the heap may hold more)."""
         return sorted((at, k, tag) for k, mine in self.timers_of.items() for at, tag in mine)
-
-    # -- a key replaced from outside (a delta applied in place: keyed.apply_in_place) ----
-    def forget_key(self, kord: str) -> None:
-        """Drop key ``kord``: its windows, timers and key; its heap entries stay behind and
-        are skipped when popped (module doc), counted for ``compact``."""
-        states = self.windows.pop(kord, None)
-        mine = self.timers_of.pop(kord, None)
-        self._stale += (len(states) if states else 0) + (len(mine) if mine else 0)
-        self.keys.pop(kord, None)
-        self._sessions.pop(kord, None)
-
-    def set_key(self, kord: str, key: Any, windows: dict[Window, WindowState],
-                timers: list[tuple[int, str]]) -> None:
-        """Key ``kord`` as an entry holds it (after ``forget_key``), indexed."""
-        if windows:
-            self.windows[kord] = windows
-            for window in sorted(windows):
-                self._track(kord, window)
-            if self.assigner.merging:
-                self._sessions[kord] = sorted(windows)
-        if windows or timers:
-            self.keys[kord] = key
-        for at, tag in timers:
-            heapq.heappush(self.timers, (at, kord, tag))
-            self.timers_of.setdefault(kord, []).append((at, tag))
-
-    def compact(self) -> None:
-        """Rebuild the heaps from the live windows and timers once the entries
-        ``forget_key`` left behind reach half of them: amortised O(1) per one left."""
-        if self._stale * 2 < len(self._expiry) + len(self.timers):
-            return
-        self.timers = self.live_timers()
-        heapq.heapify(self.timers)
-        self._due, self._expiry, self._deadlines, self._stale = [], [], [], 0
-        for kord, states in sorted(self.windows.items()):
-            for window in sorted(states):
-                self._track(kord, window)
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         """Unpickle one pickled before ``timers_of`` existed: the index is derived."""

@@ -200,7 +200,8 @@ class Snapshotter:
         """Keyed object ``name`` whole, packed: the kept entries of ``version`` with this
         batch's changes (``keyed_delta``) packed, or, with none kept, every entry packed."""
         cache = self.packed.get(name)
-        if cache is not None and name in self.keyed and self.keyed[name] is value:
+        same = self.keyed.get(name) is value  # (not narrowing ``value`` to an Optional)
+        if cache is not None and same:
             shared, deleted, values = value.keyed_delta()
             entries = dict(cache)
             for k in deleted:
@@ -228,7 +229,8 @@ class Snapshotter:
         keyed: dict[str, Any] = {}
         for name, value in state.items():
             if is_keyed(value):  # its changed entries, or whole (as parts) when new
-                if name in self.keyed and self.keyed[name] is value:
+                same = self.keyed.get(name) is value
+                if same:
                     shared, deleted, values = value.keyed_delta()
                     packed = _pack_all(values)
                     keyed[name] = (shared, deleted, packed)
@@ -384,8 +386,7 @@ def open_task(
 ) -> tuple[Any, str]:
     """Step 2 of the module doc: ``(host, how)`` holding the state of txid-1; ``how`` is
     ``reused``, ``caught_up`` (``load_since(version, head)`` gave the deltas since the
-    live instance's version), ``restored`` (built and restored from Redis) or ``started``
-    (built: no state is stored below txid, a first run)."""
+    live instance's version) or ``restored``."""
     cached = cache.take(key)
     if cached is not None:
         if cached.txid < txid and cached.epoch == epoch - 1:
@@ -402,9 +403,8 @@ def open_task(
                 return cached.host, "caught_up"
     host = make_host()
     host.open()
-    point = load()
-    restore(host.instance, point)
-    return host, "restored" if point is not None else "started"
+    restore(host.instance, load())
+    return host, "restored"
 
 
 def snapshot_of(host: Any, txid: int) -> tuple[bytes, str, int]:
