@@ -9,7 +9,8 @@ tasks found their state; the first batch's tasks are ``started``: a fresh state 
 nothing to restore), the median batch
 time over the batches with input after the first, the mean batch time of the last
 tenth of the batches against the first tenth, and the peak RSS of each task host
-(sampled every 0.5 s from ``/proc``); then the on / off ratio of the median batch::
+(sampled every 0.5 s from ``/proc``; a pid seen for under 2 s is a host's starter,
+which forks the host and exits, and is left out); then the on / off ratio of the median batch::
 
     python bench/task_hosts.py [--events 40000] [--batch 2000] [-o KEY=VALUE ...]
 """
@@ -81,6 +82,7 @@ def run(hosts: bool, events: int, batch: int, overrides: list[str]) -> dict[str,
         cmd += ["-o", o]
     before = set(_host_rss_kb())
     peak: dict[int, int] = {}
+    seen: dict[int, int] = {}  # samples a pid was in: a host's starter lives < 1 s (it forks)
     done = threading.Event()
 
     def sample() -> None:
@@ -88,6 +90,7 @@ def run(hosts: bool, events: int, batch: int, overrides: list[str]) -> dict[str,
             for pid, kb in _host_rss_kb().items():
                 if pid not in before:
                     peak[pid] = max(peak.get(pid, 0), kb)
+                    seen[pid] = seen.get(pid, 0) + 1
             done.wait(0.5)
 
     sampler = threading.Thread(target=sample, daemon=True)
@@ -109,7 +112,7 @@ def run(hosts: bool, events: int, batch: int, overrides: list[str]) -> dict[str,
         "median_s": statistics.median(data) if data else 0.0,
         "late_early": (statistics.mean(data[-tenth:]) / statistics.mean(data[:tenth])) if data else 0.0,
         "batches": len(secs), "wall_s": wall,
-        "host_rss_mb": sorted(round(kb / 1024) for kb in peak.values()),
+        "host_rss_mb": sorted(round(kb / 1024) for pid, kb in peak.items() if seen[pid] >= 4),
     }
 
 
