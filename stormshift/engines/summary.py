@@ -143,7 +143,8 @@ class ComponentStats:
 class ComponentState:
     """The final state of one bolt: ``tasks[i]`` is task *i*'s user attributes by name
     (the local engine's live instances, the Spark engine's last committed snapshot);
-    ``maps`` its keyed state maps, name -> key -> value (Spark engine only)."""
+    ``maps`` its keyed state maps, name -> key -> value (Spark: as committed in Redis; local
+    engine: held in memory, ``engines/local/maps.py``)."""
 
     tasks: list[dict[str, Any]] = field(default_factory=list)
     maps: dict[str, dict[Any, Any]] = field(default_factory=dict)

@@ -88,18 +88,32 @@ def keyed_maps(rows: Rows) -> dict[str, Any]:
     sums = _sums(rows)
     return {"maps:default latest": {k: [k, v] for k, v in sums.items()},
             "maps map:sums": sums,
-            "maps map:counts": dict(sorted(Counter(k for _, k in rows).items()))}
+            "maps map:counts": dict(sorted(Counter(k for _, k in rows).items())),
+            "maps map:last": dict(sorted({k: n for n, k in rows}.items()))}
 
 
 def windows(rows: Rows, window_ms: int = 10) -> dict[str, Any]:
     panes: dict[tuple[str, int], int] = defaultdict(int)
     for n, key in rows:
         panes[(key, n - n % window_ms)] += n
+    sliding: dict[tuple[str, int], int] = defaultdict(int)
+    for n, key in rows:  # windows [s, s + 2w) for s a multiple of w: the two holding n
+        for start in (n - n % window_ms - window_ms, n - n % window_ms):
+            sliding[(key, start)] += n
     return {"windows:default rows": sorted([k, start, start + window_ms, total]
-                                           for (k, start), total in panes.items())}
+                                           for (k, start), total in panes.items()),
+            "sliding:default rows": sorted([k, start, start + 2 * window_ms, total]
+                                           for (k, start), total in sliding.items())}
+
+
+def clean_end(rows: Rows) -> dict[str, Any]:
+    """A reliable spout ends once its last tuple is acked: no engine should have to guess
+    that it ended (the idle-timeout warning), and every tuple was processed once."""
+    return {"end_warnings": [], "sums attr:sums": _sums(rows)}
 
 
 ORACLES: dict[str, Callable[[Rows], dict[str, Any]]] = {
     "groupings": groupings, "ticks": ticks, "anchoring": anchoring, "deadletter": deadletter,
     "snapshot_state": snapshot_state, "keyed_maps": keyed_maps, "windows": windows,
+    "clean_end": clean_end,
 }

@@ -1,12 +1,12 @@
 """Every Storm grouping, named streams and a direct stream, fed by one spout."""
 
 from conformparts.bolts import Director, Seen
-from conformparts.spouts import RowSpout
+from conformparts.spouts import BASE, RowSpout
 from streamparse import Grouping, Topology
 
 
 class Groupings(Topology):
-    config = {"conform.rows": []}
+    config = dict(BASE)
     numbers = RowSpout.spec(par=1)
     shuffle_seen = Seen.spec(inputs={numbers: Grouping.SHUFFLE}, par=2)
     fields_seen = Seen.spec(inputs={numbers: Grouping.fields("key")}, par=3)
