@@ -1,6 +1,6 @@
 """adclicks on a real standalone cluster: does the work spread across executors?
 
-Starts what ``tests/test_cluster.py`` starts (``tests/cluster_harness.py``): a
+Starts what ``tests/test_cluster.py`` starts (``tests/support/cluster_harness.py``): a
 standalone master and two workers on loopback (127.0.0.1 and 127.0.0.2, one
 core each, so one executor each), and a redis-server of its own. Then, each
 with Spark's event log on:
@@ -35,7 +35,7 @@ BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
 sys.path.insert(0, str(BENCH.parent / "tests"))
 import spark_adclicks as sa  # the bench's own helpers, beside this file
-from cluster_harness import (  # the cluster the tests start
+from support.cluster_harness import (  # the cluster the tests start
     APP_CONFS,
     RedisServer,
     StandaloneCluster,

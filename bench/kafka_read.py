@@ -61,7 +61,7 @@ def main() -> None:
 
     import kafkatopo
     import maxtopo
-    from kafka_broker import TansuBroker
+    from support.kafka_broker import TansuBroker
 
     from stormshift.engines.spark.runtime.session import build_session
     from stormshift.topology.loader import load_topology

@@ -164,7 +164,7 @@ def drive_chunks(args: argparse.Namespace, host: bool = False) -> dict[str, Any]
         planner.close()
         sa._delete_namespace(args.redis, namespace)
         if host:
-            from stormshift.engines.spark.source.spout_host import owner_pid, stop_hosts
+            from stormshift.engines.spark.source.host_client import owner_pid, stop_hosts
 
             stop_hosts(owner_pid())
     return {"events": read, "elapsed_s": elapsed, "events_per_s": read / elapsed,

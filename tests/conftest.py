@@ -23,6 +23,7 @@ from typing import Any
 import pytest
 
 pytest_plugins = ("tier_guard", "pytester")
+pytest.register_assert_rewrite("support")  # helpers' asserts explain themselves too
 
 REPO = Path(__file__).resolve().parent.parent
 REDIS_URL = os.environ.get("STORMSHIFT_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
@@ -77,7 +78,7 @@ def namespace(redis_url: str) -> Iterator[str]:
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:
     """The exactly-once suite's table (tests/test_faults.py), when any of it ran."""
-    harness = sys.modules.get("fault_harness")
+    harness = sys.modules.get("support.fault_harness")
     if harness is None or not harness.ROWS:
         return
     terminalreporter.section("exactly-once under faults (Spark engine) vs Storm semantics (local engine)")

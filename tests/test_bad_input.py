@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 import redis
-from state_fixtures import RedisProcess, _wait_ping, cluster_port
+from support.state_fixtures import RedisProcess, _wait_ping, cluster_port
 from tier_guard import check_command
 
 from stormshift.cli import main

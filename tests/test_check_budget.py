@@ -20,6 +20,7 @@ from stormshift.cli.check import check_command
 
 RUNS = Path(__file__).resolve().parent / "fixtures" / "runs"
 CHECK = Path(__file__).resolve().parent / "fixtures" / "check"
+EXAMPLES = Path(__file__).resolve().parents[1] / "examples"
 
 
 def test_a_sleeping_spout_stops_at_the_budget_with_a_run_budget_finding() -> None:
@@ -46,11 +47,12 @@ def test_a_spout_blocked_in_one_call_is_left_behind_and_located() -> None:
 
 
 def test_the_command_reports_instead_of_exiting_130() -> None:
-    """The issue's shape at the default budget: exit 0 with the report, not 130."""
-    result = CliRunner().invoke(check_command, [str(RUNS / "sleeping_spout"), "--json"])
+    """The issue's shape through the command, its budget from ``--duration``: exit 0 with the
+    report, not 130."""
+    result = CliRunner().invoke(check_command, [str(RUNS / "sleeping_spout"), "--json", "--duration", "1.5"])
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
-    assert data["dynamic_run"].endswith("spout tuples in 20 s (budget)")
+    assert data["dynamic_run"].endswith("spout tuples in 1.5 s (budget)")
     assert [f["rule"] for f in data["findings"]] == ["run-budget"]
 
 
@@ -70,3 +72,11 @@ def test_emit_errors_are_found_with_no_run_and_name_the_fix() -> None:
     assert "2 value(s)" in top["message"] and "['top-N']" in top["message"]
     assert "outputs = ['word', 'count']" in top["fix"]
     assert data["dynamic_run"] is None
+
+
+def test_the_short_run_takes_max_tuples_from_the_command() -> None:
+    result = CliRunner().invoke(check_command, [str(EXAMPLES / "wordcount"), "--json", "--max-tuples", "7"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["dynamic_run"] == "7 spout tuples on the local engine"
+    refused = CliRunner().invoke(check_command, [str(EXAMPLES / "wordcount"), "--duration", "0"])
+    assert refused.exit_code == 2 and "--duration" in refused.output

@@ -3,7 +3,9 @@
 Each ``tests/fixtures/corpus/<shape>/`` is a plain streamparse project
 (``config.json``, ``topologies/<shape>.py``, ``src/``) with an
 ``expected.json``: ``check``'s findings (rule, severity, file:line; the report
-holds at least these) and exit code, and per engine ``shadow``'s verdict, exit
+holds at least these) and exit code, with the command's ``args`` if any (the
+sleeping spout's short run gets ``--duration 2``: its budget finding comes
+the same after 2 s as after the default 20), and per engine ``shadow``'s verdict, exit
 code and the exact set of classes of difference. The shadow runs the way the
 CLI does (``check``'s static analysis first, ``findings.analyse``); the port
 runs on the local engine (a dry run) and on Spark ``local[2]`` (one shared
@@ -21,9 +23,9 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from guide_outputs import shown_outputs
+from support.guide_outputs import shown_outputs
 
-from stormshift.check import run_check
+from stormshift.cli.check import check_command
 from stormshift.cli.shadow import shadow_command
 from stormshift.shadow.findings import analyse
 from stormshift.shadow.run import ShadowOptions, ShadowRefused, ShadowResult, execute, plan_shadow
@@ -53,15 +55,16 @@ def test_corpus_has_every_shape_of_the_issue() -> None:
 @pytest.mark.parametrize("shape", SHAPES)
 def test_check_finds_what_the_corpus_expects(shape: str) -> None:
     want = expected(shape)["check"]
-    try:
-        report = run_check(CORPUS / shape)
+    try:  # the command as a user runs it, with the shape's options
+        result = CliRunner().invoke(check_command, [str(CORPUS / shape), "--json", *want.get("args", [])])
     except KeyboardInterrupt:  # the short run's budget must never look like Ctrl-C (31.1)
         pytest.fail(f"{shape}: check was interrupted by its own short-run budget")
-    found = {(f.rule, f.severity.value, f.file, f.line) for f in report.findings}
+    report = json.loads(result.output)
+    found = {(f["rule"], f["severity"], f["file"], f["line"]) for f in report["findings"]}
     for item in want["findings"]:
         assert (item["rule"], item["severity"], item["file"], item["line"]) in found, \
             f"{shape}: {item} not in {sorted(found)}"
-    assert report.exit_code == want["exit_code"], sorted(found)
+    assert result.exit_code == want["exit_code"], sorted(found)
 
 
 # -- shadow --------------------------------------------------------------------------------

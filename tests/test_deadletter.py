@@ -313,9 +313,37 @@ def test_redrive_moves_each_entry_once_and_a_txid_claims_the_same_entries(redis_
     assert redrive.claim(9) == [] and redrive.claimed() == {8: 1, 9: 0}
 
 
+def test_the_desk_redrives_what_can_go_back_and_says_why_the_rest_stays(redis_url, namespace):
+    from stormshift.deadletters import DeadLetterDesk, Queued
+    from stormshift.state.commit import CommitLog
+
+    r = connect(redis_url)
+    dl = DeadLetters(r, namespace)
+    ok = [dl.add("fields_seen", "default", [n, f"k{n}"], "E", "", 2, source="numbers",
+                 tuple_key=f"2:0:{n}", task=0, reason="raised") for n in range(3)]
+    late = dl.add("fields_seen", "default", [9, "k9"], "E", "", 5, source="numbers",
+                  tuple_key="5:0:0", task=0, reason="raised")
+    decode = dl.add("numbers", "default", ["?"], "E", "", 2, source="numbers",
+                    tuple_key="numbers:0:at-0", task=0, reason="decode")
+    CommitLog(r, namespace).record_commit(4)
+    desk = DeadLetterDesk(r, namespace, load_topology(sparktopo.Groupings))
+    assert [d.id for d in desk.entries(component="fields_seen")] == [*ok, late]
+    done = desk.redrive([ok[0], ok[1], late, "0-1"])
+    assert done.moved == ok[:2] and done.missing == ["0-1"]
+    [(why, ids)] = done.refused.items()
+    assert ids == [late] and "txid 5) has not committed yet (committed: 4)" in why
+    assert desk.queued() == Queued(waiting=2, claimed={})
+    rest = desk.redrive()  # all that is left: ok[2] goes, the late one and the spout record stay
+    assert rest.moved == [ok[2]] and sorted(i for ids in rest.refused.values() for i in ids) == sorted([late, decode])
+    assert [d.id for d in desk.entries()] == [late, decode] and desk.queued().waiting == 3
+    with pytest.raises(ValueError, match="needs the topology"):
+        DeadLetterDesk(r, namespace).redrive()
+
+
 def test_redrive_plan_routes_like_the_grouping_and_refuses_what_cannot_go_back():
     from stormshift.adapters.routing import Router
-    from stormshift.cli.deadletter import namespace_of, redrive_refusal
+    from stormshift.cli.deadletter import namespace_of
+    from stormshift.deadletters import DeadLetterDesk
     from stormshift.engines.spark import rows as R
     from stormshift.engines.spark.driver.engine import _safe
     from stormshift.engines.spark.driver.redrive import plan_redrive
@@ -354,9 +382,12 @@ def test_redrive_plan_routes_like_the_grouping_and_refuses_what_cannot_go_back()
     whys = [why for _, why in refused]
     assert "fused behind 'director'" in whys[0] and "not a bolt" in whys[1]
     assert "do not match the 2 fields" in whys[2] and "does not subscribe" in whys[3]
-    assert "fix the source data" in redrive_refusal(graph, layout, letter("numbers", ["x"], reason="decode"), 9)
-    assert "has not committed yet" in redrive_refusal(graph, layout, letter("fields_seen", [1, "k1"], txid=5), 4)
-    assert redrive_refusal(graph, layout, letter("fields_seen", [1, "k1"], txid=4), 4) is None
+    desk = DeadLetterDesk(None, "unused", graph)  # judging needs the graph, not Redis
+    assert "fix the source data" in desk.refusal(letter("numbers", ["x"], reason="decode"), 9)
+    assert "has not committed yet" in desk.refusal(letter("fields_seen", [1, "k1"], txid=5), 4)
+    assert desk.refusal(letter("fields_seen", [1, "k1"], txid=4), 4) is None
+    assert "fused behind 'director'" in desk.refusal(letter("local_seen", [2], source="director",
+                                                            stream="even"), 9)
     assert namespace_of(graph) == _safe(graph.name)
 
 

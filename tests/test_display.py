@@ -19,7 +19,7 @@ from rich.table import Table
 from stormshift.cli import cli
 from stormshift.display import console, cut, json_text, styled, visible
 
-pytest_plugins = ["state_fixtures"]
+pytest_plugins = ["support.state_fixtures"]
 
 HOSTILE = ("[bold red]X[/bold red][link=http://evil.example]y[/link]<script>alert(1)</script>"
            "\x1b[2J\x1b[31mred\x1b]8;;http://evil.example\x07click\x1b]8;;\x07\r\b\x9b\u202e")
@@ -224,7 +224,7 @@ def test_spark_run_and_deadletter_ls_of_a_hostile_project_show_data(tmp_path: Pa
 
 def test_state_ls_get_and_dump_show_hostile_names_and_values(redis_client: object, ns: str) -> None:
     """Keys and values a topology wrote (map names are restricted to [A-Za-z0-9_.-])."""
-    from state_fixtures import REDIS_URL, commit, run_task
+    from support.state_fixtures import REDIS_URL, commit, run_task
 
     from stormshift.cli.state import state_group
     from stormshift.state import transactional_map

@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from examples_fixtures import ExampleImport, StormTask, tuple_msg
+from support.examples_fixtures import ExampleImport, StormTask, tuple_msg
 
 ROOT = Path(__file__).resolve().parent.parent
 WORDCOUNT = ROOT / "examples" / "wordcount"

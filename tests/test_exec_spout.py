@@ -91,7 +91,6 @@ def _start(par: int = 2) -> dict:
             "lim": [0] * par, "n": [0] * par, "done": False, "fin": False, "k": 0, "capped": False}
 
 
-@pytest.mark.unit
 def test_plan_chunks_numbers_one_chunk_per_open_task_and_counts_it_a_batch_later() -> None:
     first = plan_chunks(_opts(), _start(), [None, None], [False, False])
     assert first["x"] == [1, 1] and first["w"] == [True, True] and first["lim"] == [10, 10]
@@ -104,7 +103,6 @@ def test_plan_chunks_numbers_one_chunk_per_open_task_and_counts_it_a_batch_later
     assert third["done"] and third["fin"] and third["n"] == [12, 4] and third["w"] == [False, False]
 
 
-@pytest.mark.unit
 def test_plan_chunks_cuts_limits_at_max_tuples_and_caps_on_counts() -> None:
     first = plan_chunks(_opts(batch=10, max_total=13), _start(), [None, None], [False, False])
     assert first["lim"] == [7, 6]  # 13 split over two open tasks (task_targets)
@@ -113,7 +111,6 @@ def test_plan_chunks_cuts_limits_at_max_tuples_and_caps_on_counts() -> None:
     assert second["capped"] and second["done"] and second["fin"] and second["n"] == [7, 6]
 
 
-@pytest.mark.unit
 def test_plan_chunks_refuses_a_planned_chunk_that_was_never_logged() -> None:
     from stormshift.errors import StateError
 
@@ -122,7 +119,6 @@ def test_plan_chunks_refuses_a_planned_chunk_that_was_never_logged() -> None:
         plan_chunks(_opts(), first, [None], [False])
 
 
-@pytest.mark.unit
 def test_plan_chunks_takes_an_idle_task_as_ended() -> None:
     first = plan_chunks(_opts(), _start(1), [None], [False])
     second = plan_chunks(_opts(), first, [ChunkHead(0, 0, False, b"", None)], [True])
@@ -200,7 +196,6 @@ def _head(start: int, ids: list[int], ended: bool = False) -> ChunkHead:
     return ChunkHead(start, len(ids), ended, ids_digest(ids), ids[-1] if ids else None)
 
 
-@pytest.mark.unit
 def test_replay_accepts_the_logged_ids_and_keeps_what_a_call_emitted_past_the_chunk() -> None:
     live = _live(**{"chunk.per_call": 3})
     live.replay(0, _head(0, [0, 1, 2, 3, 4]))
@@ -211,7 +206,6 @@ def test_replay_accepts_the_logged_ids_and_keeps_what_a_call_emitted_past_the_ch
     assert [n for n, _ in live.unacked] == [0, 1]
 
 
-@pytest.mark.unit
 def test_replay_refuses_other_ids_or_fewer_tuples_naming_the_spout_and_the_fix() -> None:
     with pytest.raises(SpoutNotDeterministic, match=r"'numbers' task 0 .*chunk 0 .*planner path"):
         _live().replay(0, _head(0, [0, 1, 7]))
@@ -257,9 +251,9 @@ def test_reads_on_other_workers_do_not_replay_with_a_spout_host(redis_url: str, 
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     import os
 
-    from stormshift.engines.spark.source import spout_host
+    from stormshift.engines.spark.source import host_client
 
-    monkeypatch.setenv(spout_host.OWNER_ENV, str(os.getpid()))  # as the worker daemon does
+    monkeypatch.setenv(host_client.OWNER_ENV, str(os.getpid()))  # as the worker daemon does
 
     opts = opts_for(chunktopo.Counting, redis_url, namespace, batch=128,
                     **{"chunk.per_call": 3, "stormshift.spout.host": True})
@@ -282,11 +276,11 @@ def test_reads_on_other_workers_do_not_replay_with_a_spout_host(redis_url: str, 
         stats = [ChunkLog(redis_for(redis_url), namespace, SPOUT, i).stats() for i in range(2)]
         assert stats == [{"fresh": 1}, {"fresh": 1}], stats  # one instance each, no replay
     finally:
-        assert spout_host.stop_hosts(os.getpid()) == 2
+        assert host_client.stop_hosts(os.getpid()) == 2
     deadline = time.monotonic() + 10  # a stopped host removes its files as it exits
-    while (_host_pids(os.getpid()) or spout_host.host_dir(os.getpid()).exists()) and time.monotonic() < deadline:
+    while (_host_pids(os.getpid()) or host_client.host_dir(os.getpid()).exists()) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not _host_pids(os.getpid()) and not spout_host.host_dir(os.getpid()).exists()
+    assert not _host_pids(os.getpid()) and not host_client.host_dir(os.getpid()).exists()
 
 
 @pytest.mark.redis
@@ -294,7 +288,7 @@ def test_a_dead_spout_host_is_replaced_by_one_that_catches_up(redis_url: str, na
     import os
     import signal
 
-    from stormshift.engines.spark.source import spout_host
+    from stormshift.engines.spark.source import host_client
 
     opts = opts_for(chunktopo.Counting, redis_url, namespace, batch=100,
                     **{"chunk.per_call": 3, "stormshift.spout.host": True})
@@ -320,7 +314,7 @@ def test_a_dead_spout_host_is_replaced_by_one_that_catches_up(redis_url: str, na
         stats = [ChunkLog(redis_for(redis_url), namespace, SPOUT, i).stats() for i in range(2)]
         assert all(s["fresh"] == 2 and s["replayed"] == 400 for s in stats), stats
     finally:
-        spout_host.stop_hosts(os.getpid())
+        host_client.stop_hosts(os.getpid())
 
 
 def _host_pids(owner: int) -> list[int]:
@@ -332,9 +326,8 @@ def _host_pids(owner: int) -> list[int]:
             if "source.spout_host" in line and line.split()[-1] == str(owner)]
 
 
-@pytest.mark.unit
 def test_frames_split_anywhere_decode_to_the_same_messages() -> None:
-    from stormshift.engines.spark.source.spout_host import decode_frames, encode_frame
+    from stormshift.engines.spark.source.host_client import decode_frames, encode_frame
 
     msgs = [{"op": "chunk", "number": 3}, {"entries": [[1, [2, 3], b"\x91\x07"]] * 50}, {}]
     wire = b"".join(encode_frame(m) for m in msgs)
@@ -344,7 +337,6 @@ def test_frames_split_anywhere_decode_to_the_same_messages() -> None:
         assert first + second == msgs and left == b""
 
 
-@pytest.mark.unit
 def test_a_pending_chunk_settles_only_against_the_same_logged_chunk_and_no_chunk_goes_out_twice() -> None:
     from stormshift.engines.spark.source.spout_host import Pending, next_step, settle
     from stormshift.state.chunks import ids_digest

@@ -4,7 +4,7 @@ The spout runs at par 2 in the reads of its batches (``source/live_spout.py``): 
 read logs its chunk first, a retried or re-run read re-reads it, and a worker
 without the task's live instance replays the generator up to the log's head,
 checking it re-emits the logged msg ids. Each case is a ``stormshift run`` of its own
-(``fault_harness.py``: own redis-server, checkpoint, restarts after crashes); the
+(``support/fault_harness.py``: own redis-server, checkpoint, restarts after crashes); the
 totals must equal ``examples/adclicks/expected.py``'s and the failure-free run's.
 """
 
@@ -19,7 +19,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fault_harness import FINISHED, REPO, Case, CaseRunner, Outcome, adclicks_with_two_spout_tasks
+from support.fault_harness import (
+    FINISHED,
+    REPO,
+    Case,
+    CaseRunner,
+    Outcome,
+    adclicks_with_two_spout_tasks,
+)
 
 pytestmark = [pytest.mark.faults, pytest.mark.spark, pytest.mark.redis]
 

@@ -19,7 +19,7 @@ with those of the failure-free run. The master is ``local[2,3]``: Spark
 retries a failed task up to 3 times, as on a cluster. The session prints a
 table (fault, runs, batches, tuples, retries, fenced writes, result) beside
 what the same fault does to the legacy topology on the local engine (Storm
-semantics, ``tests/faults_storm.py``).
+semantics, ``tests/support/faults_storm.py``).
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fault_harness import (
+from support.fault_harness import (
     FINISHED,
     REPO,
     ROWS,
@@ -82,6 +82,13 @@ ADCLICKS_FAULTS = {
         fault("z", "task.before_close", "zombie", secs=120, txid=2, component="user_sessions_bolt",
               task=0),
         fault("r", "task.midway", "kill_redis", txid=3, component="advertiser_day_bolt", task=0),
+    ], False),
+    # task hosts (on by default: ``task/task_host.py``): a host killed half-way through a
+    # windowed task's batch, and a worker killed while its host runs the task (the host
+    # finishes and commits; Spark's retry takes a newer epoch and runs it again)
+    "windowed-task-host-kill+worker-kill": ([
+        fault("h", "task_host.midway", "kill_self", txid=1, component="user_sessions_bolt", task=0),
+        fault("w", "task_host.sent", "kill_self", txid=2, component="ad_ctr_minute_bolt", task=1),
     ], False),
 }
 
@@ -246,7 +253,7 @@ def test_wordcount_fault_changes_nothing(name: str, plan: list[dict[str, Any]], 
 
 
 # the parts of a combined case -> the single fault whose checks apply
-_PARTS = {"worker-kill": "worker-mid-task", "zombie": "zombie-attempt",
+_PARTS = {"worker-kill": "worker-mid-task", "task-host-kill": "worker-mid-task", "zombie": "zombie-attempt",
           "redis-restart": "redis-restart-mid-batch"}
 
 
@@ -320,7 +327,7 @@ def _diff(a: dict[str, Any], b: dict[str, Any]) -> str:
 def _storm(fault_name: str, topology: str = "adclicks") -> str:
     """What the legacy topology computes under the same fault on the local engine."""
     try:
-        from faults_storm import storm_side
+        from support.faults_storm import storm_side
     except ImportError:  # pragma: no cover - module missing
         return "n/a"
     res = storm_side(fault_name, events=EVENTS if topology == "adclicks" else WORDS, seed=SEED,

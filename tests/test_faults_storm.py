@@ -9,7 +9,7 @@ task's in-memory totals are lost; faults outside the bolts' path change nothing.
 from __future__ import annotations
 
 import pytest
-from faults_storm import storm_side
+from support.faults_storm import storm_side
 
 EVENTS, SEED = 3_000, 7
 

@@ -14,7 +14,7 @@ from typing import Any
 import pystorm.bolt
 import pystorm.spout
 import pytest
-from adapters_fixtures import (
+from support.adapters_fixtures import (
     EchoTopology,
     GroupingsTopology,
     ReliableSentenceSpout,
@@ -194,7 +194,7 @@ def test_exception_reports_error_fails_tuple_and_names_user_code(echo):
         host.execute(tup)
     failure = err.value
     assert failure.component == "echo" and failure.call == "process" and failure.tup is tup
-    assert failure.where.startswith("adapters_fixtures:") and failure.where.endswith("in process")
+    assert failure.where.startswith("support.adapters_fixtures:") and failure.where.endswith("in process")
     assert isinstance(failure.cause, ValueError) and "boom is not a word" in failure.traceback_text
     out = host.outbox.drain()
     assert out.fails == [tup.id] and out.acks == [] and out.emits == []
@@ -376,7 +376,7 @@ def test_values_storm_cannot_send_are_tuple_errors(echo, kind, match):
         host.execute(host.new_tuple("words", "default", 1, [kind]))
     cause = err.value.cause
     assert isinstance(cause, TupleError) and cause.component == "bad"
-    assert err.value.where.startswith("adapters_fixtures:")
+    assert err.value.where.startswith("support.adapters_fixtures:")
     import re
 
     assert re.search(match, str(cause)), str(cause)

@@ -24,14 +24,12 @@ sys.path.insert(0, str(Path(__file__).parent / "spark_fixtures"))
 
 import kafkatopo
 import maxtopo
-from kafka_broker import TansuBroker
-from test_max_tuples import counts, first_n, key_counts, per_task_of_partitions, seen
+from support.kafka_broker import TansuBroker
+from support.max_tuples import counts, first_n, key_counts, per_task_of_partitions, seen
 
 from stormshift.errors import SourceDataLostError, TopologyError
 from stormshift.spouts import KafkaSpout, RecordDecodeError, read_range
 from stormshift.spouts.kafka import check_not_lost, partition_name
-
-pytestmark = pytest.mark.kafka
 
 
 @pytest.fixture
@@ -82,13 +80,11 @@ def read_all(spout: KafkaSpout, start: dict[str, Any], end: dict[str, Any]) -> t
 
 
 # -- no broker ----------------------------------------------------------------------
-@pytest.mark.unit
 def test_partition_names_sort_as_topic_then_partition_number() -> None:
     names = [partition_name(t, p) for t in ("b", "a") for p in (10, 2, 0)]
     assert sorted(names) == ["a/00000", "a/00002", "a/00010", "b/00000", "b/00002", "b/00010"]
 
 
-@pytest.mark.unit
 def test_offsets_deleted_by_retention_name_the_records_lost() -> None:
     check_not_lost("src", "pixels/00002", 9, 10)  # the next record is the log's first: fine
     with pytest.raises(SourceDataLostError) as err:
@@ -98,7 +94,6 @@ def test_offsets_deleted_by_retention_name_the_records_lost() -> None:
     assert "component 'src'" in text and "retention.ms" in text
 
 
-@pytest.mark.unit
 @pytest.mark.parametrize("conf, words", [
     ({"kafka.topics": ["t"]}, "kafka.bootstrap_servers"),
     ({"kafka.bootstrap_servers": "x:1"}, "exactly one of kafka.topics and kafka.pattern"),
@@ -113,7 +108,6 @@ def test_config_errors_say_the_fix(conf: dict[str, Any], words: str) -> None:
         make(conf)
 
 
-@pytest.mark.unit
 def test_security_settings_pass_through_to_the_client() -> None:
     spout = make({"kafka.bootstrap_servers": "x:1", "kafka.topics": "t", "security.protocol": "SASL_SSL",
                   "sasl.mechanism": "PLAIN", "ssl.ca.location": "/ca.pem", "kafka.client.fetch.max.bytes": 7,
@@ -413,7 +407,6 @@ def test_spark_partitions_added_while_running_are_read_from_their_start(spark, r
 
 
 # -- a Java KafkaSpout replaced through config ----------------------------------------------
-@pytest.mark.unit
 def test_java_declarations_translate_to_kafka_spout_config() -> None:
     from stormshift.spouts.kafka_java import from_java
 
@@ -430,7 +423,6 @@ def test_java_declarations_translate_to_kafka_spout_config() -> None:
     assert from_java("pixelcount.spouts.pixel_spout", ["x"], {}) == ({}, {})
 
 
-@pytest.mark.unit
 def test_inspect_shows_what_the_replacement_read_from_the_declaration() -> None:
     from click.testing import CliRunner
 

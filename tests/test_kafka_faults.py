@@ -4,7 +4,7 @@ a failure-free run over the same records -- exactly.
 
 One tansu broker for the module holds the records (``examples/pixelcount/src/produce.py``,
 4 partitions); every case is a separate ``stormshift run`` process tree with its own
-redis-server and checkpoint (``tests/fault_harness.py``) reading the topic from its
+redis-server and checkpoint (``tests/support/fault_harness.py``) reading the topic from its
 first offset. A driver killed before a batch's stages or after its commit, and a Python
 worker killed in the middle of a counting task, must leave the same per-URL totals,
 the same emits per URL and the same committed bolt state as the failure-free run, and
@@ -20,8 +20,8 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from fault_harness import FINISHED, REPO, Case, CaseRunner, Outcome
-from kafka_broker import TansuBroker
+from support.fault_harness import FINISHED, REPO, Case, CaseRunner, Outcome
+from support.kafka_broker import TansuBroker
 
 pytestmark = [pytest.mark.faults, pytest.mark.spark, pytest.mark.redis, pytest.mark.kafka]
 

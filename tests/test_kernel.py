@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from adapters_fixtures import KernelTopology
+from support.adapters_fixtures import KernelTopology
 
 from stormshift.adapters import BoltHost, host_component
 from stormshift.adapters.kernel import Kernel

@@ -7,8 +7,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-import local_fixtures
-from local_fixtures import (
+from streamparse import Grouping, Topology
+from support import local_fixtures
+from support.local_fixtures import (
     CrashOnceSpout,
     HoldingBolt,
     LengthRouterBolt,
@@ -23,7 +24,6 @@ from local_fixtures import (
     word_totals,
     wordcount,
 )
-from streamparse import Grouping, Topology
 
 from stormshift.adapters.routing import stable_hash
 from stormshift.engines.local import CrashTask, FailTuples, LocalEngine, SimClock

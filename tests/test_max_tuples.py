@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import sys
 import uuid
-from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,43 +23,11 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent / "spark_fixtures"))
 
 import maxtopo
+from support.max_tuples import counts, first_n, key_counts, per_task_of_partitions, seen
 
 from stormshift.engines.budget import even_split, spout_budgets, task_targets
 from stormshift.engines.local import LocalEngine
 from stormshift.topology.loader import load_topology
-
-
-# -- the oracle -------------------------------------------------------------------
-def first_n(per_task: list[list[int]], n: int) -> list[int]:
-    """The ``n`` tuples a run takes (module doc), sorted."""
-    taken = [0] * len(per_task)
-    total = 0
-    while total < n and any(t < len(tuples) for t, tuples in zip(taken, per_task)):
-        for i, tuples in enumerate(per_task):
-            if total < n and taken[i] < len(tuples):
-                taken[i] += 1
-                total += 1
-    return sorted(x for i, tuples in enumerate(per_task) for x in tuples[:taken[i]])
-
-
-def key_counts(ns: list[int]) -> dict[str, int]:
-    return dict(Counter(maxtopo.key_of(n) for n in ns))
-
-
-def per_task_of_partitions(partitions: dict[str, list[int]], par: int) -> list[list[int]]:
-    tasks: list[list[int]] = [[] for _ in range(par)]
-    for i, name in enumerate(sorted(partitions)):
-        tasks[i % par].extend(partitions[name])
-    return tasks
-
-
-def seen(summary: Any) -> list[int]:
-    return sorted(v[0] for v in summary.output("seen", "seen"))
-
-
-def counts(summary: Any) -> dict[str, int]:
-    return {k: v[1] for k, v in summary.latest("counts").items()}
-
 
 # -- the three spout kinds ----------------------------------------------------------
 GENERIC_LIMITS = [12, 60]  # task 0 ends early: its unused share goes to task 1

@@ -16,8 +16,8 @@ sys.path.insert(0, str(FIXTURES))
 
 import sparktopo
 import windowtopo
-from test_metrics import per_component, scrape
-from windows_harness import load, spark_batches
+from support.metrics_scrape import per_component, scrape
+from support.windows_harness import load, spark_batches
 
 from stormshift.engines.spark import SparkEngine
 from stormshift.metrics.board import Board

@@ -13,7 +13,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from operate_harness import (
+from support.operate_harness import (
     committed,
     copy_ledger,
     expected_balances,

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 import redis
-from operate_harness import (
+from support.operate_harness import (
     command,
     committed,
     copy_ledger,

@@ -15,7 +15,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from operate_harness import (
+from support.operate_harness import (
     committed,
     copy_ledger,
     expected_balances,

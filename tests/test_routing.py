@@ -10,7 +10,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from adapters_fixtures import (
+from support.adapters_fixtures import (
     ColocatedTopology,
     GroupingsTopology,
     KeyedTopology,
@@ -59,7 +59,7 @@ def test_routing_is_identical_in_a_process_with_another_hash_seed(groupings_grap
     code = (
         "import json, sys\n"
         f"sys.path.insert(0, {str(Path(__file__).parent)!r})\n"
-        "from adapters_fixtures import GroupingsTopology\n"
+        "from support.adapters_fixtures import GroupingsTopology\n"
         "from stormshift.topology.loader import load_topology\n"
         "from stormshift.adapters.routing import Router\n"
         "g = load_topology(GroupingsTopology)\n"

@@ -10,11 +10,9 @@ changed is reported with exactly the keys the change affects.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import shutil
 import subprocess
-import sys
 import uuid
 from pathlib import Path
 from typing import Any
@@ -22,6 +20,15 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 from rich.console import Console
+from support.adclicks_port import (
+    ADCLICKS,
+    EVENTS,
+    REPO,
+    SMALL,
+    oracle,
+    ported_adclicks,
+    rounded_advertisers,
+)
 
 from stormshift.cli.shadow import shadow_command
 from stormshift.shadow import (
@@ -42,30 +49,6 @@ from stormshift.shadow.report_sections import KEY_CHARTS
 from stormshift.shadow.report_text import print_report
 from stormshift.topology.loader import load_topology
 
-REPO = Path(__file__).resolve().parent.parent
-ADCLICKS = REPO / "examples" / "adclicks"
-_PORTED: list[Path] = []
-
-
-def ported_adclicks() -> Path:
-    """examples/adclicks copied with one bolt deliberately changed: each event's cost is
-    rounded down to whole cents before it is added, so advertisers with CPM impressions
-    (fractions of a cent) are billed less; CPC-only advertisers agree."""
-    if not _PORTED:
-        import shutil
-        import tempfile
-
-        root = Path(tempfile.mkdtemp(prefix="adclicks-port-")) / "adclicks"
-        shutil.copytree(ADCLICKS, root, ignore=shutil.ignore_patterns("__pycache__"))
-        spend = root / "src" / "bolts" / "spend.py"
-        text = spend.read_text(encoding="utf-8")
-        changed = text.replace("cost = tup.values[7]", "cost = tup.values[7] // 10_000 * 10_000")
-        assert changed != text, "examples/adclicks/src/bolts/spend.py changed: update the port"
-        spend.write_text(changed, encoding="utf-8")
-        _PORTED.append(root)
-    return _PORTED[0]
-EVENTS = 3000
-SMALL = {"adclicks.events": EVENTS}
 #: fail client_spent_bolt's tuples 10-12 after processing: the spout replays them, and both
 #: leaf bolts count those lines again (chosen so some of them carry a cost)
 FAULTS = "fail:client_spent_bolt@10-12+200"
@@ -74,31 +57,6 @@ FAULTS = "fail:client_spent_bolt@10-12+200"
 def spec(mode: ResultMode, key: tuple[str, ...] = ("k",), values: tuple[str, ...] = ("v",),
          fields: tuple[str, ...] = ("k", "v"), event_time: str | None = None) -> ResultSpec:
     return ResultSpec("bolt", "default", fields, mode, key, values, event_time)
-
-
-def oracle() -> Any:
-    loaded = importlib.util.spec_from_file_location("adclicks_expected", ADCLICKS / "expected.py")
-    assert loaded is not None and loaded.loader is not None
-    module = importlib.util.module_from_spec(loaded)
-    sys.modules[loaded.name] = module
-    loaded.loader.exec_module(module)
-    return module
-
-
-def rounded_advertisers() -> set[str]:
-    """Advertisers whose spend changes when each cost is rounded down to cents (the port's
-    change), computed from the log lines alone."""
-    mod = oracle()
-    exact: dict[str, int] = {}
-    rounded: dict[str, int] = {}
-    for line in mod.generated_lines(7, EVENTS):
-        rec = mod.parse_record(line)
-        if rec is None:
-            continue
-        adv = rec["advertiser_id"]
-        exact[adv] = exact.get(adv, 0) + rec["cost"]
-        rounded[adv] = rounded.get(adv, 0) + rec["cost"] // 10_000 * 10_000
-    return {adv for adv in exact if exact[adv] != rounded[adv]}
 
 
 # -- result modes and inference -------------------------------------------------

@@ -22,7 +22,14 @@ from typing import Any
 
 import pytest
 from click.testing import CliRunner
-from test_shadow import ADCLICKS, EVENTS, SMALL, oracle, ported_adclicks, rounded_advertisers
+from support.adclicks_port import (
+    ADCLICKS,
+    EVENTS,
+    SMALL,
+    oracle,
+    ported_adclicks,
+    rounded_advertisers,
+)
 
 from stormshift.cli.shadow import shadow_command
 from stormshift.engines.local import LocalEngine, SimClock

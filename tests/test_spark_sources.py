@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from local_fixtures import PICKY, STDNAMES, from_stdlib
+from support.local_fixtures import PICKY, STDNAMES, from_stdlib
 
 from stormshift.engines.spark import SparkEngine
 from stormshift.topology.loader import load_topology

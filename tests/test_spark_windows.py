@@ -21,9 +21,9 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent / "spark_fixtures"))
 
 import windowtopo
-from test_windows_scenarios import _stream
-from windows_fixtures import collected
-from windows_harness import all_names, load, run_pure, spark_batches
+from support.late_stream import late_stream
+from support.windows_fixtures import collected
+from support.windows_harness import all_names, load, run_pure, spark_batches
 
 from stormshift.engines.spark import SparkEngine
 from stormshift.topology.loader import load_topology
@@ -75,7 +75,7 @@ def test_on_time_panes_do_not_depend_on_batch_boundaries(spark, redis_url, names
     ON_TIME panes are those of the pure logic run tuple at a time."""
     print(f"seed={seed}")
     name = "sliding_with_lag"
-    steps = _stream(seed, 40, 2)
+    steps = late_stream(seed, 40, 2)
     cuts = _random_cuts(seed, len(steps))
     print(f"cuts={cuts}")
     expected, _ = run_pure(load(name), steps)

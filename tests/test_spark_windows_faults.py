@@ -1,5 +1,5 @@
 """Windows replayed after faults: ``stormshift run`` of a window scenario killed and restarted
-(``fault_harness.py``), its panes compared with a failure-free run's -- exactly.
+(``support/fault_harness.py``), its panes compared with a failure-free run's -- exactly.
 
 The scenario ``tumbling_late_pane_then_late_stream`` runs as batches cut where its
 watermark advances (``windows_harness.spark_batches``): txid 4 fires two ON_TIME
@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fault_harness import REPO, Case, CaseRunner
-from windows_harness import load, spark_batches
+from support.fault_harness import REPO, Case, CaseRunner
+from support.windows_harness import load, spark_batches
 
 pytestmark = [pytest.mark.faults, pytest.mark.spark, pytest.mark.redis]
 

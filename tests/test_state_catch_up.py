@@ -17,7 +17,7 @@ from collections import Counter, defaultdict
 from typing import Any
 
 import pytest
-from state_fixtures import commit
+from support.state_fixtures import commit
 
 from stormshift.engines.spark.task.taskstate import (
     TaskCache,
@@ -32,7 +32,7 @@ from stormshift.state.fencing import acquire_epoch
 from stormshift.state.snapshots import SnapshotStore, written_head
 
 KEY = b"test-hmac-key"
-pytest_plugins = ["state_fixtures"]
+pytest_plugins = ["support.state_fixtures"]
 TASK = ("ns", "bolt", 0, "config")
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from click.testing import CliRunner
-from state_fixtures import REDIS_URL, commit, run_task
+from support.state_fixtures import REDIS_URL, commit, run_task
 
 from stormshift.cli.state import state_group
 from stormshift.state import opaque_map, transactional_map
@@ -14,7 +14,7 @@ from stormshift.state.fencing import acquire_epoch
 from stormshift.state.inspect import map_items
 from stormshift.state.snapshots import SnapshotStore
 
-pytest_plugins = ["state_fixtures"]
+pytest_plugins = ["support.state_fixtures"]
 
 
 def cli(*args):

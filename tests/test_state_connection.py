@@ -9,7 +9,7 @@ import uuid
 
 import pytest
 import redis
-from state_fixtures import REDIS_URL, RedisProcess, free_port
+from support.state_fixtures import REDIS_URL, RedisProcess, free_port
 
 from stormshift.errors import FencedError, StateError
 from stormshift.state import opaque_map
@@ -19,7 +19,7 @@ from stormshift.state.fencing import acquire_epoch
 from stormshift.state.inspect import map_get
 from stormshift.state.scope import TaskScope
 
-pytest_plugins = ["state_fixtures"]
+pytest_plugins = ["support.state_fixtures"]
 pytestmark = pytest.mark.redis
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 
 import pytest
-from state_fixtures import commit
+from support.state_fixtures import commit
 
 from stormshift.errors import FencedError
 from stormshift.state.dedup import (
@@ -20,7 +20,7 @@ from stormshift.state.scope import TaskScope
 
 MIN_MS = 60_000
 
-pytest_plugins = ["state_fixtures"]
+pytest_plugins = ["support.state_fixtures"]
 
 
 def scope(r, namespace, txid, epoch=None):

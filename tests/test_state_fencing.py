@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 
 import pytest
-from state_fixtures import commit, run_task
+from support.state_fixtures import ON_CLUSTER_TOO, commit, run_task
 
 from stormshift.errors import FencedError, StateError
 from stormshift.state import opaque_map, transactional_map
@@ -16,7 +16,7 @@ from stormshift.state.scope import TaskScope
 
 BATCH = [("a", 1), ("b", 2), ("a", 3)]
 
-pytest_plugins = ["state_fixtures"]
+pytest_plugins = ["support.state_fixtures"]
 
 
 def apply(batch):
@@ -41,6 +41,7 @@ def test_epochs_grow_per_task_and_never_reset(redis_client, ns):
     assert redis_client.ttl(f"ss:{{{ns}}}:epochs") == -1  # no expiry
 
 
+@ON_CLUSTER_TOO
 def test_zombie_writing_after_successor_committed_is_rejected(redis_client, ns):
     zombie_epoch = acquire_epoch(redis_client, ns, "bolt", 0)
     zombie = TaskScope(redis_client, ns, "bolt", 0, 1, zombie_epoch)
@@ -59,6 +60,7 @@ def test_zombie_before_commit_is_rejected_by_epoch(redis_client, ns):
     assert totals(redis_client, ns) == [{"a": 4, "b": 2}, {"a": 4, "b": 2}]
 
 
+@ON_CLUSTER_TOO
 def test_write_at_or_below_committed_txid_is_rejected_even_with_fresh_epoch(redis_client, ns):
     run_task(redis_client, ns, 1, lambda: apply(BATCH))
     commit(redis_client, ns, 1)
@@ -68,6 +70,7 @@ def test_write_at_or_below_committed_txid_is_rejected_even_with_fresh_epoch(redi
     assert totals(redis_client, ns) == [{"a": 4, "b": 2}, {"a": 4, "b": 2}]
 
 
+@ON_CLUSTER_TOO
 def test_two_concurrent_attempts_of_one_batch_newer_wins_totals_exact(redis_client, ns):
     for txid in range(1, 6):
         epochs = [acquire_epoch(redis_client, ns, "bolt", 0) for _ in range(2)]
@@ -114,6 +117,7 @@ def test_two_racing_attempts_without_ordering_keep_totals_exact(redis_client, ns
     assert totals(redis_client, ns) == [{"a": 40, "b": 20}, {"a": 40, "b": 20}]
 
 
+@ON_CLUSTER_TOO
 def test_checkpoint_binding_keeps_txids_growing(redis_client, ns):
     log = CommitLog(redis_client, ns)
     assert log.committed() == -1

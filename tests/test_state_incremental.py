@@ -11,7 +11,7 @@ import pickle
 from collections import Counter, defaultdict
 
 import pytest
-from state_fixtures import commit
+from support.state_fixtures import commit
 
 from stormshift.engines.spark.task.taskstate import restore
 from stormshift.errors import FencedError, StateError
@@ -22,7 +22,7 @@ from stormshift.state.fencing import acquire_epoch
 from stormshift.state.snapshots import SnapshotStore, sign
 
 KEY = b"test-hmac-key"
-pytest_plugins = ["state_fixtures"]
+pytest_plugins = ["support.state_fixtures"]
 
 
 class Bolt:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from state_fixtures import commit, run_task
+from support.state_fixtures import ON_CLUSTER_TOO, commit, run_task
 
 from stormshift.errors import StateError
 from stormshift.state import opaque_map, plain_map, transactional_map
@@ -21,13 +21,14 @@ TABLE = [
     ("replay next, different", 2, [("a", 2), ("c", 10)], {"a": 7, "b": 1, "c": 10}, {"a": 3, "b": 1, "c": 3}),
 ]
 
-pytest_plugins = ["state_fixtures"]
+pytest_plugins = ["support.state_fixtures"]
 
 
 def values(r, namespace, name):
     return {k: v for k, (v, _t) in map_items(r, namespace, "bolt", name).items()}
 
 
+@ON_CLUSTER_TOO
 def test_trident_semantics_table(redis_client, ns):
     opq, trx = opaque_map("o"), transactional_map("t")
     committed = 0
@@ -46,6 +47,7 @@ def test_trident_semantics_table(redis_client, ns):
         assert values(redis_client, ns, "t") == want_trx, case
 
 
+@ON_CLUSTER_TOO
 def test_replays_of_set_and_update_follow_the_table(redis_client, ns):
     opq, trx = opaque_map("o"), transactional_map("t")
 
@@ -65,6 +67,7 @@ def test_replays_of_set_and_update_follow_the_table(redis_client, ns):
     assert values(redis_client, ns, "t") == {"last": 5}
 
 
+@ON_CLUSTER_TOO
 def test_reads_see_own_writes_and_opaque_replay_reads_prev(redis_client, ns):
     opq, trx = opaque_map("o"), transactional_map("t")
     seen = []
@@ -88,6 +91,7 @@ def test_reads_see_own_writes_and_opaque_replay_reads_prev(redis_client, ns):
     assert values(redis_client, ns, "t") == {"k": 11}
 
 
+@ON_CLUSTER_TOO
 def test_values_round_trip_through_msgpack_and_floats(redis_client, ns):
     m = opaque_map("v")
     vals = {"s": "héllo", "l": [1, "x", None], "d": {"a": 1}, "f": 0.1, "big": 2**70, "t": True,
@@ -115,6 +119,7 @@ def test_plain_map_is_at_least_once(redis_client, ns):
     assert values(redis_client, ns, "p") == {"a": 2}
 
 
+@ON_CLUSTER_TOO
 def test_flush_is_one_round_trip_whatever_the_key_count(redis_client, ns):
     m = opaque_map("o")
     small = run_task(redis_client, ns, 1, lambda: [m.increment(i, 1) for i in range(10)])
@@ -141,6 +146,7 @@ def test_one_map_name_one_kind(redis_client, ns):
         run_task(redis_client, ns, 1, body)
 
 
+@ON_CLUSTER_TOO
 def test_failed_batch_writes_nothing(redis_client, ns):
     m = opaque_map("o")
 

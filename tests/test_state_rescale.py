@@ -6,7 +6,7 @@ import pickle
 from collections import Counter, defaultdict
 
 import pytest
-from state_fixtures import commit
+from support.state_fixtures import commit
 
 from stormshift.adapters.routing import hash_one, stable_hash
 from stormshift.errors import StateError
@@ -23,7 +23,7 @@ from stormshift.topology.graph import (
     InputDef,
 )
 
-pytest_plugins = ["state_fixtures"]
+pytest_plugins = ["support.state_fixtures"]
 KEY = b"k" * 32
 
 

@@ -8,7 +8,7 @@ import uuid
 
 import pytest
 import redis
-from state_fixtures import RedisProcess
+from support.state_fixtures import RedisProcess
 
 from stormshift.state import opaque_map, transactional_map
 from stormshift.state.commit import CommitLog
@@ -20,7 +20,7 @@ from stormshift.state.scope import TaskScope
 pytestmark = [pytest.mark.slow, pytest.mark.redis]
 KEYS = 30_000
 
-pytest_plugins = ["state_fixtures"]
+pytest_plugins = ["support.state_fixtures"]
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ import os
 import pickle
 
 import pytest
-from state_fixtures import commit
+from support.state_fixtures import ON_CLUSTER_TOO, commit
 
 from stormshift.errors import FencedError, StateError
 from stormshift.state import keys as K
@@ -17,7 +17,7 @@ from stormshift.state.snapshots import SnapshotStore
 
 KEY = b"test-hmac-key"
 
-pytest_plugins = ["state_fixtures"]
+pytest_plugins = ["support.state_fixtures"]
 
 
 def save(store, r, namespace, txid, payload, task=0):
@@ -25,6 +25,7 @@ def save(store, r, namespace, txid, payload, task=0):
     return store.save("counter", task, txid, epoch, payload)
 
 
+@ON_CLUSTER_TOO
 def test_load_returns_newest_committed_version_below_txid(redis_client, ns):
     store = SnapshotStore(redis_client, ns, KEY)
     assert store.load("counter", 0, 1) is None
@@ -40,6 +41,7 @@ def test_load_returns_newest_committed_version_below_txid(redis_client, ns):
     assert sorted(store.sizes()[("counter", 0)]) == [2, 3]
 
 
+@ON_CLUSTER_TOO
 def test_tampered_snapshot_is_refused_never_unpickled(redis_client, ns):
     store = SnapshotStore(redis_client, ns, KEY)
     save(store, redis_client, ns, 1, pickle.dumps({"count": 1}))

@@ -8,7 +8,7 @@ import pytest
 
 from stormshift.state.starts import query_start
 
-pytest_plugins = ["state_fixtures"]
+pytest_plugins = ["support.state_fixtures"]
 pytestmark = pytest.mark.redis
 
 

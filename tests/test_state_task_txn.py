@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from state_fixtures import commit
+from support.state_fixtures import ON_CLUSTER_TOO, commit
 
 from stormshift.errors import FencedError, StateError
 from stormshift.state import keys as K
@@ -19,7 +19,7 @@ from stormshift.state.sinkstream import read_entries, sink_call
 from stormshift.state.snapshots import SnapshotStore
 from stormshift.state.task_txn import Status, TaskTxn
 
-pytest_plugins = ["state_fixtures"]
+pytest_plugins = ["support.state_fixtures"]
 HMAC = b"test-key"
 
 
@@ -66,6 +66,23 @@ def test_calls_come_in_step_order_each_fenced_by_epoch_and_txid():
         "opaque", "transactional", "snapshot_put", "dlq_add_fenced", "sink_put", "stats_put"]
     for name, _keys, args in calls:
         assert args[:3] == [7, 3, "bolt:1"], name  # epoch, txid, task: every call is fenced
+
+
+def test_map_bytes_counts_the_keyed_map_writes_and_the_commit_sends_them_once():
+    txn = _open_without_redis()
+    with txn.scope():
+        transactional_map("t").put("k", "v" * 100)
+    n = txn.map_bytes()  # seals the scope: what the commit will send
+    assert n >= 100
+    [call] = txn.calls()
+    assert call[0] == "transactional"
+    assert n == sum(len(a) for a in call[2][4:])  # packed keys and values, no fence header
+    assert txn.map_bytes() == n and len(txn.calls()) == 1  # sealed once, not twice
+
+
+def test_map_bytes_is_zero_without_map_writes():
+    txn = _open_without_redis()
+    assert txn.map_bytes() == 0
 
 
 def test_namespace_wide_calls_are_fenced_on_the_epoch_counter_and_commit_record():
@@ -138,6 +155,7 @@ def _assert_one_commit(r, ns):
     assert got["counters"] == [("bolt:0", b"record")]
 
 
+@ON_CLUSTER_TOO
 def test_a_commit_writes_every_step_in_one_round(redis_client, ns):
     txn = _txn(redis_client, ns, 1)
     txn.begin()
@@ -152,6 +170,7 @@ def test_a_commit_writes_every_step_in_one_round(redis_client, ns):
     assert later.restore_point().base == b"state-at-txid"
 
 
+@ON_CLUSTER_TOO
 def test_a_stale_epochs_commit_writes_nothing(redis_client, ns):
     zombie = _txn(redis_client, ns, 1)
     zombie.begin()
@@ -164,6 +183,7 @@ def test_a_stale_epochs_commit_writes_nothing(redis_client, ns):
                                           "dead_letters": [], "sink": [], "counters": []}
 
 
+@ON_CLUSTER_TOO
 def test_a_txid_at_or_below_the_committed_one_is_refused(redis_client, ns):
     commit(redis_client, ns, 5)
     for txid in (5, 4):
@@ -177,6 +197,7 @@ def test_a_txid_at_or_below_the_committed_one_is_refused(redis_client, ns):
     assert got["maps"] == {"o": {}, "t": {}}
 
 
+@ON_CLUSTER_TOO
 def test_a_replayed_commit_of_the_same_txid_lands_once(redis_client, ns):
     first = _txn(redis_client, ns, 1)
     first.begin()

@@ -42,6 +42,7 @@ def test_a_jvm_start_is_refused_before_any_process_starts() -> None:
     ([sys.executable, "-m", "stormshift", "run", "examples/adclicks"], "spark"),
     (["stormshift", "submit", "p", "--master", "local[1]", "--run"], "spark"),
     (["redis-server", "--port", "0"], "redis"),
+    (["/root/.calfkit/bin/tansu-v0.6.0-510f3e2", "broker", "--silent"], "kafka"),
     ([sys.executable, "-m", "stormshift", "--help"], None),
     ([sys.executable, "-m", "stormshift", "run", "examples/wordcount", "--engine", "local"], None),
     ([sys.executable, "-m", "stormshift", "submit", "p", "--master", "m"], None),
@@ -76,12 +77,15 @@ def test_the_plugin_marks_tiers_and_fails_mismarked_and_swallowed_violations(
         pytester: pytest.Pytester) -> None:
     """End to end in an inner session: fixtures imply markers, unmarked tests become ``unit``,
     and a violation a test catches and ignores still fails it."""
-    pytester.makeini("[pytest]\nmarkers =\n    unit\n    spark\n    redis\n    slow\n")
+    pytester.makeini("[pytest]\nmarkers =\n    unit\n    spark\n    redis\n    slow\n    kafka\n")
     pytester.makeconftest(
         "import pytest\n"
         "@pytest.fixture\n"
         "def redis_url():\n"
-        "    return 'redis://127.0.0.1:1/0'\n")
+        "    return 'redis://127.0.0.1:1/0'\n"
+        "@pytest.fixture\n"
+        "def broker():\n"
+        "    return None\n")
     pytester.makepyfile(test_inner=(
         "import subprocess, pytest, redis, fakeredis\n"
         "def test_fake():\n"
@@ -95,10 +99,12 @@ def test_the_plugin_marks_tiers_and_fails_mismarked_and_swallowed_violations(
         "    subprocess.run(['java', '-version'])\n"
         "def test_by_fixture(redis_url):\n"
         "    pass\n"
+        "def test_by_broker(broker):\n"
+        "    pass\n"
         "@pytest.mark.spark\n"
         "def test_marked():\n"
         "    pass\n"))
     result = pytester.runpytest_inprocess("-p", "tier_guard", "-m", "unit")
-    result.assert_outcomes(passed=1, failed=2, deselected=2)
+    result.assert_outcomes(passed=1, failed=2, deselected=3)
     result.stdout.fnmatch_lines(["*_ test_swallowed _*", "E *connected to a Redis server*pytest.mark.redis*",
                                  "*_ test_jvm _*", "E *started a JVM (`java -version`)*pytest.mark.spark*"])

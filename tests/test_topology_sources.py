@@ -11,7 +11,7 @@ import sys
 import sysconfig
 from pathlib import Path
 
-from local_fixtures import PICKY, STDNAMES, from_stdlib
+from support.local_fixtures import PICKY, STDNAMES, from_stdlib
 
 from stormshift.engines.local import LocalEngine, SimClock
 from stormshift.topology.loader import import_component_class, load_topology

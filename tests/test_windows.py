@@ -9,7 +9,7 @@ from typing import Any
 from zoneinfo import ZoneInfo
 
 import pytest
-from windows_fixtures import BillingTopology, DailySpend, run_probe
+from support.windows_fixtures import BillingTopology, DailySpend, run_probe
 
 from stormshift.engines.local.engine import LocalEngine
 from stormshift.engines.local.scheduler import SimClock

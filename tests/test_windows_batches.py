@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 from streamparse import Grouping, Topology
-from windows_fixtures import ClickSpout, ProbeBolt
+from support.windows_fixtures import ClickSpout, ProbeBolt
 
 from stormshift.adapters.host import host_component
 from stormshift.engines.spark.driver.windows import (

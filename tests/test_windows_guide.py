@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from guide_outputs import Shown, shown_outputs
+from support.guide_outputs import Shown, shown_outputs
 
 ROOT = Path(__file__).resolve().parents[1]
 GUIDE = ROOT / "migrations_guide" / "windows.md"

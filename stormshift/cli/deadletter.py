@@ -5,8 +5,9 @@
 
 ``replay`` does not run anything: it MOVES the chosen dead letters (each once,
 atomically) into the namespace's redrive stream; the next batch that a
-``stormshift run`` of the project (Spark engine) runs takes them, exactly once
-(``state/redrive.py``, ``engines/spark/driver/redrive.py``). A batch runs when there
+``stormshift run`` of the project (Spark engine) runs takes them, exactly once.
+Both subcommands go through the public ``stormshift.deadletters.DeadLetterDesk``
+(its docstring defines the words), never the driver or the state layout. A batch runs when there
 is input: a bounded run whose checkpoint already reached its end plans none,
 so give it new input, or a new checkpoint with ``--adopt-state``. Only dead
 letters of bolts can go back: a spout record that could not be decoded (reason
@@ -32,7 +33,7 @@ from stormshift.cli.connect import no_namespace, open_state
 from stormshift.cli.options import json_option, load_graph, redis_option, topology_options
 from stormshift.display import cell, console, cut, json_text
 
-__all__ = ["deadletter_group", "letters_table", "namespace_of", "redrive_refusal"]
+__all__ = ["deadletter_group", "letters_table", "namespace_of"]
 
 VALUES_WIDTH = 120
 
@@ -100,43 +101,26 @@ def ls_cmd(project: str | None, name: str | None, environment: str | None,
            config_options: tuple[str, ...], redis_url: str | None, namespace: str | None,
            component: str | None, as_json: bool, limit: int | None) -> None:
     """List dead letters oldest first: entry, tuple, reason, the whole error, values."""
-    from stormshift.state.commit import CommitLog
-    from stormshift.state.deadletter import DeadLetters
+    from stormshift.deadletters import DeadLetterDesk
     from stormshift.state.inspect import json_default
-    from stormshift.state.redrive import Redrive
 
     ns = _target(project, namespace, name, environment, config_options)
     r = open_state(redis_url, reading=True)
     if r is None or no_namespace(r, ns, redis_url):
         return
-    letters = DeadLetters(r, ns).list(component=component, limit=limit)
+    desk = DeadLetterDesk(r, ns)
+    letters = desk.entries(component=component, limit=limit)
     if as_json:
         for d in letters:
             click.echo(json_text(d.as_dict(), default=json_default))
         return
     console().print(letters_table(ns, letters, component))
-    redrive = Redrive(r, ns)
-    waiting = len(redrive.waiting())
-    claimed = redrive.claimed(above=CommitLog(r, ns).committed())
-    if waiting or claimed:
-        held = sum(claimed.values())
-        click.echo(f"queued for redrive: {waiting} waiting for the next run"
-                   + (f", {held} taken by uncommitted txid(s) {sorted(claimed)}" if claimed else ""))
-
-
-def redrive_refusal(graph: Any, layout: Any, letter: Any, committed: int) -> str | None:
-    """Why ``letter`` cannot be redriven into ``graph`` now (None: it can)."""
-    from stormshift.engines.spark.driver.redrive import plan_redrive
-
-    comp = graph.components.get(letter.component)
-    if letter.reason == "decode" or (comp is not None and comp.is_spout):
-        return ("a spout record that could not be decoded is no tuple and cannot be redriven; "
-                "fix the source data and append it to the source again")
-    if letter.txid > committed:
-        return (f"its batch (txid {letter.txid}) has not committed yet (committed: {committed}); "
-                "let the run finish first")
-    rejected = plan_redrive(layout, [letter]).rejected
-    return rejected[0][1] if rejected else None
+    queued = desk.queued()
+    if queued.waiting or queued.claimed:
+        held = sum(queued.claimed.values())
+        click.echo(f"queued for redrive: {queued.waiting} waiting for the next run"
+                   + (f", {held} taken by uncommitted txid(s) {sorted(queued.claimed)}"
+                      if queued.claimed else ""))
 
 
 @deadletter_group.command("replay")
@@ -147,10 +131,7 @@ def replay_cmd(project: str, name: str | None, environment: str | None,
                config_options: tuple[str, ...], redis_url: str | None, namespace: str | None,
                component: str | None, ids: tuple[str, ...]) -> None:
     """Send dead letters back (after a fix): the next `stormshift run PROJECT` processes them once."""
-    from stormshift.engines.spark.layout import Layout
-    from stormshift.state.commit import CommitLog
-    from stormshift.state.deadletter import DeadLetters
-    from stormshift.state.redrive import Redrive
+    from stormshift.deadletters import DeadLetterDesk
 
     graph = load_graph(project, name, environment, config_options)
     ns = namespace or namespace_of(graph)
@@ -160,25 +141,11 @@ def replay_cmd(project: str, name: str | None, environment: str | None,
     r = open_state(redis_url, reading=True)
     if r is None or no_namespace(r, ns, redis_url):
         return
-    layout = Layout(graph)
-    committed = CommitLog(r, ns).committed()
-    letters = DeadLetters(r, ns).list(component=component)
-    if ids:
-        letters = [d for d in letters if d.id in set(ids)]
-        missing = sorted(set(ids) - {d.id for d in letters})
-        if missing:
-            click.echo(f"not in the dead-letter stream of {ns}: {', '.join(missing)}", err=True)
-    chosen: list[str] = []
-    refused: dict[str, list[str]] = {}
-    for d in letters:
-        why = redrive_refusal(graph, layout, d, committed)
-        if why is None:
-            chosen.append(d.id)
-        else:
-            refused.setdefault(why, []).append(d.id)
-    moved = Redrive(r, ns).move(chosen)
-    click.echo(f"{len(moved)} dead letter(s) of {ns} queued for redrive; the next batch of "
+    done = DeadLetterDesk(r, ns, graph).redrive(ids, component=component)
+    if done.missing:
+        click.echo(f"not in the dead-letter stream of {ns}: {', '.join(done.missing)}", err=True)
+    click.echo(f"{len(done.moved)} dead letter(s) of {ns} queued for redrive; the next batch of "
                f"`stormshift run {project}` processes each exactly once")
-    for why, entry_ids in refused.items():
+    for why, entry_ids in done.refused.items():
         shown = ", ".join(entry_ids[:5]) + (" ..." if len(entry_ids) > 5 else "")
         click.echo(f"{len(entry_ids)} left in the dead-letter stream ({shown}): {why}", err=True)

@@ -5,7 +5,7 @@
 offsets are step positions and each batch ends at the next of ``steps.cuts``
 (every batch boundary is in the offsets, so Spark's offset log replays it).
 The windowed bolt and the collecting bolt are the local engine's
-(``windows_fixtures.py``). ``Scenario`` has one partition; ``topology(n)`` n.
+(``support/windows_fixtures.py``). ``Scenario`` has one partition; ``topology(n)`` n.
 """
 
 from __future__ import annotations
@@ -16,10 +16,10 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # windows_fixtures (tests/)
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # support.windows_fixtures (tests/)
 
 from streamparse import Grouping, Topology
-from windows_fixtures import CollectBolt, ScenarioBolt
+from support.windows_fixtures import CollectBolt, ScenarioBolt
 
 from stormshift.spouts.base import ReplayableSpout, msg_id_for
 from stormshift.windows import Windowing

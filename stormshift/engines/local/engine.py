@@ -222,6 +222,12 @@ class LocalEngine:
             counters = self.tasks.window_counters(comp.name)
             if counters:
                 board.windows[comp.name] = counters
+            watermark = self.tasks.window_watermark_ms(comp.name)
+            if watermark is not None:
+                board.watermarks_ms[comp.name] = watermark
+        for comp in self.graph.spouts:
+            for lag in self.tasks.source_lags(comp.name):
+                board.set_lag(comp.name, lag)
         board.stop_reason = self.summary.stop_reason
         board.updated_ms = int(time.time() * 1000)
         return board

@@ -315,6 +315,27 @@ class TaskSet:
                     total[name] = total.get(name, 0) + n
         return total
 
+    def window_watermark_ms(self, component: str) -> int | None:
+        """A windowed bolt's watermark: the lowest of its tasks' (each task tracks its own
+        inputs here; the Spark engine keeps one tracker per bolt), None if not windowed."""
+        marks = [inst.watermark_ms for inst in self.instances(component)
+                 if getattr(inst, "windowing_state", None) is not None]
+        return min(marks) if marks else None
+
+    def source_lags(self, component: str) -> list[Any]:
+        """A replayable spout's lag per task at its cursor (``spouts/lag.py``); empty for
+        other spouts, or a replayable spout of the user's that cannot count it."""
+        lags = []
+        for inst in self.instances(component):
+            measure = getattr(inst, "local_lag", None)
+            try:
+                lag = measure() if callable(measure) else None
+            except NotImplementedError:
+                lag = None
+            if lag is not None:
+                lags.append(lag)
+        return lags
+
     def run_bolts(self, faults: ActiveFaults) -> bool:
         """Every bolt task drains its queue, upstream components first."""
         did = False

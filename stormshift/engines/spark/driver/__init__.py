@@ -15,7 +15,8 @@ which builds the spark-submit command that starts a driver on a cluster).
   (a Spark checkpoint ahead of Redis), ``stopping.py`` (Ctrl-C / SIGTERM as
   stop requests), ``upgrade.py`` (new code on stored state, before any batch:
   ``stormshift plan`` and the run's check), ``deps.py`` (the project's
-  dependencies ``submit`` ships).
+  dependencies ``submit`` ships), ``zips.py`` (the reproducible zips both
+  ``submit.py`` and ``deps.py`` write).
 
 Crosses the boundary: OUT a pickled ``task.stage.StageJob`` per stage (with the
 ``layout.Layout``) inside the ``mapInArrow`` function, small DataFrames of

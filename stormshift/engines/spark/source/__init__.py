@@ -11,8 +11,9 @@ Runs in three places (pyspark 4.3, ``python_streaming_source_runner``):
 - with ``stormshift.spout.executor`` a generic spout's planner (``chunk_planner.py``)
   hosts no instance: it numbers chunks, and the executors' reads run the spout
   (``live_spout.py``), the task's live instance kept in a spout host process
-  that every Python worker of the executor asks (``spout_host.py``), or with
-  ``stormshift.spout.host`` false in each Python worker;
+  (``spout_host.py``) that every Python worker of the executor asks through
+  ``host_client.py``, or with ``stormshift.spout.host`` false in each Python
+  worker; both find instances in ``live_registry.py``;
 - executors run ``read`` on a pickled copy of the reader, which reads its
   partition's range through ``../spoutrange.py`` (a stage head that reads its
   spout's ranges itself uses the same reader inside its task).
@@ -26,5 +27,8 @@ the write-ahead log and dead letters (``state/``), the spout reports
 (``state/keys.py`` ``spout_report_key``: written by the planner, read and
 cleared by the driver, so the record's both halves live here with its writer).
 ``source.py`` imports ``planner.py`` (lazily, in the planner process only);
-both import ``options.py``: no cycle.
+both import ``options.py``. ``live_spout.py`` (the read) and ``spout_host.py``
+(the host process) both import ``live_registry.py`` and ``host_client.py``, and
+the host imports the read's catch-up: no cycle (tests/test_code_quality.py
+checks the whole package).
 """

@@ -35,6 +35,12 @@ from typing import Any
 import msgpack
 
 from stormshift.engines.spark import faults
+from stormshift.engines.spark.source.live_registry import (
+    LIVE,
+    SpoutNotDeterministic,
+    forget_live_spouts,
+    live_key,
+)
 from stormshift.errors import StormshiftError
 from stormshift.state.chunks import ChunkHead, ChunkLog, ids_digest
 
@@ -45,10 +51,6 @@ _EMPTY_SLEEP_SECS = 0.001
 CATCH_UP_STALL_SECS = 60.0  # a replay that gets no emit for this long is not deterministic
 Item = tuple[tuple[int, list[int], bytes], Any]  # (WAL entry, msg id)
 HOST_KEY = "stormshift.spout.host"
-
-
-class SpoutNotDeterministic(StormshiftError):
-    """A fresh instance of an executor-side spout did not re-emit what its log holds."""
 
 
 class LiveSpout:
@@ -189,18 +191,7 @@ def not_deterministic(spout: str, task: int, number: int, head: ChunkHead, got: 
 
 # ----------------------------------------------------------- per worker -----
 
-_LIVE: dict[tuple[Any, ...], LiveSpout] = {}
-
-
-def forget_live_spouts() -> None:
-    """Drop every live instance of this process (tests: a fresh worker)."""
-    _LIVE.clear()
-
-
-def _cache_key(opts: Any, task: int) -> tuple[Any, ...]:
-    graph, comp = opts.graph, opts.graph.component(opts.spout)
-    return (opts.namespace, opts.spout, task, comp.class_path, repr(sorted(graph.config.items())),
-            repr(sorted(comp.config.items())), graph.wiring())
+# the instances live in ``live_registry.LIVE`` (shared with ``spout_host.py``)
 
 
 def _fresh(opts: Any, task: int, log: ChunkLog) -> LiveSpout:
@@ -235,8 +226,8 @@ def _dead_letterer(opts: Any, task: int) -> Any:
 
 def _at_head(opts: Any, task: int, number: int, log: ChunkLog) -> LiveSpout:
     """This worker's instance of the task, brought to chunk ``number`` (module doc)."""
-    key = _cache_key(opts, task)
-    live = _LIVE.pop(key, None)
+    key = live_key(opts, task)
+    live = LIVE.pop(key, None)
     stats: dict[str, int] = {}
     if live is None or live.number > number:
         live = _fresh(opts, task, log)
@@ -256,7 +247,7 @@ def _at_head(opts: Any, task: int, number: int, log: ChunkLog) -> LiveSpout:
         stats["replayed"] = live.seq - seq
     if stats:
         log.count(**stats)
-    _LIVE[key] = live
+    LIVE[key] = live
     return live
 
 
@@ -277,8 +268,8 @@ def _resume(live: LiveSpout, resume: Any, number: int, log: ChunkLog) -> None:
 
 def chunk_entries(opts: Any, task: int, number: int, limit: int) -> list[Any]:
     """The entries of chunk ``number`` of spout task ``task``: logged by this read if it is
-    the first, else re-read (module doc). With a spout host (``spout_host.py``, the
-    default) the live instance lives there, else in this worker."""
+    the first, else re-read (module doc). With a spout host (``host_client.py`` /
+    ``spout_host.py``, the default) the live instance lives there, else in this worker."""
     from stormshift.engines.spark.runtime.worker import redis_for
 
     log = ChunkLog(redis_for(opts.redis_url), opts.namespace, opts.spout, task)
@@ -287,7 +278,7 @@ def chunk_entries(opts: Any, task: int, number: int, limit: int) -> list[Any]:
     if got is not None:
         return got[0]
     if host_mode(opts):
-        from stormshift.engines.spark.source.spout_host import chunk_from_host
+        from stormshift.engines.spark.source.host_client import chunk_from_host
 
         entries = chunk_from_host(opts, task, number, limit, log)
     else:
@@ -302,7 +293,7 @@ def emit_chunk(opts: Any, task: int, number: int, limit: int, acked: int,
     log's head and given the acks below ``acked`` first. The instance stays out of the
     cache until the caller knows the chunk is logged as it emitted it (``keep``)."""
     live = _at_head(opts, task, number, log)
-    _LIVE.pop(_cache_key(opts, task), None)
+    LIVE.pop(live_key(opts, task), None)
     live.drain_acks(acked)
     items, ended = live.collect(limit, opts.budget_ms)
     entries, msg_ids = [e for e, _ in items], [m for _, m in items]
@@ -314,7 +305,7 @@ def keep(opts: Any, task: int, live: LiveSpout, number: int, msg_ids: list[Any])
     """Chunk ``number`` (these msg ids) is logged as ``live`` emitted it: the instance is at
     the log's head again and goes back to the cache."""
     live.advance(number, msg_ids)
-    _LIVE[_cache_key(opts, task)] = live
+    LIVE[live_key(opts, task)] = live
 
 
 def _chunk_here(opts: Any, task: int, number: int, limit: int, log: ChunkLog) -> list[Any]:
@@ -345,11 +336,11 @@ def drain_acks(opts: Any, task: int) -> None:
     """A read with no chunk (the task ended, or the batch that ends the run): the task's
     instance on this worker, if any, still gets the acks of committed chunks."""
     if host_mode(opts):
-        from stormshift.engines.spark.source.spout_host import acks_to_host
+        from stormshift.engines.spark.source.host_client import acks_to_host
 
         acks_to_host(opts, task)
         return
-    live = _LIVE.get(_cache_key(opts, task))
+    live = LIVE.get(live_key(opts, task))
     if live is not None and live.unacked:
         from stormshift.engines.spark.runtime.worker import redis_for
 

@@ -19,9 +19,11 @@ row names the task), and member *m* runs as task *i* of *m* too. Per batch:
 Each member's tuples run through the per-tuple kernel (``adapters/kernel.py``),
 a chunk at a time; a tuple whose attempt is not OK is retried, dead-lettered
 and its member redone as ``adapters/retry_policy.py`` decides (the words are
-defined there). Here a redo drops the member's rows, fused queues and state map
-writes of this batch (``_Redo`` leaves its ``TaskScope``) and runs it again
-from the state of txid-1 with its dead-lettered tuples skipped, so a
+defined there), and whether the member is done or runs again is
+``adapters/attempts.py``'s ``MemberAttempts`` (an explicit status per member).
+Here a redo drops the member's rows, fused queues and state map writes of this
+batch (``TaskTxn.abort`` discards its ``TaskScope``) and runs it again from the
+state of txid-1 with its dead-lettered tuples skipped, so a
 dead-lettered tuple leaves no trace in state and one that succeeded on a retry
 counts once. Emits go to the rows at once (``output.py``), so an emit that
 cannot be encoded forces a redo as a raise does. Every dead letter carries its
@@ -35,12 +37,13 @@ leaves none behind for a tuple its retry then processes.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 import pyarrow as pa
 
+from stormshift.adapters.attempts import AttemptStatus, MemberAttempts
 from stormshift.adapters.kernel import Kernel
 from stormshift.adapters.retry_policy import Action, Outcome, RetryPolicy
 from stormshift.engines.logs import max_lines_per_task
@@ -74,7 +77,7 @@ from stormshift.engines.spark.task.windowing import start as start_windows
 from stormshift.errors import ComponentFailure, TupleError
 from stormshift.state import batchstats
 
-__all__ = ["StageJob", "run_partition"]
+__all__ = ["StageJob", "run_partition", "run_task"]
 
 _CACHE = TaskCache()
 Poison = dict[str, tuple[str, tuple[Any, ...]]]  # tuple id -> (reason, its dead letter)
@@ -94,10 +97,7 @@ class StageJob:
     sink: SinkSpec
     max_attempts: int = 3
     time: BatchTime | None = None  # windows and end of input (``windowing.py``)
-
-
-class _Redo(Exception):
-    """A member's run saw a failed attempt: drop its effects and run it again (module doc)."""
+    task_hosts: int = 0  # host slots per executor (``task_host.py``); 0: run in the worker
 
 
 class _Member:
@@ -143,6 +143,7 @@ class _Member:
                                    self.txn.restore_point, self.txn.catch_up_point)
         self.stats.reused = int(how == "reused")
         self.stats.caught_up = int(how == "caught_up")
+        self.stats.started = int(how == "started")
         self.host.router.reset_seq()
         self.log_limit = max_lines_per_task(self.host.conf, self.name)
         if self.poison and self.host.batching:  # held tuples of earlier batches dead-lettered
@@ -157,7 +158,7 @@ class _Member:
         job, txn = self.job, self.txn
         payload, *how = snapshot_of(self.host, job.txid)  # a delta, or now and then a base
         txn.snapshot(payload, *how)
-        self.stats.state_bytes = len(payload)
+        self.stats.state_bytes = len(payload) + txn.map_bytes()  # snapshot + keyed maps
         for letter in self.letters:  # in the commit after the snapshot: a fenced zombie writes none
             stage_dead_letter(txn, *letter)
         if job.sink.kind == "redis" and self.output.leaves:
@@ -304,14 +305,15 @@ class _Member:
 
 
 def run_partition(jobs: Mapping[str, StageJob], batches: Iterator[pa.RecordBatch],
-                  seen: dict[str, str] | None = None) -> Iterator[pa.RecordBatch]:
+                  seen: dict[str, str] | None = None,
+                  hosted: Callable[..., list[pa.RecordBatch]] | None = None) -> Iterator[pa.RecordBatch]:
     """mapInArrow body for one task of one of ``jobs``' stages (by head; module doc steps 1-4).
 
     The partition's beacon names the task: its global task id gives the
     component, so the stage, of a group of stages run as one Spark stage.
+    ``hosted(dest, job, task, table, attempt)`` runs the task on its task host
+    (``task_host.run_on_host``) when the job has host slots; else it runs here.
     """
-    from stormshift.errors import FencedError
-
     layout = next(iter(jobs.values())).layout
     ensure_paths(layout.graph)
     table = R.sorted_table(batches)  # Step 1.
@@ -327,13 +329,23 @@ def run_partition(jobs: Mapping[str, StageJob], batches: Iterator[pa.RecordBatch
     if batchstats.count_attempt(r, job.namespace, job.txid, job.stage.head, task) > 1 or attempt:
         batchstats.note(r, job.namespace, "retried")
     faults.hit("stage.start", txid=job.txid, component=job.stage.head, task=task, attempt=attempt)
+    if hosted is not None and job.task_hosts:
+        yield from hosted(dest, job, task, table, attempt)
+        return
+    yield from run_task(job, task, table, r).batches()
+
+
+def run_task(job: StageJob, task: int, table: pa.Table, r: Any) -> R.RowBuilder:
+    """Steps 2-4 for task ``task`` of ``job``'s stage, in this process (a worker or a task
+    host): the rows it sends on."""
+    from stormshift.errors import FencedError
+
     try:
-        out = _run_members(job, task, table, r)
+        return _run_members(job, task, table, r)
     except FencedError:
         # A newer attempt of this task owns it (this one is a zombie): none of our writes landed.
         batchstats.note(r, job.namespace, "fenced")
         raise
-    yield from out.batches()
 
 
 def _run_members(job: StageJob, task: int, table: pa.Table, r: Any) -> R.RowBuilder:
@@ -344,32 +356,22 @@ def _run_members(job: StageJob, task: int, table: pa.Table, r: Any) -> R.RowBuil
     for position, name in enumerate(members):
         feeds = {m: queues[m] for m in members[position + 1:] if m in job.layout.fed_by(job.stage, name)}
         ctx = {"txid": job.txid, "component": name, "task": task}
-        poison: Poison = {}
-        redo, flush_attempt = False, 0
-        while True:
+        attempts = MemberAttempts(f"component {name!r} task {task}")
+        for run in attempts.runs():
             mark, fed = out.mark(), {m: len(q) for m, q in feeds.items()}
-            member = _Member(job, name, task, r, out, feeds, dict(poison), redo, flush_attempt)
+            member = _Member(job, name, task, r, out, feeds, run.poison, run.redo, run.flush_attempt)
             member.open()
-            try:
-                with member.txn.scope():
-                    started = time.perf_counter_ns()
-                    _run_member(job, member, position, table, queues, ctx)
-                    member.stats.busy_us = (time.perf_counter_ns() - started) // 1000
-                    if member.tainted:
-                        raise _Redo  # the scope drops this run's map writes
-            except _Redo:
+            with member.txn.scope():
+                started = time.perf_counter_ns()
+                _run_member(job, member, position, table, queues, ctx)
+                member.stats.busy_us = (time.perf_counter_ns() - started) // 1000
+            if attempts.finish(member.tainted, member.retry_flush, member.poison) is AttemptStatus.REDO:
+                # drop this run's map writes, rows and fused queues; the next run restores the
+                # state of txid-1 (open() popped the live instance)
                 member.txn.abort()
                 out.rewind(mark)
                 for m, n in fed.items():
                     del feeds[m][n:]
-                if member.retry_flush:
-                    flush_attempt += 1  # a flush retried: the same poison, one attempt more
-                elif redo and member.poison.keys() == poison.keys():  # pragma: no cover
-                    raise RuntimeError(f"{name}:{task}: a redo found no new dead letter") from None
-                # The next run restores the state of txid-1 (open() popped the live instance).
-                poison, redo = member.poison, True
-                continue
-            break
         queues.pop(name, None)
         member.drain_counts()
         member.stats.sent = out.sent(mark[0])

@@ -29,7 +29,7 @@ from typing import Any
 import psutil
 import redis
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 EXECUTOR_CLASS = "org.apache.spark.executor.CoarseGrainedExecutorBackend"
 # Short-lived JVMs on a 2-core box: the C1 compiler and one GC thread spend far less CPU.
 JVM_OPTS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"

@@ -18,8 +18,8 @@ import redis
 
 from stormshift.state.final import committed_attributes
 
-ROOT = Path(__file__).resolve().parent.parent
-LEDGER = Path(__file__).resolve().parent / "fixtures" / "operate" / "ledger"
+ROOT = Path(__file__).resolve().parents[2]
+LEDGER = Path(__file__).resolve().parents[1] / "fixtures" / "operate" / "ledger"
 
 
 def expected_balances(readings: int, start: int = 0) -> Counter:

@@ -38,7 +38,7 @@ from stormshift.windows import (
     Windowing,
 )
 
-SCENARIOS = Path(__file__).parent / "windows_scenarios"
+SCENARIOS = Path(__file__).parents[1] / "windows_scenarios"
 FIELDS = ("key", "t", "v")
 
 

@@ -16,12 +16,12 @@ from typing import Any, ClassVar
 from zoneinfo import ZoneInfo
 
 from streamparse import Bolt, Grouping, Spout, Stream, Topology
-from windows_harness import load, result_of, windowing_of
 
 from stormshift.engines.local.engine import LocalEngine
 from stormshift.engines.local.scheduler import SimClock
 from stormshift.topology.loader import load_topology
 from stormshift.windows import SumField, TupleWindow, WindowedBolt, Windowing, with_retractions
+from support.windows_harness import load, result_of, windowing_of
 
 CLOCKS: dict[str, SimClock] = {}
 CURSORS: dict[str, list[int]] = {}

@@ -250,7 +250,7 @@ def wordcount(
 # Projects whose module names collide: stdnames' ``src/queue.py`` and ``src/json.py``
 # with the standard library, picky's and stdnames' ``spouts.numbers.NumberSpout`` and
 # ``bolts`` with each other (test_topology_sources.py, test_spark_sources.py).
-TOPOLOGIES = Path(__file__).parent / "fixtures" / "topologies"
+TOPOLOGIES = Path(__file__).parents[1] / "fixtures" / "topologies"
 STDNAMES = TOPOLOGIES / "stdnames"
 PICKY = TOPOLOGIES / "picky"
 STDLIB = Path(sysconfig.get_paths()["stdlib"]).resolve()

@@ -25,11 +25,11 @@ from pathlib import Path
 from typing import Any
 
 import redis
-from state_fixtures import RedisProcess
 
 from stormshift.shadow.results import materialize, result_specs
+from support.state_fixtures import RedisProcess
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 # Exit codes of a run that finished: clean (0), or with dead letters (3: adclicks has
 # malformed lines); anything else is a crash the harness restarts after (cli/exit_codes.py).
 FINISHED = (0, 3)

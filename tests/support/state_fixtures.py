@@ -1,6 +1,6 @@
 """Fixtures for the state tests: the real Redis on 127.0.0.1:6379, a fresh namespace each.
 
-Import the fixtures into a test module with ``from tests.state_fixtures import *``-free
+Import the fixtures into a test module with ``pytest_plugins = ["support.state_fixtures"]`` and
 explicit names (``redis_client``, ``ns``) and use the helpers below.
 """
 
@@ -28,7 +28,11 @@ REDIS_URL = os.environ.get("STORMSHIFT_TEST_REDIS_URL", "redis://127.0.0.1:6379/
 
 
 @pytest.fixture(scope="session")
-def redis_client() -> redis.Redis:
+def redis_client(request: pytest.FixtureRequest) -> Any:
+    """The real Redis server; with :data:`ON_CLUSTER_TOO`'s ``cluster`` parameter a local
+    3-primary Redis Cluster (:func:`redis_cluster`) instead."""
+    if getattr(request, "param", "server") == "cluster":
+        return request.getfixturevalue("redis_cluster")
     r = redis.Redis.from_url(REDIS_URL)
     try:
         r.ping()
@@ -37,16 +41,40 @@ def redis_client() -> redis.Redis:
     return r
 
 
+@pytest.fixture(scope="session")
+def redis_cluster() -> Iterator[Any]:
+    """A client of a local 3-primary Redis Cluster, started once for the session."""
+    from stormshift.state.connection import connect
+
+    cluster = LocalCluster()
+    cluster.start()
+    yield connect(cluster.url)
+    cluster.close()
+
+
+#: run a state test on the Redis server and again on a local Redis Cluster (slow tier):
+#: the same assertions prove that the key layout (hash tags) and the Lua scripts hold there
+ON_CLUSTER_TOO = pytest.mark.parametrize(
+    "redis_client", ["server", pytest.param("cluster", marks=pytest.mark.slow)], indirect=True)
+
+
 def drop_namespace(r: Any, namespace: str) -> None:
     reset_namespace(r, namespace, keep_fences=False)
     r.delete(K.epochs_key(namespace), K.dlq_ids_key(namespace))
 
 
 @pytest.fixture
-def ns(redis_client: redis.Redis) -> Iterator[str]:
+def ns(redis_client: Any) -> Iterator[str]:
+    """A fresh namespace; on a cluster, the test must have written keys under it (its
+    assertions ran against the cluster, not against nothing)."""
     name = "t" + uuid.uuid4().hex[:12]
     yield name
-    drop_namespace(redis_client, name)
+    try:
+        if isinstance(redis_client, redis.RedisCluster):
+            written = list(redis_client.scan_iter(match=f"*{name}*", target_nodes=redis_client.ALL_NODES))
+            assert written, "the test wrote nothing to the Redis Cluster"
+    finally:
+        drop_namespace(redis_client, name)
 
 
 def run_task(

@@ -53,7 +53,7 @@ from stormshift.topology.sources import use_sources
 
 __all__ = ["FAULTS", "StormResult", "Totals", "storm_side"]
 
-EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 FAULTS = (
     "driver-before-stages",
     "driver-between-stages",
@@ -220,12 +220,12 @@ def _crash(day: _Day, component: str, field: str, task: int, lo: int, hi: int) -
 
 
 def _restart_topology() -> type:
-    """``faults_storm_topology.AdClicksSpoutRestart``, imported against adclicks' src/."""
+    """``support.faults_storm_topology.AdClicksSpoutRestart``, imported against adclicks' src/."""
     src = EXAMPLES / "adclicks" / "src"
     use_sources([str(src.resolve())])
     for name in ("spouts.adlog", "bolts.parse", "bolts.ctr", "bolts.spend"):
         importlib.import_module(name)
-    module = importlib.import_module("faults_storm_topology")
+    module = importlib.import_module("support.faults_storm_topology")
     return module.AdClicksSpoutRestart  # type: ignore[no-any-return]
 
 

@@ -1,0 +1,118 @@
+"""The import graph of a tree of Python modules, read with ``ast`` (nothing is imported).
+
+What counts as an edge A -> B: every ``import`` / ``from ... import`` statement in
+A's file, at module level, inside functions and under ``if TYPE_CHECKING:``
+alike -- a function-level import defers the circle to the first call, it does
+not remove it, and a type-only import still ties the two modules' designs.
+``from P import name`` is an edge to ``P.name`` when that is a module of the
+tree (a submodule import), else to ``P`` itself (a name ``P/__init__.py``
+defines or re-exports). A package's ``__init__`` is not an edge of its
+submodules: Python loads parents first for every import, so counting it would
+make every package that re-exports its children a circle.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["Edge", "cycles", "import_edges", "modules_under"]
+
+
+@dataclass(frozen=True)
+class Edge:
+    """Module ``source`` imports module ``target`` at ``line`` of ``path``."""
+
+    source: str
+    target: str
+    path: Path
+    line: int
+
+
+def modules_under(root: Path, package: str | None = None) -> dict[str, Path]:
+    """Dotted module name -> file for every ``*.py`` under ``root`` (a package directory
+    named ``package``, or with ``package=None`` a flat directory of top-level modules)."""
+    found: dict[str, Path] = {}
+    for path in sorted(root.rglob("*.py")):
+        parts = list(path.relative_to(root).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        found[".".join(([package] if package else []) + parts)] = path
+    return found
+
+
+def _imported(node: ast.AST, here: str, is_package: bool, known: dict[str, Path]) -> Iterable[str]:
+    if isinstance(node, ast.Import):
+        for alias in node.names:
+            yield alias.name
+    elif isinstance(node, ast.ImportFrom):
+        if node.level:
+            base = here.split(".") if is_package else here.split(".")[:-1]
+            base = base[:len(base) - (node.level - 1)]
+            module = ".".join(base + ([node.module] if node.module else []))
+        else:
+            module = node.module or ""
+        for alias in node.names:
+            sub = f"{module}.{alias.name}"
+            yield sub if sub in known else module
+
+
+def import_edges(known: dict[str, Path]) -> list[Edge]:
+    """Every import between two modules of ``known`` (see the module doc for what counts)."""
+    edges: dict[Edge, None] = {}  # one edge per statement, however many names it imports
+    for name, path in known.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        for node in ast.walk(tree):
+            for target in _imported(node, name, path.name == "__init__.py", known):
+                if target in known and target != name:
+                    edges[Edge(name, target, path, getattr(node, "lineno", 0))] = None
+    return list(edges)
+
+
+def cycles(edges: list[Edge]) -> list[list[Edge]]:
+    """The import circles: for each strongly connected component of more than one module
+    (Tarjan's algorithm, iterative), the edges inside it, sorted."""
+    graph: dict[str, set[str]] = {}
+    for e in edges:
+        graph.setdefault(e.source, set()).add(e.target)
+        graph.setdefault(e.target, set())
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    components: list[set[str]] = []
+    for start in sorted(graph):
+        if start in index:
+            continue
+        work = [(start, iter(sorted(graph[start])))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        on_stack.add(start)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is None:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    component = set()
+                    while True:
+                        top = stack.pop()
+                        on_stack.discard(top)
+                        component.add(top)
+                        if top == node:
+                            break
+                    if len(component) > 1:
+                        components.append(component)
+            elif child not in index:
+                index[child] = low[child] = len(index)
+                stack.append(child)
+                on_stack.add(child)
+                work.append((child, iter(sorted(graph[child]))))
+            elif child in on_stack:
+                low[node] = min(low[node], index[child])
+    return [sorted((e for e in edges if e.source in c and e.target in c),
+                   key=lambda e: (e.source, e.target, e.line)) for c in components]
