@@ -347,7 +347,7 @@ def build_fastrate(where: Path) -> tuple[Path, Path]:
     """``fastrate``, a C extension module built here with gcc: ``(its .so, its wheel)``."""
     import sysconfig
 
-    from test_submit_deps import make_wheel
+    from support.wheels import make_wheel
 
     source = where / "fastrate.c"
     source.write_text(FASTRATE_C)
@@ -370,7 +370,7 @@ def test_submit_ships_a_compiled_dependency_the_executors_lack(
     import os
     import shutil
 
-    from test_submit_deps import LEDGER
+    from support.wheels import LEDGER
 
     from stormshift.state.final import committed_attributes
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -21,15 +22,21 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent / "spark_fixtures"))
 
 import maxtopo
-from test_max_tuples import jsonlines_graph
-from test_max_tuples import redis_streams as streams_of_max_tuples
-from test_metrics import scrape
+from support.kafka_broker import TansuBroker
+from support.kafka_topics import SIZES, fill, topic_name
+from support.kafka_topics import kafka_graph as topic_graph
+from support.max_tuples import jsonlines_graph, make_redis_streams
+from support.metrics_scrape import scrape
 
 from stormshift.metrics.board import Board
 from stormshift.metrics.exposition import MetricsServer
 from stormshift.topology.loader import load_topology
 
-redis_streams = streams_of_max_tuples  # its fixture: streams a, b, c of random names
+
+@pytest.fixture
+def redis_streams(redis_url: str) -> Iterator[tuple[Any, list[list[int]]]]:
+    """Streams a, b, c of random names (``support.max_tuples.make_redis_streams``)."""
+    yield from make_redis_streams(redis_url)
 
 
 def lags(samples: dict, name: str = "stormshift_source_lag") -> dict[tuple[str, str], float]:
@@ -81,8 +88,6 @@ def assert_falls_to(during: list[dict], after: dict, want: dict) -> None:
         assert values == sorted(values, reverse=True) and values[0] > end, (key, values)
 
 
-@pytest.mark.spark
-@pytest.mark.redis
 def test_jsonlines_lag_on_spark_scraped_during_the_run_and_in_top(spark, redis_url, namespace,
                                                                   tmp_path):
     graph, _ = jsonlines_graph(tmp_path / "in")
@@ -96,8 +101,6 @@ def test_jsonlines_lag_on_spark_scraped_during_the_run_and_in_top(spark, redis_u
     assert got == want
 
 
-@pytest.mark.spark
-@pytest.mark.redis
 def test_redis_streams_lag_on_spark_is_a_lower_bound_past_its_cap(spark, redis_url, namespace,
                                                                   tmp_path, redis_streams):
     graph, _ = redis_streams
@@ -142,8 +145,6 @@ def test_jsonlines_lag_on_the_local_engine_at_its_cursors(tmp_path):
 
 @pytest.fixture
 def broker() -> Any:
-    from kafka_broker import TansuBroker
-
     b = TansuBroker()
     yield b
     b.stop()
@@ -151,16 +152,11 @@ def broker() -> Any:
 
 def kafka_graph(broker: Any, **conf: Any) -> Any:
     """Partitions of 9, 14, 5, 11 records: task 0 holds 0 and 2 (14), task 1 1 and 3 (25)."""
-    import test_kafka
-
-    topic = test_kafka.topic_name("lag")
-    test_kafka.fill(broker, topic, test_kafka.SIZES)
-    return test_kafka.kafka_graph(broker, topic, **conf)
+    topic = topic_name("lag")
+    fill(broker, topic, SIZES)
+    return topic_graph(broker, topic, **conf)
 
 
-@pytest.mark.kafka
-@pytest.mark.spark
-@pytest.mark.redis
 def test_kafka_lag_on_spark_is_the_high_watermark_minus_the_position(spark, redis_url, namespace,
                                                                      tmp_path, broker):
     graph = kafka_graph(broker)
@@ -168,7 +164,6 @@ def test_kafka_lag_on_spark_is_the_high_watermark_minus_the_position(spark, redi
     assert_falls_to(during, after, {("numbers", "0"): 14 - 10, ("numbers", "1"): 25 - 10})
 
 
-@pytest.mark.kafka
 def test_kafka_lag_on_the_local_engine_at_its_cursors(broker):
     from stormshift.engines.local import LocalEngine
 

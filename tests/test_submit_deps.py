@@ -15,7 +15,6 @@ import shutil
 import subprocess
 import sys
 import tarfile
-import zipfile
 from pathlib import Path
 
 import pytest
