@@ -7,8 +7,8 @@ Words (as ``engines/summary.py`` defines the counters):
   executing), ``capacity`` (busy share of the last batch: its busy time over
   the batch's duration, Storm UI's "capacity"), ``latency`` (sampled execute
   latency, ``latency.py``), ``state_bytes`` (snapshot bytes written),
-  ``restores`` (times its state was read back from Redis whole, the first
-  batch included) and ``catch_ups`` (brought up to date from deltas);
+  ``restores`` (times its state was read back from Redis whole; a first batch with
+  no stored state is not one) and ``catch_ups`` (brought up to date from deltas);
 - per windowed bolt: its window counters and its last watermark (ms);
 - per run: batches, the last batch's duration and the sum of all.
 
