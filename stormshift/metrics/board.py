@@ -7,8 +7,8 @@ Words (as ``engines/summary.py`` defines the counters):
   executing), ``capacity`` (busy share of the last batch: its busy time over
   the batch's duration, Storm UI's "capacity"), ``latency`` (sampled execute
   latency, ``latency.py``), ``state_bytes`` (snapshot and keyed-map bytes written),
-  ``restores`` (times its state was read back from Redis whole, the first
-  batch included) and ``catch_ups`` (brought up to date from deltas);
+  ``restores`` (times its state was read back from Redis whole; a first batch with
+  no stored state is not one) and ``catch_ups`` (brought up to date from deltas);
 - per replayable spout task: ``source_lag``, records behind its source's head
   (Kafka: high watermark minus position; JSON lines: lines; Redis Streams:
   entries, counted up to a cap, then ``source_lag_lower_bound``), ``-1`` for

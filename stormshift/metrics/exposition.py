@@ -31,7 +31,7 @@ _TASK_COUNTERS = (
     ("stormshift_state_bytes_written", ("State bytes the task wrote to Redis (snapshot and "
      "keyed maps)."), "state_bytes"),
     ("stormshift_state_restores", ("Times the task's state was read back whole from Redis "
-     "(its first batch included)."), "restores"),
+     "(not a first batch with no stored state)."), "restores"),
     ("stormshift_state_catch_ups", ("Times the task's live state was brought up to date from "
      "deltas in Redis."), "catch_ups"),
 )
