@@ -44,10 +44,12 @@ COMPILED = (
     "stormshift.engines.spark.rows",
     "stormshift.engines.spark.task.output",
     "stormshift.spouts.jsonlines",
+    "stormshift.state.tracked",
 )
 """Modules on the per-tuple path whose compiled form saves instructions there (emit, tuple,
-route, rows, decode); ``bench/history.md``, "instruction counts per compiled module", shows
-the count per module and why the others run from source."""
+route, rows, decode, and the tracked dicts' ``__setitem__`` a legacy bolt's every update
+runs); ``bench/history.md``, "instruction counts per compiled module", shows the count per
+module and why the others run from source."""
 
 RECORD = "_compiled.json"
 PURE_ENV = "STORMSHIFT_PURE"
