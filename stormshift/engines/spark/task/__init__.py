@@ -10,7 +10,8 @@ input of N) and every write is fenced or idempotent.
   (``adapters/kernel.py``), emit rows for the next stage (``output.py``), commit what it
   wrote in one task transaction (``state/task_txn.py``);
 - ``poison.py``: the dead letter of a tuple that fails (whether to retry, redo or
-  dead-letter: ``adapters/retry_policy.py``);
+  dead-letter: ``adapters/retry_policy.py``; whether a member's run stands or is
+  redone: ``adapters/attempts.py``);
 - ``sink.py``: leaf emits to JSON lines files or a Redis stream (the driver
   parses the ``--sink`` option and reads the files back with it too);
 - ``windowing.py``: the batch's recorded time applied to windowed bolts before their
