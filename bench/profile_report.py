@@ -40,7 +40,7 @@ def main(argv: list[str] | None = None) -> int:
     files = glob.glob(os.path.join(args.dir, "*.prof"))
     by_component: dict[str, list[str]] = defaultdict(list)
     for f in files:
-        name = re.sub(r"^(stage-\d+-|source-)", "", os.path.basename(f)).rsplit("-", 2)[0]
+        name = re.sub(r"^(stage-\d+-|host-\d+-|source-)", "", os.path.basename(f)).rsplit("-", 2)[0]
         by_component[name].append(f)
     for name, paths in sorted(by_component.items()):
         print(f"\n== {name}: own time, all tasks ==")

@@ -136,6 +136,9 @@ def print_summary(graph: TopologyGraph, summary: Any, console: Console, top: int
     windows = summary.window_table()
     if windows is not None:
         console.print(windows)
+    states = summary.state_table()
+    if states is not None:
+        console.print(states)
     from stormshift.engines.accounting import accounting_lines
 
     for line in accounting_lines(summary):

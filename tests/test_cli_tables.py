@@ -117,6 +117,19 @@ def test_window_table_shows_lateness_per_windowed_bolt_in_80_columns() -> None:
     assert "droppedlate" in text and "latestream" in text
 
 
+def test_state_table_counts_how_bolt_tasks_found_their_state_in_80_columns() -> None:
+    summary = busy_summary()
+    assert summary.state_table() is None  # no Spark bolt task ran: no table
+    stats = summary.components["count_per_advertiser_bolt"]
+    stats.reused, stats.caught_up, stats.restored, stats.started, stats.idle_batches = 38, 1, 2, 4, 7
+    lines = render(summary.state_table())
+    fits(lines)
+    text = squeezed(lines)
+    assert "count_per_advertiser_bolt" in text and "38" in text
+    assert "deserialize_and_validate_bolt" not in text
+    assert "caughtup" in text and "restored" in text and "started" in text
+
+
 def test_print_summary_shows_leaf_streams_in_topology_order_and_where_every_emit_is() -> None:
     """adclicks' legacy totals first, then its event-time reports, each titled by what
     ranks it; the sink's folder last (the tables show the latest per key only)."""

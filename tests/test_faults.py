@@ -83,6 +83,13 @@ ADCLICKS_FAULTS = {
               task=0),
         fault("r", "task.midway", "kill_redis", txid=3, component="advertiser_day_bolt", task=0),
     ], False),
+    # task hosts (on by default: ``task/task_host.py``): a host killed half-way through a
+    # windowed task's batch, and a worker killed while its host runs the task (the host
+    # finishes and commits; Spark's retry takes a newer epoch and runs it again)
+    "windowed-task-host-kill+worker-kill": ([
+        fault("h", "task_host.midway", "kill_self", txid=1, component="user_sessions_bolt", task=0),
+        fault("w", "task_host.sent", "kill_self", txid=2, component="ad_ctr_minute_bolt", task=1),
+    ], False),
 }
 
 # wordcount's spout gives no msg ids (Storm's unreliable emit): a restarted spout's
@@ -246,7 +253,7 @@ def test_wordcount_fault_changes_nothing(name: str, plan: list[dict[str, Any]], 
 
 
 # the parts of a combined case -> the single fault whose checks apply
-_PARTS = {"worker-kill": "worker-mid-task", "zombie": "zombie-attempt",
+_PARTS = {"worker-kill": "worker-mid-task", "task-host-kill": "worker-mid-task", "zombie": "zombie-attempt",
           "redis-restart": "redis-restart-mid-batch"}
 
 

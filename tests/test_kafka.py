@@ -23,8 +23,8 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent / "spark_fixtures"))
 
 import kafkatopo
-import maxtopo
 from support.kafka_broker import TansuBroker
+from support.kafka_topics import SIZES, fill, kafka_graph, topic_name, value
 from support.max_tuples import counts, first_n, key_counts, per_task_of_partitions, seen
 
 from stormshift.errors import SourceDataLostError, TopologyError
@@ -37,28 +37,6 @@ def broker() -> Iterator[TansuBroker]:
     b = TansuBroker()
     yield b
     b.stop()
-
-
-def topic_name(tag: str) -> str:
-    return f"{tag}-{uuid.uuid4().hex[:8]}"
-
-
-def value(n: int) -> bytes:
-    return json.dumps({"n": n, "key": maxtopo.key_of(n)}).encode()
-
-
-def fill(broker: TansuBroker, topic: str, sizes: list[int], first: int = 0) -> dict[str, list[int]]:
-    """``sizes[p]`` records in partition ``p``, numbered from ``first``; ``{name: [n...]}``."""
-    broker.create_topic(topic, len(sizes))
-    parts: dict[str, list[int]] = {}
-    n = first
-    records = []
-    for p, size in enumerate(sizes):
-        parts[partition_name(topic, p)] = list(range(n, n + size))
-        records += [(p, None, value(x)) for x in range(n, n + size)]
-        n += size
-    broker.produce(topic, records)
-    return parts
 
 
 def make(conf: dict[str, Any], task_index: int = 0, par: int = 1) -> KafkaSpout:
@@ -243,16 +221,6 @@ def test_broker_paused_planning_waits_and_reading_resumes(broker: TansuBroker) -
 
 
 # -- local engine ----------------------------------------------------------------------
-def kafka_graph(broker: TansuBroker, topic: str, **conf: Any) -> Any:
-    from stormshift.topology.loader import load_topology
-
-    return load_topology(kafkatopo.Kafka, overrides={
-        "kafka.bootstrap_servers": broker.bootstrap, "kafka.topics": [topic], **conf})
-
-
-SIZES = [9, 14, 5, 11]  # task 0: partitions 0 and 2 (14 records), task 1: 1 and 3 (25)
-
-
 def test_local_engine_exact_counts_and_dead_letters(broker: TansuBroker) -> None:
     from stormshift.engines.local import LocalEngine
 

@@ -11,9 +11,7 @@ a larger N must end exactly where a fresh run with that N would.
 
 from __future__ import annotations
 
-import json
 import sys
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,11 +21,25 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent / "spark_fixtures"))
 
 import maxtopo
-from support.max_tuples import counts, first_n, key_counts, per_task_of_partitions, seen
+from support.max_tuples import (
+    counts,
+    first_n,
+    jsonlines_graph,
+    key_counts,
+    make_redis_streams,
+    seen,
+)
 
 from stormshift.engines.budget import even_split, spout_budgets, task_targets
 from stormshift.engines.local import LocalEngine
 from stormshift.topology.loader import load_topology
+
+
+@pytest.fixture
+def redis_streams(redis_url: str) -> Iterator[tuple[Any, list[list[int]]]]:
+    """Streams a, b, c of random names (``support.max_tuples.make_redis_streams``)."""
+    yield from make_redis_streams(redis_url)
+
 
 # -- the three spout kinds ----------------------------------------------------------
 GENERIC_LIMITS = [12, 60]  # task 0 ends early: its unused share goes to task 1
@@ -38,46 +50,6 @@ def generic_graph() -> tuple[Any, list[list[int]]]:
     per_task = [[i * maxtopo.TASK_STRIDE + j for j in range(limit)]
                 for i, limit in enumerate(GENERIC_LIMITS)]
     return graph, per_task
-
-
-FILES = {"a.jsonl": 10, "b.jsonl": 25, "c.jsonl": 7}  # task 0: a + c (17 lines), task 1: b
-
-
-def jsonlines_graph(root: Path, topology: Any = maxtopo.JsonLines) -> tuple[Any, list[list[int]]]:
-    root.mkdir(exist_ok=True)
-    partitions: dict[str, list[int]] = {}
-    n = 0
-    for name, lines in FILES.items():
-        partitions[name] = list(range(n, n + lines))
-        with (root / name).open("w") as fh:
-            for x in partitions[name]:
-                fh.write(json.dumps({"n": x, "key": maxtopo.key_of(x)}) + "\n")
-        n += lines
-    graph = load_topology(topology, overrides={"jsonlines.path": str(root)})
-    return graph, per_task_of_partitions(partitions, 2)
-
-
-STREAMS = {"a": 8, "b": 30, "c": 12}  # unbounded: task 0 reads a then c, task 1 reads b
-
-
-@pytest.fixture
-def redis_streams(redis_url: str) -> Iterator[tuple[Any, list[list[int]]]]:
-    import redis
-
-    r = redis.Redis.from_url(redis_url)
-    prefix = f"maxt-{uuid.uuid4().hex[:8]}"
-    partitions: dict[str, list[int]] = {}
-    n = 0
-    for name, entries in STREAMS.items():
-        key = f"{prefix}:{name}"
-        partitions[key] = list(range(n, n + entries))
-        for x in partitions[key]:
-            r.xadd(key, {"payload": json.dumps({"n": x, "key": maxtopo.key_of(x)})})
-        n += entries
-    graph = load_topology(maxtopo.RedisStreams, overrides={
-        "redis_streams.url": redis_url, "redis_streams.keys": sorted(partitions)})
-    yield graph, per_task_of_partitions(partitions, 2)
-    r.delete(*partitions)
 
 
 # -- the budget rule ------------------------------------------------------------------

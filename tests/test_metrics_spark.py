@@ -83,8 +83,10 @@ def test_scrape_during_a_spark_run_and_at_its_end_equals_the_summary(
     assert per_component(after, "stormshift_state_bytes_written_total")["sums"] > 0
     restores = per_component(after, "stormshift_state_restores_total")
     catch_ups = per_component(after, "stormshift_state_catch_ups_total")
-    assert restores["sums"] >= 1 and restores["sums"] + catch_ups["sums"] <= \
-        len(committed) * graph.component("sums").par
+    # a first run on a fresh namespace is "started", not a restore; after it the live
+    # instances stay in their task hosts (engines/spark/task/task_host.py)
+    assert restores["sums"] + catch_ups["sums"] == 0
+    assert summary["sums"].started == graph.component("sums").par
     assert per_component(after, "stormshift_execute_latency_seconds_count")["sums"] > 0
     assert 0 < per_component(after, "stormshift_busy_seconds_total")["sums"]
     assert 0 < per_component(after, "stormshift_batch_seconds_total")["all"]

@@ -89,12 +89,18 @@ def test_spark_a_second_hop_that_raises_is_named_beside_the_first_hop(
 def test_local_sigterm_counts_the_tuple_in_flight_not_a_broken_accounting(tmp_path: Path) -> None:
     """33.8: SIGTERM while a bolt waits 0.2 s per tuple: exit 130, the accounting holds with
     the one tuple inside the bolt's call counted in flight."""
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent)}
+    started = tmp_path / "bolt-started"
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent),
+           "SLOW_BOLT_STARTED": str(started)}
     proc = subprocess.Popen(
         [sys.executable, "-m", "stormshift", "run", str(ENRICH), "-n", "enrich", "--engine",
          "local", "--json"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
         cwd=tmp_path, env=env)
-    time.sleep(3.0)  # a few tuples through the slow bolt
+    deadline = time.monotonic() + 120  # start-up alone can take seconds on a loaded machine
+    while not started.exists() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert started.exists(), "the slow bolt never received a tuple"
+    time.sleep(1.0)  # a few tuples through the slow bolt
     proc.send_signal(signal.SIGTERM)
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 130, err

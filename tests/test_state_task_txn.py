@@ -68,6 +68,23 @@ def test_calls_come_in_step_order_each_fenced_by_epoch_and_txid():
         assert args[:3] == [7, 3, "bolt:1"], name  # epoch, txid, task: every call is fenced
 
 
+def test_map_bytes_counts_the_keyed_map_writes_and_the_commit_sends_them_once():
+    txn = _open_without_redis()
+    with txn.scope():
+        transactional_map("t").put("k", "v" * 100)
+    n = txn.map_bytes()  # seals the scope: what the commit will send
+    assert n >= 100
+    [call] = txn.calls()
+    assert call[0] == "transactional"
+    assert n == sum(len(a) for a in call[2][4:])  # packed keys and values, no fence header
+    assert txn.map_bytes() == n and len(txn.calls()) == 1  # sealed once, not twice
+
+
+def test_map_bytes_is_zero_without_map_writes():
+    txn = _open_without_redis()
+    assert txn.map_bytes() == 0
+
+
 def test_namespace_wide_calls_are_fenced_on_the_epoch_counter_and_commit_record():
     for name, keys, _args in _open_and_calls():
         if name in ("dlq_add_fenced", "sink_put", "stats_put"):

@@ -19,7 +19,7 @@ from stormshift.adapters.routing import hash_one
 from stormshift.engines.spark.task.taskstate import Snapshotter
 from stormshift.errors import StateError
 from stormshift.state import deltas as D
-from stormshift.state.keyed import KeyedParts, is_keyed
+from stormshift.state.keyed import KeyedParts, is_keyed, unpack
 from stormshift.state.rescale import split
 from stormshift.topology.graph import ComponentDef, ComponentKind, Grouping, GroupingKind, InputDef
 from stormshift.windows import Count, Windowing
@@ -74,6 +74,14 @@ def _batch(snap: Snapshotter, task: Task, txid: int) -> tuple[dict[str, Any], st
     return pickle.loads(payload), kind
 
 
+def _keyed(delta: dict[str, Any]) -> tuple[Any, list[Any], dict[Any, Any]]:
+    """The windowing state's keyed section of ``delta``, its entries unpacked (a task
+    stores each entry as its own pickle: ``state/keyed.py``)."""
+    assert delta["keyed_packed"]
+    shared, deleted, values = delta["keyed"]["windowing_state"]
+    return shared, deleted, unpack(values)
+
+
 COUNTING = (Windowing.tumbling(duration_ms=10).with_timestamp_field("t")
             .with_aggregation(Count()).with_allowed_lateness(5))
 
@@ -89,7 +97,7 @@ def test_a_batch_writes_the_keys_it_touched_and_deletes_the_expired_ones() -> No
     _feed(ws, [("k1", 13), ("k2", 14), ("new", 15)], 15)
     delta, kind = _batch(snap, task, 2)
     assert kind == "delta" and delta["whole"] == {} and delta["keys"] == {}
-    _, deleted, values = delta["keyed"]["windowing_state"]
+    _, deleted, values = _keyed(delta)
     assert deleted == []  # every old key keeps its window [10, 20)
     # every key's [0, 10) expired: a change of each key (its entry rewritten without it)
     assert sorted(values) == sorted(stable_order(k) for k in [*(f"k{i}" for i in range(100)),
@@ -98,12 +106,12 @@ def test_a_batch_writes_the_keys_it_touched_and_deletes_the_expired_ones() -> No
     # batch 3: [10, 20) expires for everyone: the entries are deleted
     _feed(ws, [("late", 21)], 26)
     delta, _ = _batch(snap, task, 3)
-    _, deleted, values = delta["keyed"]["windowing_state"]
+    _, deleted, values = _keyed(delta)
     assert len(deleted) == 101 and list(values) == [stable_order("late")]
     # batch 4 touches one key: one entry, whatever is open
     _feed(ws, [("late", 22)], 26)
     delta, _ = _batch(snap, task, 4)
-    assert delta["keyed"]["windowing_state"][1:] == ([], {stable_order("late"): ws_entry(ws)})
+    assert _keyed(delta)[1:] == ([], {stable_order("late"): ws_entry(ws)})
 
 
 def ws_entry(ws: WindowingState) -> Any:
@@ -119,7 +127,7 @@ def test_a_delta_holds_k_touched_keys_and_m_expired_ones() -> None:
     _batch(snap, task, 1)
     _feed(ws, [(f"keep{i}", 31) for i in range(7)], 16)  # k = 7 touched, m = 40 expired
     delta, _ = _batch(snap, task, 2)
-    _, deleted, values = delta["keyed"]["windowing_state"]
+    _, deleted, values = _keyed(delta)
     assert sorted(deleted) == sorted(stable_order(f"old{i}") for i in range(40))
     assert sorted(values) == sorted(stable_order(f"keep{i}") for i in range(7))
     assert all(e.windows[next(iter(e.windows))].delta == 2 for e in values.values())
@@ -181,11 +189,11 @@ def test_timers_and_count_windows_are_per_key_entries() -> None:
     ws.windower.set_timer("a", 100, "t1")
     task, snap = Task(ws), Snapshotter()
     base, _ = _batch(snap, task, 1)
-    entry = base["windowing_state"].entries[stable_order("a")]
+    entry = base["windowing_state"].objects()[stable_order("a")]
     assert entry.timers == [(100, "t1")] and entry.windows == {}
     ws.windower.advance(200, 0)  # the timer fires: nothing left of "a"
     delta, _ = _batch(snap, task, 2)
-    assert delta["keyed"]["windowing_state"][1:] == ([stable_order("a")], {})
+    assert _keyed(delta)[1:] == ([stable_order("a")], {})
 
     cs = _state(Windowing.tumbling(count=3).with_timestamp_field("t").with_lag(10))
     assert cs.buffer is not None and cs.counter is not None
@@ -196,7 +204,7 @@ def test_timers_and_count_windows_are_per_key_entries() -> None:
     for key, t, item in cs.buffer.release(2):
         cs.counter.add(key, t, item)
     delta, _ = _batch(snap, task, 2)
-    _, deleted, values = delta["keyed"]["windowing_state"]
+    _, deleted, values = _keyed(delta)
     assert deleted == [] and sorted(values) == [stable_order("k0"), stable_order("k1")]
     assert values[stable_order("k0")].count.seen == 1 and len(values[stable_order("k0")].held) == 1
     back = D.fold_payloads(*_chain(cs, snap, task))["windowing_state"]
@@ -330,8 +338,7 @@ def test_a_stale_live_state_takes_the_later_deltas_in_place(windowing: Windowing
     for held in range(len(BATCHES) - 1):  # an instance as of txid held+1 catches up
         stale = pickle.loads(pickle.dumps(copies[held]))
         for payload in deltas[held + 1:]:  # unpickled afresh, as a catch-up reads them
-            kd = pickle.loads(payload)["keyed"].get("windowing_state")
-            assert kd is not None  # every batch here touches a key
+            kd = _keyed(pickle.loads(payload))  # every batch here touches a key
             stale.keyed_apply(*kd)
         assert stale.snapshot() == ws.snapshot()
         live = pickle.loads(pickle.dumps(ws))
@@ -354,7 +361,7 @@ def test_count_windows_and_held_elements_take_a_delta_in_place() -> None:
     cs.buffer.hold("k9", 9, ("k9", 9))
     payload, kind, _ = snap.payload(task, 2)
     assert kind == "delta"
-    stale.keyed_apply(*pickle.loads(payload)["keyed"]["windowing_state"])
+    stale.keyed_apply(*_keyed(pickle.loads(payload)))
     assert stale.snapshot() == cs.snapshot()
     assert sorted(stale.buffer.release(100)) == sorted(cs.buffer.release(100))
 

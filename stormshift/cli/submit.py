@@ -46,7 +46,8 @@ __all__ = ["run_args", "submit_command"]
 @click.option("--build-dir", help="Where to write the zips (default PROJECT/_build/stormshift).")
 @click.option("--requirements", metavar="FILE",
               help="The project's Python dependencies (pip requirements; default: the project's "
-                   "requirements.txt if it has one), shipped as a zip of pure-Python wheels.")
+                   "requirements.txt if it has one), their wheels (compiled ones included) "
+                   "shipped as an archive on --archives.")
 @click.option("--no-ship-stormshift", is_flag=True,
               help="Do not ship stormshift.zip (the cluster has stormshift installed).")
 @click.option("--spark-submit", "spark_submit", help="spark-submit to use (default: PATH, then pyspark's).")

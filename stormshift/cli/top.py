@@ -35,7 +35,8 @@ __all__ = ["render", "top_command"]
 def top_command(name: str, redis_url: str | None, once: bool, interval: float,
                 as_json: bool) -> None:
     """A live view of run NAME's metrics (NAME: the run's --namespace, default the topology's
-    name), read from Redis: tuples, latency, capacity per task; windows; batches."""
+    name), read from Redis: tuples, latency, capacity per task; sources' lag; windows;
+    batches."""
     from stormshift.state.connection import connect
 
     r = connect(redis_url)
@@ -72,7 +73,8 @@ def _now_ms() -> int:
 
 
 def render(board: Board, now_ms: int) -> Group:
-    """One frame: the run's line, one row per task, then the windowed bolts."""
+    """One frame: the run's line, one row per task, the replayable sources' lag, then the
+    windowed bolts."""
     age = max(now_ms - board.updated_ms, 0) / 1000 if board.updated_ms else 0.0
     mean = board.batch_ms_total / board.batches if board.batches else 0.0
     title = (f"{board.topology} on {board.engine}: {board.stop_reason}, {board.batches} batches "
@@ -91,6 +93,16 @@ def render(board: Board, now_ms: int) -> Group:
                       f"{f.busy_ms / 1000:.2f}", f"{f.state_bytes / 1000:,.1f}",
                       str(f.restores))
     parts: list[Any] = [tasks]
+    sources = [f for f in board.sorted_tasks() if f.source_lag >= 0]
+    if sources:
+        lags = Table(title="sources: records behind the head (>= N: a lower bound)")
+        for header in ("component", "task"):
+            lags.add_column(header, overflow="fold")
+        lags.add_column("lag", justify="right", overflow="fold")
+        for f in sources:
+            lags.add_row(Text(f.component), str(f.task),
+                         f"{'>= ' if f.source_lag_lower_bound else ''}{f.source_lag:,}")
+        parts.append(lags)
     if board.windows or board.watermarks_ms:
         from stormshift.windows.state import COUNTERS
 

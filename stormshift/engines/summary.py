@@ -42,6 +42,10 @@ end of input, a batch whose tuples all failed); ``log_file`` where components'
   ``late_updated`` (updated a window within its allowed lateness),
   ``dropped_late`` (too late for every window), ``late_stream`` (of those, sent
   to the late-tuple stream); empty for other components.
+- *reused*, *caught_up*, *restored*, *started* (Spark engine, bolts): tasks run whose
+  state was the live instance as it was, brought up to date by the deltas since its
+  version, rebuilt from Redis, or built with no stored state (a first run);
+  *idle_batches*: batches whose stage was provably idle and ran no task (``state_table``).
 - *complete_latency_ms* (spouts): mean engine time from a spout emit to its
   tree's completion, as Storm's UI reports it (0 when not measured).
 
@@ -113,10 +117,12 @@ class ComponentStats:
     busy_ms: float = 0.0
     idle_batches: int = 0  # Spark engine: batches whose stage was provably idle, no task ran
     # Spark engine, bolt tasks run: with the live instance as it was / brought up to date by
-    # the deltas since its version / rebuilt from Redis (``task/taskstate.py`` step 2)
+    # the deltas since its version / rebuilt from Redis / built with no stored state (a
+    # first run) (``task/taskstate.py`` step 2)
     reused: int = 0
     caught_up: int = 0
     restored: int = 0
+    started: int = 0
     completed_trees: int = 0
     complete_latency_total_ms: int = 0
     windows: dict[str, int] = field(default_factory=dict)  # windowed bolts (see module doc)
@@ -137,7 +143,8 @@ class ComponentStats:
 class ComponentState:
     """The final state of one bolt: ``tasks[i]`` is task *i*'s user attributes by name
     (the local engine's live instances, the Spark engine's last committed snapshot);
-    ``maps`` its keyed state maps, name -> key -> value (Spark engine only)."""
+    ``maps`` its keyed state maps, name -> key -> value (Spark: as committed in Redis; local
+    engine: held in memory, ``engines/local/maps.py``)."""
 
     tasks: list[dict[str, Any]] = field(default_factory=list)
     maps: dict[str, dict[Any, Any]] = field(default_factory=dict)
@@ -288,6 +295,29 @@ class RunSummary:
             table.add_column(column.replace("_", " "), justify="right", overflow="fold")
         for stats in windowed:
             table.add_row(cell(stats.name), *(str(stats.windows.get(c, 0)) for c in COUNTERS))
+        return table
+
+    def state_table(self) -> Any:
+        """A ``rich.table.Table`` of how the Spark engine's bolt tasks found their state
+        (``reused`` live, ``caught up``, ``restored`` from Redis, ``started`` with none
+        stored) and the batches their stage was idle; None when no bolt task ran on Spark.
+        A restore or catch-up after a bolt's first batch means its live instance was not
+        where its task ran (``engines/spark/task/task_host.py``)."""
+        from rich.table import Table
+
+        from stormshift.display import cell
+
+        ran = [s for s in self.components.values()
+               if s.reused + s.caught_up + s.restored + s.started]
+        if not ran:
+            return None
+        table = Table(title="bolt tasks run, by where their state came from")
+        table.add_column("component", overflow="fold")
+        for column in ("reused", "caught up", "restored", "started", "idle batches"):
+            table.add_column(column, justify="right", overflow="fold")
+        for stats in ran:
+            table.add_row(cell(stats.name), *(str(n) for n in (
+                stats.reused, stats.caught_up, stats.restored, stats.started, stats.idle_batches)))
         return table
 
     def progress_line(self) -> str:

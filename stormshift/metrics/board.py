@@ -6,9 +6,13 @@ Words (as ``engines/summary.py`` defines the counters):
   ``dead_lettered`` (added up over the run), ``busy_ms`` (time the task spent
   executing), ``capacity`` (busy share of the last batch: its busy time over
   the batch's duration, Storm UI's "capacity"), ``latency`` (sampled execute
-  latency, ``latency.py``), ``state_bytes`` (snapshot bytes written),
-  ``restores`` (times its state was read back from Redis whole, the first
-  batch included) and ``catch_ups`` (brought up to date from deltas);
+  latency, ``latency.py``), ``state_bytes`` (snapshot and keyed-map bytes written),
+  ``restores`` (times its state was read back from Redis whole; a first batch with
+  no stored state is not one) and ``catch_ups`` (brought up to date from deltas);
+- per replayable spout task: ``source_lag``, records behind its source's head
+  (Kafka: high watermark minus position; JSON lines: lines; Redis Streams:
+  entries, counted up to a cap, then ``source_lag_lower_bound``), ``-1`` for
+  other spouts and bolts (``spouts/lag.py``);
 - per windowed bolt: its window counters and its last watermark (ms);
 - per run: batches, the last batch's duration and the sum of all.
 
@@ -44,6 +48,8 @@ class TaskFigures:
     state_bytes: int = 0
     restores: int = 0
     catch_ups: int = 0
+    source_lag: int = -1  # records behind the source's head (-1: not a replayable spout)
+    source_lag_lower_bound: bool = False  # the count stopped at a cap (Redis Streams)
     latency: LatencyHistogram = field(default_factory=LatencyHistogram)
 
     def to_dict(self) -> dict[str, Any]:
@@ -114,6 +120,13 @@ class Board:
         fig = self.task(component, task)
         fig.busy_ms += busy_ms
         fig.capacity = min(busy_ms / duration_ms, 1.0) if duration_ms > 0 else 0.0
+
+    def set_lag(self, spout: str, lag: Any) -> None:
+        """A source's lag (``spouts.lag.SourceLag``) on its tasks' figures."""
+        for task, n in enumerate(lag.records):
+            if n is not None and (spout, task) in self.tasks:
+                fig = self.tasks[(spout, task)]
+                fig.source_lag, fig.source_lag_lower_bound = int(n), lag.lower_bound(task)
 
     def add_windows(self, bolt: str, counters: dict[str, int]) -> None:
         mine = self.windows.setdefault(bolt, {})

@@ -28,9 +28,10 @@ _TASK_COUNTERS = (
      "acks"),
     ("stormshift_tuples_failed", "Tuples failed.", "fails"),
     ("stormshift_tuples_dead_lettered", "Tuples sent to the dead-letter store.", "dead_lettered"),
-    ("stormshift_state_bytes_written", "Snapshot bytes the task wrote to Redis.", "state_bytes"),
+    ("stormshift_state_bytes_written", ("State bytes the task wrote to Redis (snapshot and "
+     "keyed maps)."), "state_bytes"),
     ("stormshift_state_restores", ("Times the task's state was read back whole from Redis "
-     "(its first batch included)."), "restores"),
+     "(not a first batch with no stored state)."), "restores"),
     ("stormshift_state_catch_ups", ("Times the task's live state was brought up to date from "
      "deltas in Redis."), "catch_ups"),
 )
@@ -74,6 +75,19 @@ def collect(board: Board) -> Iterator[Any]:
             buckets.append((bound, cumulative))
         hist.add_metric(labels, buckets, f.latency.sum_us / 1e6)
     yield from (busy, capacity, p50, p99, hist)
+    lag = GaugeMetricFamily("stormshift_source_lag", "Records a replayable spout task's source "
+                            "holds past what it planned (Kafka: high watermark minus position; "
+                            "JSON lines: lines; Redis Streams: entries, up to a cap).",
+                            labels=LABELS)
+    capped = GaugeMetricFamily("stormshift_source_lag_lower_bound", "1 when the task's "
+                               "stormshift_source_lag stopped at a cap (a lower bound).",
+                               labels=LABELS)
+    for f in tasks:
+        if f.source_lag >= 0:
+            labels = [topo, f.component, str(f.task)]
+            lag.add_metric(labels, f.source_lag)
+            capped.add_metric(labels, int(f.source_lag_lower_bound))
+    yield from (lag, capped)
     windows = CounterMetricFamily("stormshift_window_tuples", "A windowed bolt's input tuples by "
                                   "lateness (on_time, late_updated, dropped_late, late_stream).",
                                   labels=[*LABELS, "kind"])

@@ -27,10 +27,12 @@ def fold_batch(board: Board, result: Any, now_ms: int) -> None:
         fig.latency.merge(stats.latency)
         fig.state_bytes += stats.state_bytes
         fig.catch_ups += stats.caught_up
-        fig.restores += int(not stats.reused and not stats.caught_up)
+        fig.restores += int(not stats.reused and not stats.caught_up and not stats.started)
     for bolt, counters in result.windows.items():
         board.add_windows(bolt, counters)
     board.watermarks_ms.update(result.watermarks)
+    for spout, lag in result.source_lags.items():
+        board.set_lag(spout, lag)
     board.batch(result.duration_ms, result.txid, now_ms)
 
 

@@ -1,8 +1,9 @@
 """Compare what the bolts hold at the end of the two runs: their final state, key by key.
 
 Pure functions over ``RunSummary.final_state`` (``engines/summary.py``): the
-local engine reports its live instances' user attributes, the Spark engine
-each task's last committed snapshot and the bolts' keyed state maps.
+local engine reports its live instances' user attributes and the bolts' keyed
+state maps (held in memory), the Spark engine each task's last committed
+snapshot and the bolts' keyed state maps.
 Vocabulary:
 
 - *entry*: one named piece of a bolt's state, compared as a mapping key ->

@@ -16,8 +16,10 @@ Vocabulary:
 
 Call order (Spark engine): ``initialize(conf, context)``, then
 ``replay_initial_offsets()`` once per new query, ``replay_plan(start,
-budgets)`` per batch (driver; ``replay_task_ended`` under ``--max-tuples``), ``replay_read(p, start, end)`` per
-partition (executors), ``replay_exhausted(offsets)`` to end a bounded run.
+budgets)`` per batch (driver; ``replay_task_ended`` under ``--max-tuples``),
+``replay_lag(end)`` after it (the operator's lag, ``lag.py``), ``replay_read(p,
+start, end)`` per partition (executors), ``replay_exhausted(offsets)`` to end a
+bounded run.
 
 A record that cannot be decoded is never dropped: ``replay_read`` raises
 :class:`RecordDecodeError` (a ``TupleError`` carrying the raw record); the
@@ -256,6 +258,25 @@ class ReplayableSpout(streamparse.Spout):
     def replay_partition_done(self, partition: str, offset: Any) -> bool:
         """No record of ``partition`` lies after ``offset`` right now."""
         raise NotImplementedError
+
+    def replay_partition_lag(self, partition: str, offset: Any) -> tuple[int, bool]:
+        """``(records, exact)``: records of ``partition`` after ``offset`` right now (its lag,
+        ``spouts/lag.py``); ``exact`` False when the count stopped at a cap."""
+        raise NotImplementedError
+
+    def replay_lag(self, offsets: Mapping[str, Any], tasks: Sequence[int] | None = None) -> Any:
+        """Each task's lag at ``offsets`` (a ``spouts.lag.SourceLag``; only ``tasks`` if given)."""
+        from stormshift.spouts.lag import task_lags
+
+        partitions = self.replay_partitions()
+        wanted = range(self._par) if tasks is None else tasks
+        return task_lags(self, offsets, self._par,
+                         {t: partitions_of_task(partitions, t, self._par) for t in wanted})
+
+    def local_lag(self) -> Any:
+        """This task's lag at its cursor (the local engine's figure: records not yet
+        emitted), a ``SourceLag`` measuring this task only."""
+        return self.replay_lag(self._cursor, [self._task_index])
 
     @property
     def bounded(self) -> bool:

@@ -151,6 +151,10 @@ class JsonLinesSpout(ReplayableSpout):
     def replay_partition_done(self, partition: str, offset: Any) -> bool:
         return int(offset) >= self._available(partition)[0]
 
+    def replay_partition_lag(self, partition: str, offset: Any) -> tuple[int, bool]:
+        """Lines after ``offset`` (exact: the file's line index is kept per process)."""
+        return max(0, self._available(partition)[0] - int(offset)), True
+
     # -- reading ---------------------------------------------------------
     def replay_read(self, partition: str, start: Any, end: Any) -> Iterator[tuple[list[Any], str]]:
         """Lines ``start+1 .. end`` (1-based) of the file, decoded."""

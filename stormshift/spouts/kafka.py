@@ -272,6 +272,19 @@ class KafkaSpout(ReplayableSpout):
         except KafkaException:
             return False
 
+    def replay_partition_lag(self, partition: str, offset: Any) -> tuple[int, bool]:
+        """High watermark minus the position (``offset`` is the last record read)."""
+        return max(0, self._watermarks(partition)[1] - 1 - int(offset)), True
+
+    def replay_lag(self, offsets: Mapping[str, Any], tasks: Sequence[int] | None = None) -> Any:
+        """As the base class; None (no figure) while the broker does not answer."""
+        from confluent_kafka import KafkaException
+
+        try:
+            return super().replay_lag(offsets, tasks)
+        except KafkaException:
+            return None
+
     def replay_exhausted(self, offsets: dict[str, Any]) -> bool:
         from confluent_kafka import KafkaException
 

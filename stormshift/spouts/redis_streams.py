@@ -15,6 +15,9 @@ Config (topology or component conf):
   last entry when the query first starts; later entries only).
 - ``redis_streams.bounded`` — true: the input ends once every key is read
   up to its last entry (checked when the spout is polled).
+- ``redis_streams.lag_cap`` — entries a lag count reads at most per stream
+  (default 1000) on each side of the offset; past it on both sides, the
+  ``stormshift_source_lag`` figure is the cap, a lower bound.
 
 Offsets are entry ids (``"<ms>-<seq>"``; ``"0-0"`` before the first entry).
 Nothing is acknowledged in Redis (no consumer group): the engine keeps the
@@ -34,10 +37,23 @@ from stormshift.errors import TopologyError
 from stormshift.spouts.base import RecordDecodeError, ReplayableSpout, msg_id_for
 from stormshift.spouts.jsonlines import decode_json_fields
 
-__all__ = ["RedisStreamSpout", "entry_id_key"]
+__all__ = ["LAG_CAP", "RedisStreamSpout", "entry_id_key"]
 
 _READ_COUNT = 10_000
 _BEFORE_FIRST = "0-0"
+LAG_CAP = 1_000  # entries a lag count reads at most per side of a stream (``redis_streams.lag_cap``)
+# The lag of one stream at an entry id, counted in the source server (``replay_partition_lag``):
+# returns {entries after ARGV[1], 1 if exact}. Source data, not stormshift state: the state's
+# scripts live in ``state/lua.py``.
+_LAG_SCRIPT = """
+local cap = tonumber(ARGV[2])
+local after = #redis.call('XRANGE', KEYS[1], '(' .. ARGV[1], '+', 'COUNT', cap)
+if after < cap then return {after, 1} end
+local total = redis.call('XLEN', KEYS[1])
+local before = #redis.call('XRANGE', KEYS[1], '-', ARGV[1], 'COUNT', cap)
+if before < cap then return {total - before, 1} end
+return {cap, 0}
+"""
 
 
 def entry_id_key(entry_id: str | bytes) -> tuple[int, int]:
@@ -74,8 +90,10 @@ class RedisStreamSpout(ReplayableSpout):
             )
         self._start_mode = start
         self._bounded = bool(self._conf_value(conf, "bounded", False))
+        self._lag_cap = max(1, int(self._conf_value(conf, "lag_cap", LAG_CAP)))
         self._initial: dict[str, str] = {}
         self._client: redis.Redis | None = None
+        self._lag_script: Any = None
 
     @property
     def client(self) -> Any:
@@ -87,6 +105,7 @@ class RedisStreamSpout(ReplayableSpout):
     def __getstate__(self) -> dict[str, Any]:
         state = super().__getstate__()
         state["_client"] = None
+        state["_lag_script"] = None
         return state
 
     # -- partitions / offsets -------------------------------------------
@@ -110,6 +129,17 @@ class RedisStreamSpout(ReplayableSpout):
     def replay_partition_done(self, partition: str, offset: Any) -> bool:
         last = self._last_id(partition)
         return last is None or entry_id_key(last) <= entry_id_key(offset)
+
+    def replay_partition_lag(self, partition: str, offset: Any) -> tuple[int, bool]:
+        """Entries after ``offset``. A stream has no rank of an entry id, so the server
+        counts entries on the nearer side of ``offset`` (after it, else before it and
+        ``XLEN`` minus that), each up to ``redis_streams.lag_cap`` (default 1000), in one
+        script call: nothing crosses the network but the count. When both sides hold
+        more than the cap, the cap is returned as a lower bound."""
+        if self._lag_script is None:
+            self._lag_script = self.client.register_script(_LAG_SCRIPT)
+        behind, exact = self._lag_script(keys=[partition], args=[str(offset), self._lag_cap])
+        return int(behind), bool(exact)
 
     def _last_id(self, key: str) -> str | None:
         entries = self.client.xrevrange(key, max="+", min="-", count=1)

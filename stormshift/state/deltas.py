@@ -8,7 +8,8 @@ order: folding appends them, so iteration order comes back as it was) and the
 values of every inserted or changed key; attributes written whole (new,
 replaced, not dict-like, or cleared); per keyed state object (``state/keyed.py``:
 a windowed bolt's windows) its shared part, the entries the batch deleted and the
-entries it changed; attributes that are gone. Restore =
+entries it changed (packed, each its own pickle: ``keyed_packed``, ``state/keyed.py``);
+attributes that are gone. Restore =
 base folded with its deltas in txid order; the fold is a pure function of the
 versions, so a replayed batch (same txid, same delta) restores the same state.
 Payloads are pickled; ``fold_payloads`` is only ever given bytes whose HMAC
@@ -21,14 +22,14 @@ import pickle
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from stormshift.state.keyed import KeyedParts, apply_keyed, to_live
+from stormshift.state.keyed import KeyedParts, apply_keyed, to_live, unpack
 from stormshift.state.tracked import changes_of
 
 __all__ = ["COMPACT_MAX_DELTAS", "COMPACT_RATIO", "attr_delta", "fold", "fold_live",
-           "fold_payloads", "make_delta", "should_compact"]
+           "fold_parts", "fold_payloads", "make_delta", "should_compact"]
 
-DELTA_FORMAT = 2  # 2: a "keyed" section (format 1 deltas, without it, are read too)
-READS = (1, 2)
+DELTA_FORMAT = 3  # 2: a "keyed" section; 3: its entries may be packed (older ones are read)
+READS = (1, 2, 3)
 COMPACT_RATIO = 0.5  # a new base once the deltas since the last one reach this share of it
 COMPACT_MAX_DELTAS = 512  # ... or this many deltas (bounds a restore's fold and the hash)
 KeyDelta = tuple[list[Any], list[Any], dict[Any, Any]]  # (deleted, inserted, values)
@@ -57,12 +58,13 @@ def attr_delta(value: Any) -> KeyDelta | None:
 
 
 def make_delta(keys: Mapping[str, KeyDelta], whole: Mapping[str, Any],
-               dropped: Sequence[str], keyed: Mapping[str, KeyedDelta] | None = None
-               ) -> dict[str, Any]:
-    """One batch's delta as plain data (sorted by attribute name)."""
+               dropped: Sequence[str], keyed: Mapping[str, KeyedDelta] | None = None,
+               keyed_packed: bool = False) -> dict[str, Any]:
+    """One batch's delta as plain data (sorted by attribute name); ``keyed_packed``: the
+    keyed sections' entries are pickles (``state/keyed.py``)."""
     return {"format": DELTA_FORMAT, "keys": dict(sorted(keys.items())),
             "whole": dict(sorted(whole.items())), "drop": sorted(dropped),
-            "keyed": dict(sorted((keyed or {}).items()))}
+            "keyed": dict(sorted((keyed or {}).items())), "keyed_packed": keyed_packed}
 
 
 def _apply_keys(target: Any, delta: KeyDelta) -> None:
@@ -83,24 +85,33 @@ def _fold_one(state: dict[str, Any], delta: Mapping[str, Any], in_place: bool = 
     state.update(delta["whole"])
     for name, kd in delta["keys"].items():
         _apply_keys(state[name], kd)
+    packed = delta.get("keyed_packed", False)
     for name, kd in delta.get("keyed", {}).items():
         target = state[name]
         if in_place and not isinstance(target, KeyedParts):
-            target.keyed_apply(*kd)
+            shared, deleted, values = kd
+            target.keyed_apply(shared, deleted, unpack(values) if packed else values)
         else:
-            state[name] = apply_keyed(target, kd)
+            state[name] = apply_keyed(target, kd, packed)
 
 
-def fold(base: Mapping[str, Any], deltas: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
-    """The state after ``deltas`` (oldest first) on ``base``: attributes by name, keyed
-    state objects built back from their parts."""
+def fold_parts(base: Mapping[str, Any], deltas: Sequence[Mapping[str, Any]]
+               ) -> dict[str, Any]:
+    """``fold`` with keyed state objects left as their ``KeyedParts`` (a task keeps the
+    packed entries: ``taskstate.restore``)."""
     state = dict(base)
     for delta in deltas:
         if delta.get("format") not in READS:
             raise ValueError(f"snapshot delta format {delta.get('format')!r}, this stormshift "
                              f"reads {READS}")
         _fold_one(state, delta)
-    return to_live(state)
+    return state
+
+
+def fold(base: Mapping[str, Any], deltas: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """The state after ``deltas`` (oldest first) on ``base``: attributes by name, keyed
+    state objects built back from their parts."""
+    return to_live(fold_parts(base, deltas))
 
 
 def fold_live(current: Mapping[str, Any], deltas: Sequence[Mapping[str, Any]]

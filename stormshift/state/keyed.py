@@ -23,16 +23,23 @@ Protocol, in call order:
   place (a live instance catching up: ``deltas.fold_live``); without it a catch-up that
   meets such a delta restores the whole state instead.
 
-Pure: no Redis, no pickling; the engine's ``Snapshotter`` and ``deltas.fold`` use it.
+*Packed* entries: the engine's ``Snapshotter`` stores each entry as its own pickle,
+made once when the entry changed (``KeyedParts.packed``; a delta's keyed section likewise,
+``state/deltas.py``), so a new base reuses the bytes of every entry no batch touched
+since, instead of pickling the whole state again; they are unpickled when the object is
+built (``unpack``: bytes a verified payload held, never bytes from elsewhere).
+
+No Redis; the engine's ``Snapshotter`` and ``deltas.fold`` use it.
 """
 
 from __future__ import annotations
 
+import pickle
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["KeyedParts", "KeyedState", "apply_keyed", "is_keyed", "stored", "to_live"]
+__all__ = ["KeyedParts", "KeyedState", "apply_keyed", "is_keyed", "stored", "to_live", "unpack"]
 
 
 @runtime_checkable
@@ -64,21 +71,34 @@ def is_keyed(value: Any) -> bool:
     return cls is not type and all(callable(getattr(cls, m, None)) for m in _METHODS)
 
 
+def unpack(entries: Mapping[Hashable, bytes]) -> dict[Hashable, Any]:
+    """Packed entries (module doc) as the objects they were."""
+    loads = pickle.loads
+    return {k: loads(v) for k, v in entries.items()}
+
+
 @dataclass
 class KeyedParts:
-    """A keyed state object as stored (bases, folds): its class and its parts."""
+    """A keyed state object as stored (bases, folds): its class and its parts; ``packed``:
+    the entries are pickles (module doc). A part stored before ``packed`` existed reads
+    the class default, False."""
 
     cls: type
     shared: Any
     entries: dict[Hashable, Any] = field(default_factory=dict)
+    packed: bool = False
 
     @classmethod
     def of(cls, value: Any) -> KeyedParts:
         shared, entries = value.keyed_parts()
         return cls(type(value), shared, dict(entries))
 
+    def objects(self) -> dict[Hashable, Any]:
+        """The entries as objects (unpacked when packed)."""
+        return unpack(self.entries) if self.packed else self.entries
+
     def build(self) -> Any:
-        return self.cls.from_keyed(self.shared, self.entries)  # type: ignore[attr-defined]
+        return self.cls.from_keyed(self.shared, self.objects())  # type: ignore[attr-defined]
 
 
 def stored(state: Mapping[str, Any]) -> dict[str, Any]:
@@ -86,12 +106,19 @@ def stored(state: Mapping[str, Any]) -> dict[str, Any]:
     return {n: KeyedParts.of(v) if is_keyed(v) else v for n, v in state.items()}
 
 
-def apply_keyed(target: Any, delta: tuple[Any, Sequence[Hashable], Mapping[Hashable, Any]]
-                ) -> KeyedParts:
+def apply_keyed(target: Any, delta: tuple[Any, Sequence[Hashable], Mapping[Hashable, Any]],
+                packed: bool = False) -> KeyedParts:
     """One delta's keyed section applied to ``target`` (parts, or a live object stored
-    whole by an older version): the new shared part, entries deleted, entries set."""
+    whole by an older version): the new shared part, entries deleted, entries set.
+    ``packed``: the delta's entries are pickles; the parts stay packed while the base and
+    every delta are (a mix is unpacked: older versions wrote objects)."""
     parts = target if isinstance(target, KeyedParts) else KeyedParts.of(target)
     shared, deleted, values = delta
+    if parts.packed != packed:
+        if parts.packed:
+            parts.entries, parts.packed = unpack(parts.entries), False
+        else:
+            values = unpack(values)
     parts.shared = shared
     for k in deleted:
         parts.entries.pop(k, None)

@@ -31,7 +31,9 @@ import zlib
 # 3: a keyed state object (a windowed bolt's windows) is stored as per-key entries
 # (``state/keyed.py``: ``KeyedParts`` in bases, a "keyed" section in deltas); format-2
 # code cannot read it. Format-2 snapshots (a windowing state pickled whole) are read.
-FORMAT_VERSION = 3
+# 4: those entries are stored packed, each its own pickle (``KeyedParts.packed``, a
+# delta's ``keyed_packed``); format-3 code cannot read them. Format-3 ones are read.
+FORMAT_VERSION = 4
 KEY_GROUPS = 64
 PREFIX = "ss"
 COMMITTED_FIELD = "__committed"
@@ -81,6 +83,13 @@ def metrics_key(ns: str) -> str:
     """The last metrics board of the namespace's run (JSON, ``metrics/records.py``): what
     ``stormshift top`` reads; not state, never fenced."""
     return ns_key(ns, "metrics")
+
+
+def source_lag_key(ns: str) -> str:
+    """Replayable sources' lag behind their head (hash spout -> JSON ``SourceLag``),
+    written by each source's planner after it plans a batch, read by the driver with the
+    batch (``state/runrecords.py``); a report, not state."""
+    return ns_key(ns, "spark:source-lag")
 
 
 def spout_report_key(ns: str, spout: str, part: str) -> str:

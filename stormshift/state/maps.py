@@ -34,7 +34,19 @@ KINDS = ("transactional", "opaque", "plain")
 _MISSING = object()
 # The running TaskScope (set by scope.TaskScope; lives here so the hot path needs no import).
 _current: contextvars.ContextVar[Any] = contextvars.ContextVar("stormshift_task_scope", default=None)
-__all__ = ["KINDS", "MapBuffer", "MapHandle", "opaque_map", "plain_map", "transactional_map"]
+__all__ = ["KINDS", "MapBuffer", "MapHandle", "enter_scope", "leave_scope", "opaque_map",
+           "plain_map", "transactional_map"]
+
+
+def enter_scope(scope: Any) -> contextvars.Token[Any]:
+    """Make ``scope`` (a ``TaskScope``, or the local engine's ``LocalMaps``: anything with
+    ``buffer(name, kind)`` and ``read(buffer, keys)``) the one map handles use, around an
+    engine's call into a bolt; undo with :func:`leave_scope`."""
+    return _current.set(scope)
+
+
+def leave_scope(token: contextvars.Token[Any]) -> None:
+    _current.reset(token)
 
 
 class MapBuffer:

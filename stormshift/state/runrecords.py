@@ -6,7 +6,10 @@
   the driver (``engines/spark/driver/ticks.py``) so a re-run gets the same;
 - a spout planner's *report*: its errors by kind (with a first traceback),
   warnings and log lines, taken by the driver after each batch
-  (``engines/spark/source/spout_report.py`` says what they mean).
+  (``engines/spark/source/spout_report.py`` says what they mean);
+- a replayable source's *lag*: records behind its head per spout task after the
+  batch its planner planned last (``spouts/lag.py``), read by the driver with
+  each batch.
 
 Key names: ``keys.py``. Nothing here is fenced: none of it is part of a
 batch's exactly-once result.
@@ -20,8 +23,9 @@ from typing import Any
 from stormshift.state import keys as K
 from stormshift.state.connection import retrying
 
-__all__ = ["SpoutReportRecord", "clear_spout_reports", "clear_stop", "record_ticks",
-           "recorded_ticks", "request_stop", "stop_requested"]
+__all__ = ["SpoutReportRecord", "clear_source_lags", "clear_spout_reports", "clear_stop",
+           "read_source_lags", "record_ticks", "recorded_ticks", "request_stop",
+           "stop_requested", "write_source_lag"]
 
 STOP_TTL_SECS = 3600
 _PARTS = ("errors", "logs", "warnings", "dropped")
@@ -53,6 +57,25 @@ def recorded_ticks(r: Any, namespace: str, txid: int) -> bytes | None:
 @retrying
 def record_ticks(r: Any, namespace: str, txid: int, record: str) -> None:
     r.hset(K.ticks_key(namespace), str(txid), record)
+
+
+# -- a replayable source's lag ------------------------------------------------------
+@retrying
+def write_source_lag(r: Any, namespace: str, spout: str, record: str) -> None:
+    r.hset(K.source_lag_key(namespace), spout, record)
+
+
+@retrying
+def read_source_lags(r: Any, namespace: str) -> dict[str, str]:
+    """spout -> its last lag record (JSON), for every source that wrote one."""
+    raw = r.hgetall(K.source_lag_key(namespace))
+    return {(k.decode() if isinstance(k, bytes) else k): (v.decode() if isinstance(v, bytes)
+            else v) for k, v in raw.items()}
+
+
+@retrying
+def clear_source_lags(r: Any, namespace: str) -> None:
+    r.delete(K.source_lag_key(namespace))
 
 
 # -- a spout planner's report ---------------------------------------------------------

@@ -76,6 +76,7 @@ class TaskTxn:
         self.status = Status.NEW
         self.epoch = -1
         self._scope: TaskScope | None = None
+        self._maps: list[Call] | None = None  # the scope's calls, once sealed
         self._snapshot: list[Call] = []
         self.snapshot_head = b""  # what identifies the version step 4 writes (a live catch-up)
         self._letters: list[Call] = []
@@ -150,12 +151,26 @@ class TaskTxn:
         self._counters = [stats_call(self.namespace, self.epoch, self.txid, self.who, self.who,
                                      record)]
 
+    def map_bytes(self) -> int:
+        """Bytes of the keyed-map writes the commit will send (packed keys and values),
+        so a task's "state bytes written" counts its maps, not only its snapshot. Seals
+        the scope (call it after the batch ran, before ``counters``)."""
+        self._need(Status.OPEN, "map_bytes")
+        return sum(len(a) for _, _, args in self._sealed_maps() for a in args[4:]
+                   if isinstance(a, (bytes, str)))
+
+    def _sealed_maps(self) -> list[Call]:
+        maps = self._maps
+        if maps is None:
+            maps = self._maps = list(self._scope.seal()) if self._scope is not None else []
+        return maps
+
     # Step 8.
     def calls(self) -> list[Call]:
         """Every call of the commit, in step order (pure; seals the scope)."""
         self._need(Status.OPEN, "calls")
-        maps = self._scope.seal() if self._scope is not None else []
-        return [*maps, *self._snapshot, *self._letters, *self._sink, *self._counters]
+        return [*self._sealed_maps(), *self._snapshot, *self._letters, *self._sink,
+                *self._counters]
 
     def commit(self) -> None:
         """Send every write in one pipelined round; FencedError if this attempt is stale."""

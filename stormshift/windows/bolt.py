@@ -257,6 +257,7 @@ class WindowedBolt(Bolt):  # type: ignore[misc]
             while outputs:  # user code may set timers the watermark already passed
                 self._handle(outputs)
                 outputs = state.windower.due_timers()
+            state.forget_unretractable()
         elif state.buffer is not None and state.counter is not None:
             for key, event_ms, item in state.buffer.release(wm):
                 self._handle(state.counter.add(key, event_ms, item))

@@ -84,29 +84,80 @@ class CountWindower:
 
 
 class ReleaseBuffer:
-    """Holds ``(key, event_ms, item)`` until the watermark passes ``event_ms``."""
+    """Holds ``(key, event_ms, item)`` until the watermark passes ``event_ms``.
+
+    ``of`` (derived) indexes the held elements by key order and is the truth: a heap
+    entry it does not hold is skipped when released (``forget_key`` drops a key's
+    elements without a pass over the heap; ``compact`` rebuilds the heap once those
+    reach half of it); ``fresh`` names the keys held since the owner last emptied it:
+    a batch reads and writes the held elements of those keys only, never the heap."""
 
     def __init__(self) -> None:
         self.heap: list[tuple[int, str, int, Any, Any]] = []
         self.seq = 0
+        self.of: dict[str, dict[int, tuple[int, str, int, Any, Any]]] = {}
+        self.fresh: set[str] = set()
+        self._stale = 0
 
     def hold(self, key: Any, event_ms: int, item: Any) -> None:
         values = getattr(item, "values", item)
         self.seq += 1
-        heapq.heappush(self.heap, (event_ms, stable_order(list(values)), self.seq, key, item))
+        entry = (event_ms, stable_order(list(values)), self.seq, key, item)
+        heapq.heappush(self.heap, entry)
+        kord = stable_order(key)
+        self.of.setdefault(kord, {})[self.seq] = entry
+        self.fresh.add(kord)
 
     def release(self, watermark_ms: int) -> list[tuple[Any, int, Any]]:
         """Everything with ``event_ms < watermark_ms``, in event-time order."""
         out = []
         while self.heap and self.heap[0][0] < watermark_ms:
-            event_ms, _, _, key, item = heapq.heappop(self.heap)
+            event_ms, _, seq, key, item = heapq.heappop(self.heap)
+            kord = stable_order(key)
+            mine = self.of.get(kord)
+            if mine is None or mine.pop(seq, None) is None:
+                continue  # left behind by forget_key
+            if not mine:
+                del self.of[kord]
             out.append((key, event_ms, item))
         return out
 
+    def held_of(self, kord: str) -> list[tuple[int, str, int, Any, Any]]:
+        """Key ``kord``'s held elements in release order."""
+        return sorted(self.of.get(kord, {}).values(), key=lambda e: e[:3])
+
+    def forget_key(self, kord: str) -> None:
+        self._stale += len(self.of.pop(kord, ()))
+
+    def set_held(self, kord: str, held: list[tuple[int, str, int, Any, Any]]) -> None:
+        if held:
+            self.of[kord] = {e[2]: e for e in held}
+            for e in held:
+                heapq.heappush(self.heap, e)
+
+    def compact(self) -> None:
+        if self._stale * 2 >= len(self.heap):
+            self.heap = [e for mine in self.of.values() for e in mine.values()]
+            heapq.heapify(self.heap)
+            self._stale = 0
+
     def snapshot(self) -> dict[str, Any]:
-        return {"heap": sorted(self.heap, key=lambda e: e[:3]), "seq": self.seq}
+        live = [e for mine in self.of.values() for e in mine.values()]
+        return {"heap": sorted(live, key=lambda e: e[:3]), "seq": self.seq}
 
     def restore(self, snap: dict[str, Any]) -> None:
         self.heap = list(snap["heap"])
         heapq.heapify(self.heap)
         self.seq = int(snap["seq"])
+        self._index()
+
+    def _index(self) -> None:
+        self.of, self.fresh, self._stale = {}, set(), 0
+        for e in sorted(self.heap, key=lambda e: e[:3]):
+            self.of.setdefault(stable_order(e[3]), {})[e[2]] = e
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """Unpickle one pickled before ``of`` existed: the index is derived."""
+        self.__dict__.update(state)
+        if "of" not in state:
+            self._index()

@@ -8,9 +8,9 @@ release buffer. The *shared* part is the rest: the window config, the
 watermark tracker, the task's clocks and its counters. A batch writes the
 shared part and the entries of the keys it touched (``touched``): the cost
 follows the keys changed, not the windows open. An entry with nothing left
-(its windows expired) is deleted; ``retired`` drops what can no longer be read
-(what expired windows emitted) from the live state too, so a restore gives back
-the same state as the live one.
+(its windows expired) is deleted. What the panes of an expired window emitted is
+dropped when it expires (``WindowingState.forget_unretractable``), so a restore
+gives back the same state as the live one.
 
 Rescale (``merge_shared``): entries go to the task their key routes to; the
 shared parts of the old tasks merge into each new task's deterministically:
@@ -27,13 +27,14 @@ others start at 0), so their sum is kept.
 from __future__ import annotations
 
 import heapq
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from stormshift.windows.count import CountWindower, ReleaseBuffer
+from stormshift.windows.triggers import TriggerState
 from stormshift.windows.watermark import WatermarkTracker
-from stormshift.windows.window import Window, stable_order
+from stormshift.windows.window import Window
 from stormshift.windows.windower import Windower, WindowState
 
 __all__ = ["KeyEntry", "apply_in_place", "entries_of", "merge_shared", "shared_of"]
@@ -50,6 +51,29 @@ class KeyEntry:
     previous: list[Any] | None = None
     count: Any = None  # count.py's per-key state
     held: list[tuple[Any, ...]] = field(default_factory=list)  # ReleaseBuffer heap entries
+
+    def __reduce__(self) -> tuple[Any, tuple[Any, ...]]:
+        """Pickled flat: plain tuples, not four dataclasses each naming its class and
+        fields (a task pickles each entry on its own: ``state/keyed.py``, packed), so an
+        entry costs its data, about a third of the bytes, and pickles faster."""
+        windows = [(w.start_ms, w.end_ms, st.acc, st.delta, st.trigger.count,
+                    st.trigger.deadline_ms, st.trigger.panes, st.trigger.on_time_fired,
+                    [(r.start_ms, r.end_ms, res) for r, res in st.retract])
+                   for w, st in self.windows.items()]
+        return _unflat, (self.key, windows, self.timers, self.emitted, self.previous,
+                         self.count, self.held)
+
+
+def _unflat(key: Any, windows: list[tuple[Any, ...]], timers: list[tuple[int, str]],
+            emitted: dict[tuple[int, int], list[tuple[str, list[Any]]]],
+            previous: list[Any] | None, count: Any, held: list[tuple[Any, ...]]) -> KeyEntry:
+    """A ``KeyEntry`` from its flat pickle (``KeyEntry.__reduce__``)."""
+    states = {}
+    for start, end, acc, delta, n, deadline, panes, fired, retract in windows:
+        states[Window(start, end)] = WindowState(
+            acc, delta, TriggerState(n, deadline, panes, fired),
+            [(Window(s, e), res) for s, e, res in retract])
+    return KeyEntry(key, states, timers, emitted, previous, count, held)
 
 
 def shared_of(ws: Any) -> dict[str, Any]:
@@ -69,62 +93,38 @@ def shared_of(ws: Any) -> dict[str, Any]:
     }
 
 
-def _by_kord(items: Iterable[tuple[str, Any]], wanted: set[str] | None) -> dict[str, list[Any]]:
-    out: dict[str, list[Any]] = {}
-    for kord, item in items:
-        if wanted is None or kord in wanted:
-            out.setdefault(kord, []).append(item)
-    return out
-
-
-def _held(ws: Any, wanted: set[str] | None) -> dict[str, list[Any]]:
-    if ws.buffer is None or not ws.buffer.heap:
-        return {}
-    memo: dict[int, str] = {}
-
-    def kord(entry: tuple[Any, ...]) -> str:
-        key = entry[3]
-        found = memo.get(id(key))
-        if found is None:
-            found = memo[id(key)] = stable_order(key)
-        return found
-
-    return {k: sorted(v, key=lambda e: e[:3])
-            for k, v in _by_kord(((kord(e), e) for e in ws.buffer.heap), wanted).items()}
-
-
-def touched(ws: Any, held_since: int) -> set[str]:
-    """Keys whose entries may have changed: marked by the windower, the count windows and
-    ``WindowingState``, and keys of elements held since seq ``held_since``."""
+def touched(ws: Any) -> set[str]:
+    """Keys whose entries may have changed: marked by the windower, the count windows,
+    ``WindowingState`` and the release buffer (keys held since last emptied)."""
     out = set(ws.marked)
     if ws.windower is not None:
         out |= ws.windower.touched
     if ws.counter is not None:
         out |= ws.counter.touched
     if ws.buffer is not None:
-        out |= {stable_order(e[3]) for e in ws.buffer.heap if e[2] > held_since}
+        out |= ws.buffer.fresh
     return out
 
 
 def entries_of(ws: Any, kords: set[str] | None) -> dict[str, KeyEntry | None]:
-    """The entries of ``kords`` (None: every key), None for a key with nothing left; what
-    can no longer be read is dropped from ``ws`` first (module doc: ``retired``)."""
-    w, c = ws.windower, ws.counter
+    """The entries of ``kords`` (None: every key), None for a key with nothing left: each
+    read through the per-key indexes (windows, ``timers_of``, the buffer's ``of``), so the
+    cost follows ``kords``, not the keys held."""
+    w, c, b = ws.windower, ws.counter, ws.buffer
     if kords is None:
         kords = set(ws.emitted) | set(ws.previous)
         kords |= set(w.windows) | set(w.keys) if w is not None else set()
         kords |= set(c.keys) if c is not None else set()
-        kords |= set(_held(ws, None))
-    timers = w.timers_of if w is not None else {}  # the per-key index: no scan of every timer
-    held = _held(ws, kords)
+        kords |= set(b.of) if b is not None else set()
+    timers = w.timers_of if w is not None else {}
     out: dict[str, KeyEntry | None] = {}
     for kord in sorted(kords):
         windows = w.windows.get(kord, {}) if w is not None else {}
-        _retire(ws, kord, windows)
         emitted = ws.emitted.get(kord, {})
         prev = ws.previous.get(kord)
         count = c.keys.get(kord) if c is not None else None
-        mine_held, mine_timers = held.get(kord, []), sorted(timers.get(kord, []))
+        mine_held = b.held_of(kord) if b is not None else []
+        mine_timers = sorted(timers.get(kord, []))
         if not (windows or mine_timers or emitted or prev or count or mine_held):
             if w is not None:
                 w.keys.pop(kord, None)
@@ -141,26 +141,6 @@ def entries_of(ws: Any, kords: set[str] | None) -> dict[str, KeyEntry | None]:
         out[kord] = KeyEntry(key, dict(windows), mine_timers, dict(emitted),
                              None if prev is None else list(prev[1]), count, mine_held)
     return out
-
-
-def _retire(ws: Any, kord: str, windows: Mapping[Window, WindowState]) -> None:
-    """Drop what a key's panes emitted for windows no live window can retract any more. A span
-    its own live window retracts is kept without a look at the key's other windows."""
-    emitted = ws.emitted.get(kord)
-    if not emitted:
-        return
-    needed: set[tuple[int, int]] | None = None  # built only when a span is not its own window's
-    for span in list(emitted):
-        own = windows.get(Window(*span))
-        if own is not None and any(w.start_ms == span[0] and w.end_ms == span[1]
-                                   for w, _ in own.retract):
-            continue  # the common case: a live window retracts its own last pane
-        if needed is None:
-            needed = {(w.start_ms, w.end_ms) for st in windows.values() for w, _ in st.retract}
-        if span not in needed:
-            del emitted[span]
-    if not emitted:
-        del ws.emitted[kord]
 
 
 def build(cls: Any, shared: Mapping[str, Any], entries: Mapping[str, KeyEntry]) -> Any:
@@ -184,8 +164,8 @@ def build(cls: Any, shared: Mapping[str, Any], entries: Mapping[str, KeyEntry]) 
         counter.keys = {k: entries[k].count for k in kords if entries[k].count is not None}
     if shared["buffer_seq"] is not None:
         buffer = ReleaseBuffer()
-        buffer.heap = [e for k in kords for e in entries[k].held]
-        heapq.heapify(buffer.heap)
+        for k in kords:
+            buffer.set_held(k, entries[k].held)
         buffer.seq = shared["buffer_seq"]
     ws = cls(tracker, windower, counter, buffer, shared["processing_ms"],
              shared["next_watermark_ms"], dict(shared["counters"]))
@@ -201,8 +181,8 @@ def apply_in_place(ws: Any, shared: Mapping[str, Any], deleted: Sequence[str],
     """One delta's keyed section applied to a live ``ws`` (a task's live instance catching
     up: ``taskstate.catch_up``): the shared part replaced, the entries of the keys the
     delta names replaced or removed; the result is what ``build`` makes of the same
-    parts. Costs the keys the delta holds plus one pass over the heaps (timers, the
-    windows' due and expiry indexes, held elements), not a rebuild of every key."""
+    parts. Costs the keys the delta holds: their old index entries stay in the heaps,
+    skipped when popped, until a ``compact`` (amortised) rebuilds them."""
     affected = set(deleted) | set(values)
     t = shared["tracker"]
     ws.tracker = WatermarkTracker(t["lag_ms"], idle_timeout_ms=t["idle_timeout_ms"])
@@ -213,30 +193,12 @@ def apply_in_place(ws: Any, shared: Mapping[str, Any], deleted: Sequence[str],
     w, c, b = ws.windower, ws.counter, ws.buffer
     if w is not None:
         w.watermark_ms = shared["windower"]["watermark_ms"]
-        for k in affected:
-            w.windows.pop(k, None)
-            w.keys.pop(k, None)
-        # the indexes drop the keys' entries (stale ones too: a fresh build has none)
-        w.timers = [x for x in w.timers if x[1] not in affected]
-        w._due = [x for x in w._due if x[2] not in affected]
-        w._expiry = [x for x in w._expiry if x[2] not in affected]
-        w._deadlines = [x for x in w._deadlines if x[3] not in affected]
-        heapq.heapify(w._deadlines)
-        heapq.heapify(w.timers)
-        w.index_timers()
-        heapq.heapify(w._due)
-        heapq.heapify(w._expiry)
+        for k in sorted(affected):
+            _forget(w, k)
         for k in kords:
             e = values[k]
-            if e.windows:
-                w.windows[k] = dict(e.windows)
-                for window in sorted(e.windows):
-                    w._track(k, window)
-            if e.windows or e.timers:
-                w.keys[k] = e.key
-            for at, tag in e.timers:
-                heapq.heappush(w.timers, (at, k, tag))
-                w.timers_of.setdefault(k, []).append((at, tag))
+            _set(w, k, e.key, dict(e.windows), list(e.timers))
+        _compact(w)
         w.touched = set()
     if c is not None:
         for k in affected:
@@ -244,10 +206,13 @@ def apply_in_place(ws: Any, shared: Mapping[str, Any], deleted: Sequence[str],
         c.keys.update((k, values[k].count) for k in kords if values[k].count is not None)
         c.touched = set()
     if b is not None and shared["buffer_seq"] is not None:
-        kept = [e for k, held in _held(ws, None).items() if k not in affected for e in held]
-        b.heap = kept + [e for k in kords for e in values[k].held]
-        heapq.heapify(b.heap)
+        for k in sorted(affected):
+            b.forget_key(k)
+        for k in kords:
+            b.set_held(k, list(values[k].held))
+        b.compact()
         b.seq = shared["buffer_seq"]
+        b.fresh = set()
     for k in affected:
         ws.emitted.pop(k, None)
         ws.previous.pop(k, None)
@@ -259,6 +224,45 @@ def apply_in_place(ws: Any, shared: Mapping[str, Any], deleted: Sequence[str],
             ws.previous[k] = (e.key, list(e.previous))
     ws.marked = set()
     ws.held_since = b.seq if b is not None else 0
+
+
+def _forget(w: Windower, kord: str) -> None:
+    """Drop key ``kord`` from a windower: its windows, timers and key. Its heap entries
+    stay behind, skipped when popped (``windower.py``), counted in ``_stale``."""
+    states = w.windows.pop(kord, None)
+    mine = w.timers_of.pop(kord, None)
+    w._stale += (len(states) if states else 0) + (len(mine) if mine else 0)
+    w.keys.pop(kord, None)
+    w._sessions.pop(kord, None)
+
+
+def _set(w: Windower, kord: str, key: Any, windows: dict[Window, WindowState],
+         timers: list[tuple[int, str]]) -> None:
+    """Key ``kord`` as an entry holds it (after ``_forget``), indexed."""
+    if windows:
+        w.windows[kord] = windows
+        for window in sorted(windows):
+            w._track(kord, window)
+        if w.assigner.merging:
+            w._sessions[kord] = sorted(windows)
+    if windows or timers:
+        w.keys[kord] = key
+    for at, tag in timers:
+        heapq.heappush(w.timers, (at, kord, tag))
+        w.timers_of.setdefault(kord, []).append((at, tag))
+
+
+def _compact(w: Windower) -> None:
+    """Rebuild the windower's heaps from its live windows and timers once the entries
+    ``_forget`` left behind reach half of them: amortised O(1) per entry left."""
+    if w._stale * 2 < len(w._expiry) + len(w.timers):
+        return
+    w.timers = w.live_timers()
+    heapq.heapify(w.timers)
+    w._due, w._expiry, w._deadlines, w._stale = [], [], [], 0
+    for kord, states in sorted(w.windows.items()):
+        for window in sorted(states):
+            w._track(kord, window)
 
 
 def merge_shared(shareds: Sequence[Mapping[str, Any]], task: int, par: int) -> dict[str, Any]:

@@ -82,12 +82,24 @@ class WindowingState:
         self.marked.add(kord)
         self.previous[kord] = (key, tuples)
 
+    def forget_unretractable(self) -> None:
+        """What the panes of windows that expired unfired emitted: no pane will retract it
+        (``Windower.unretractable``), so it is forgotten -- per expired window, not by a
+        look at every window of the key."""
+        w = self.windower
+        if w is None or not w.unretractable:
+            return
+        for kord, windows in w.unretractable:
+            for window in windows:
+                self.take_emitted(kord, window)
+        w.unretractable = []
+
     def idle(self) -> bool:
         """Nothing here can fire, expire or be released without new input: no open window,
         no timer, no tuple held for the watermark (count windows fire on arrivals only)."""
-        if self.windower is not None and (self.windower.windows or self.windower.timers):
+        if self.windower is not None and (self.windower.windows or self.windower.timers_of):
             return False
-        return self.buffer is None or not self.buffer.heap
+        return self.buffer is None or not self.buffer.of
 
     @classmethod
     def build(cls, windowing: Windowing, expected: list[Any]) -> WindowingState:
@@ -170,7 +182,7 @@ class WindowingState:
         return KE.shared_of(self), {k: e for k, e in entries.items() if e is not None}
 
     def keyed_delta(self) -> tuple[Any, list[Hashable], dict[Hashable, Any]]:
-        entries = KE.entries_of(self, KE.touched(self, self.held_since))
+        entries = KE.entries_of(self, KE.touched(self))
         deleted: list[Hashable] = [k for k, e in entries.items() if e is None]
         return KE.shared_of(self), deleted, {k: e for k, e in entries.items() if e is not None}
 
@@ -181,6 +193,7 @@ class WindowingState:
                 part.touched = set()
         if self.buffer is not None:
             self.held_since = self.buffer.seq
+            self.buffer.fresh = set()
 
     def keyed_apply(self, shared: Any, deleted: Sequence[Hashable],
                     values: Mapping[Hashable, Any]) -> None:

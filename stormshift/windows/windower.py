@@ -26,12 +26,20 @@ expires them (``end_ms + allowed_lateness_ms``), and their panes by processing-t
 deadline, so a watermark or processing-time step costs what it fires, not the
 number of open windows; entries of windows merged away or already fired are
 skipped when popped (derived: rebuilt on ``restore``); ``timers_of`` indexes the
-timers by key.
+timers by key and is the truth: a timer popped from the heap that it does not hold is
+skipped (a delta applied in place drops a key's entries from the indexes that way,
+counted in ``_stale``: ``keyed.py``).
+Merging assigners (sessions) keep each key's windows sorted by start (``_sessions``): an
+element finds the sessions it merges with by bisection, not a scan of the key's windows.
+``unretractable`` lists, per key, the windows whose last panes an expired window would
+have retracted (its state dropped without a pane): the owner forgets what they emitted
+(``WindowedBolt``) and empties the list.
 """
 
 from __future__ import annotations
 
 import heapq
+from bisect import bisect_left
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,6 +50,10 @@ from stormshift.windows.triggers import Trigger, TriggerState
 from stormshift.windows.window import START_OF_TIME_MS, Timing, Window, stable_order
 
 __all__ = ["AddResult", "WindowState", "Windower"]
+
+
+def _start(window: Window) -> int:
+    return window.start_ms
 
 
 @dataclass
@@ -84,6 +96,9 @@ class Windower:
         self._expiry: list[tuple[int, int, str, Window]] = []  # (end + lateness, start, ...)
         self._deadlines: list[tuple[int, int, int, str, Window]] = []  # (deadline, end, start, ...)
         self.touched: set[str] = set()  # key orders changed since cleared (module doc)
+        self._sessions: dict[str, list[Window]] = {}  # merging: a key's windows by start
+        self._stale = 0  # index entries forget_key left behind (module doc)
+        self.unretractable: list[tuple[str, list[Window]]] = []  # module doc
 
     def _track(self, kord: str, window: Window) -> None:
         """Index a window that just got its state (new, or a merge of sessions)."""
@@ -154,9 +169,11 @@ class Windower:
         sets timers while handling the outputs of ``advance``): fire them now."""
         fired: list[Output] = []
         while self.timers and self.timers[0][0] <= self.watermark_ms:
-            at_ms, kord, tag = self._pop_timer()
-            self.touched.add(kord)
-            fired.append(TimerFired(self.keys[kord], at_ms, tag))
+            popped = self._pop_timer()
+            if popped is not None:
+                at_ms, kord, tag = popped
+                self.touched.add(kord)
+                fired.append(TimerFired(self.keys[kord], at_ms, tag))
         return fired
 
     # -- time -----------------------------------------------------------------
@@ -166,15 +183,20 @@ class Windower:
             return []
         self.watermark_ms = wm = watermark_ms
         due: list[tuple[int, int, int, str, Window | str]] = []
+        seen: set[tuple[str, Window]] = set()
         while self._due and self._due[0][0] <= wm:
             _, _, kord, window = heapq.heappop(self._due)
             state = self.windows.get(kord, {}).get(window)
-            if state is not None and not state.trigger.on_time_fired:
+            if state is not None and not state.trigger.on_time_fired \
+                    and (kord, window) not in seen:  # an entry indexed twice (forget_key)
+                seen.add((kord, window))
                 due.append((window.end_ms, 0, window.start_ms, kord, window))
         while self.timers and self.timers[0][0] <= wm:
-            at_ms, kord, tag = self._pop_timer()
-            self.touched.add(kord)
-            due.append((at_ms, 1, 0, kord, tag))
+            popped = self._pop_timer()
+            if popped is not None:
+                at_ms, kord, tag = popped
+                self.touched.add(kord)
+                due.append((at_ms, 1, 0, kord, tag))
         outputs: list[Output] = []
         for at_ms, kind, _, kord, what in sorted(due, key=lambda d: d[:4]):
             if kind == 1:
@@ -216,8 +238,12 @@ class Windower:
         for _, _, kord, window in gone:
             self.touched.add(kord)
             state = self.windows[kord].pop(window)
+            if self.assigner.merging:
+                self._unindex(kord, window)
             if state.trigger.count:  # a batched late pane still pending
                 outputs += self._fire(kord, window, state, Timing.LATE)
+            elif state.retract:  # its last panes can no longer be retracted (module doc)
+                self.unretractable.append((kord, [w for w, _ in state.retract]))
             if not self.windows[kord]:
                 del self.windows[kord]
                 if kord not in self.timers_of:
@@ -231,13 +257,23 @@ class Windower:
         return WindowState(acc=agg.init() if keep_all else None, delta=agg.init())
 
     def _merge(self, kord: str, states: dict[Window, WindowState], proto: Window) -> Window:
-        """Sessions: merge ``proto`` with the key's windows it intersects."""
-        parts = sorted(w for w in states if w.intersects(proto))
+        """Sessions: merge ``proto`` with the key's windows it intersects. A key's sessions
+        never overlap (each merge spans what it joins), so sorted by start their ends rise
+        too: the ones ``proto`` meets are a run found by bisection (module doc)."""
+        index = self._sessions.get(kord)
+        if index is None:
+            index = self._sessions[kord] = []
+        hi = bisect_left(index, proto.end_ms, key=_start)  # index[:hi] start before proto ends
+        lo = hi
+        while lo and index[lo - 1].end_ms > proto.start_ms:
+            lo -= 1
+        parts = index[lo:hi]
         merged = proto
         for part in parts:
             merged = merged.span(part)
         if parts == [merged]:
             return merged
+        index[lo:hi] = [merged]
         agg = self.aggregation
         state = self._new_state()
         trigger = TriggerState()
@@ -269,9 +305,12 @@ class Windower:
         state.trigger.fired(timing)
         return outputs
 
-    def _pop_timer(self) -> tuple[int, str, str]:
+    def _pop_timer(self) -> tuple[int, str, str] | None:
+        """The heap's next timer, None when ``timers_of`` does not hold it (module doc)."""
         at_ms, kord, tag = heapq.heappop(self.timers)
-        mine = self.timers_of[kord]
+        mine = self.timers_of.get(kord)
+        if not mine or (at_ms, tag) not in mine:
+            return None
         mine.remove((at_ms, tag))
         if not mine:
             del self.timers_of[kord]
@@ -282,6 +321,21 @@ class Windower:
         self.timers_of = {}
         for at_ms, kord, tag in sorted(self.timers):
             self.timers_of.setdefault(kord, []).append((at_ms, tag))
+
+    def _unindex(self, kord: str, window: Window) -> None:
+        """A merging assigner's window left the key's sorted sessions."""
+        index = self._sessions.get(kord)
+        if index is None:
+            return
+        i = bisect_left(index, window.start_ms, key=_start)
+        if i < len(index) and index[i] == window:
+            del index[i]
+        if not index:
+            del self._sessions[kord]
+
+    def live_timers(self) -> list[tuple[int, str, str]]:
+        """Every timer set and not fired, sorted (``timers_of``; the heap may hold more)."""
+        return sorted((at, k, tag) for k, mine in self.timers_of.items() for at, tag in mine)
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         """Unpickle one pickled before ``timers_of`` existed: the index is derived."""
@@ -294,6 +348,10 @@ class Windower:
                 for window, st in sorted(states.items()):
                     if st.trigger.deadline_ms is not None:
                         self._deadline(kord, window, st.trigger.deadline_ms)
+        if "_sessions" not in state:
+            self._stale, self.unretractable = 0, []
+            self._sessions = {k: sorted(v) for k, v in sorted(self.windows.items())} \
+                if self.assigner.merging else {}
 
     # -- state ----------------------------------------------------------------
     def snapshot(self) -> dict[str, Any]:
@@ -302,7 +360,7 @@ class Windower:
             "windows": {k: dict(v) for k, v in self.windows.items()},
             "keys": dict(self.keys),
             "watermark_ms": self.watermark_ms,
-            "timers": sorted(self.timers),  # the heap's layout follows its history
+            "timers": self.live_timers(),  # the heap's layout follows its history
         }
 
     def restore(self, snap: dict[str, Any]) -> None:
@@ -313,6 +371,9 @@ class Windower:
         heapq.heapify(self.timers)
         self.index_timers()
         self._due, self._expiry, self._deadlines, self.touched = [], [], [], set()
+        self._stale, self.unretractable = 0, []
+        self._sessions = {k: sorted(v) for k, v in sorted(self.windows.items())} \
+            if self.assigner.merging else {}
         for kord, states in sorted(self.windows.items()):
             for window in sorted(states):
                 self._track(kord, window)

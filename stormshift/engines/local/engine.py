@@ -82,7 +82,8 @@ Progress = Callable[[str], None]  # gets RunSummary.progress_line(), like the Sp
 
 class LocalEngine:
     """Storm semantics in one process. ``run()`` once per engine; with ``read_state=True``
-    its summary's ``final_state`` holds each bolt task's user attributes at the end."""
+    its summary's ``final_state`` holds each bolt task's user attributes and each bolt's
+    keyed state maps (in memory here: ``maps.py``) at the end."""
 
     def __init__(
         self,
@@ -192,7 +193,8 @@ class LocalEngine:
             self.summary.components[comp.name].windows = self.tasks.window_counters(comp.name)
             if self.read_state:
                 tasks = [user_attributes(obj) for obj in self.instances(comp.name)]
-                self.summary.final_state[comp.name] = ComponentState(tasks)
+                self.summary.final_state[comp.name] = ComponentState(
+                    tasks, self.tasks.maps[comp.name].values())
         if self.on_metrics is not None:
             self.on_metrics(self.metrics_board())
         if on_progress is not None:
@@ -220,6 +222,12 @@ class LocalEngine:
             counters = self.tasks.window_counters(comp.name)
             if counters:
                 board.windows[comp.name] = counters
+            watermark = self.tasks.window_watermark_ms(comp.name)
+            if watermark is not None:
+                board.watermarks_ms[comp.name] = watermark
+        for comp in self.graph.spouts:
+            for lag in self.tasks.source_lags(comp.name):
+                board.set_lag(comp.name, lag)
         board.stop_reason = self.summary.stop_reason
         board.updated_ms = int(time.time() * 1000)
         return board

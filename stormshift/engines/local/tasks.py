@@ -26,12 +26,14 @@ from stormshift.adapters.host import host_component
 from stormshift.engines.local.acker import Acker, Tree
 from stormshift.engines.local.delivery import Delivery, Sink, TaskKey
 from stormshift.engines.local.faults import Action, ActiveFaults
+from stormshift.engines.local.maps import LocalMaps
 from stormshift.engines.local.scheduler import TICK, Clock
 from stormshift.engines.local.tracker import TupleTracker, msg_key, spout_lineage
 from stormshift.engines.logs import forward_logs
 from stormshift.engines.summary import RunSummary
 from stormshift.errors import ComponentFailure
 from stormshift.metrics.board import Board
+from stormshift.state.maps import enter_scope, leave_scope
 from stormshift.topology.graph import TopologyGraph
 
 __all__ = ["TaskSet"]
@@ -56,6 +58,8 @@ class TaskSet:
     ) -> None:
         self.graph = graph
         self.summary = summary
+        # each bolt's keyed state maps, the scope of every call into it (``maps.py``)
+        self.maps = {comp.name: LocalMaps() for comp in graph.bolts}
         self.stats = summary.components
         # the bolt task inside a call (``_execute``) and its acks + fails before it
         self.executing: tuple[TaskKey, int] | None = None
@@ -311,6 +315,27 @@ class TaskSet:
                     total[name] = total.get(name, 0) + n
         return total
 
+    def window_watermark_ms(self, component: str) -> int | None:
+        """A windowed bolt's watermark: the lowest of its tasks' (each task tracks its own
+        inputs here; the Spark engine keeps one tracker per bolt), None if not windowed."""
+        marks = [inst.watermark_ms for inst in self.instances(component)
+                 if getattr(inst, "windowing_state", None) is not None]
+        return min(marks) if marks else None
+
+    def source_lags(self, component: str) -> list[Any]:
+        """A replayable spout's lag per task at its cursor (``spouts/lag.py``); empty for
+        other spouts, or a replayable spout of the user's that cannot count it."""
+        lags = []
+        for inst in self.instances(component):
+            measure = getattr(inst, "local_lag", None)
+            try:
+                lag = measure() if callable(measure) else None
+            except NotImplementedError:
+                lag = None
+            if lag is not None:
+                lags.append(lag)
+        return lags
+
     def run_bolts(self, faults: ActiveFaults) -> bool:
         """Every bolt task drains its queue, upstream components first."""
         did = False
@@ -361,6 +386,7 @@ class TaskSet:
         emits and fails so far are applied: Storm sent them before the process died).
         ``timed``: an execute, whose time is an execute-latency sample."""
         started = time.perf_counter()
+        scope = enter_scope(self.maps[key[0]])
         try:
             call(self.hosts[key])
         except ComponentFailure as exc:
@@ -370,6 +396,8 @@ class TaskSet:
                 self.delivery.record_error(key[0], str(exc))
             self._bolt_crashed(key)
             return
+        finally:
+            leave_scope(scope)
         self._busy(key, started, timed)
         self._apply_bolt(key, extra_fail)
 

@@ -18,6 +18,12 @@ O_EXCL marker file), so a restarted run goes past it. Points:
 - ``stage.start`` (txid, component = stage head, task, attempt);
 - ``task.midway`` (txid, component, task, attempt): half the task's input processed;
 - ``task.before_close`` (txid, component, task, attempt): the member ran, its commit not sent;
+- ``task_host.midway`` (txid, component, task, attempt): as ``task.midway``, only in a task
+  host (``task/task_host.py``; with hosts on, every ``task.*`` point runs in the host, so
+  ``kill_self`` there kills the host, not the worker);
+- ``task_host.sent`` (txid, component = stage head, task, attempt, slot): a worker handed its
+  partition to its task host and waits for the rows (``kill_self``: the worker dies while
+  the host runs the task);
 - ``source.after_wal_append`` (spout, task, head): a chunk logged, offset not yet planned.
 - ``source.after_chunk_log`` (spout, task, chunk): an executor-side spout's read logged
   its chunk, no row sent yet (``source/live_spout.py``).
@@ -44,7 +50,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-__all__ = ["FaultInjected", "active", "attempt_number", "hit", "midway", "zombie"]
+__all__ = ["FaultInjected", "active", "attempt_number", "hit", "in_task", "midway", "zombie"]
 
 ENV = "STORMSHIFT_FAULTS"
 DIR_ENV = "STORMSHIFT_FAULT_DIR"
@@ -78,8 +84,20 @@ def active() -> bool:
     return bool(_FAULTS)
 
 
+_IN_TASK: dict[str, Any] = {}  # a task host's request: its attempt (no TaskContext there)
+
+
+def in_task(attempt: int | None, host: bool = False) -> None:
+    """A task host runs a request of Spark task attempt ``attempt`` (None: it is done)."""
+    _IN_TASK.clear()
+    if attempt is not None:
+        _IN_TASK.update(attempt=attempt, host=host)
+
+
 def attempt_number() -> int:
     """This Spark task's attempt number (0 outside a task)."""
+    if _IN_TASK:
+        return int(_IN_TASK["attempt"])
     try:
         from pyspark import TaskContext
 
@@ -208,6 +226,8 @@ def midway(chunks: Iterator[Any], ctx: dict[str, Any]) -> Iterator[Any]:
             cut = half - seen
             yield src, sid, values_list[:cut]
             hit("task.midway", **ctx)
+            if _IN_TASK.get("host"):
+                hit("task_host.midway", **ctx)
             yield src, sid, values_list[cut:]
         else:
             yield src, sid, values_list

@@ -86,6 +86,7 @@ class BatchResult:
     tasks: dict[tuple[str, int], Any] = field(default_factory=dict)  # (c, task) -> MemberStats
     watermarks: dict[str, int] = field(default_factory=dict)  # bolt -> the batch's watermark ms
     idle: list[str] = field(default_factory=list)  # members of stages that ran no task (waves.py)
+    source_lags: dict[str, Any] = field(default_factory=dict)  # spout -> spouts.lag.SourceLag
 
     def advance(self, expected: BatchStatus, new: BatchStatus) -> None:
         """Move forward only from ``expected`` (a protocol step run out of order is a bug)."""
@@ -103,6 +104,7 @@ class BatchConfig:
     sink: SinkSpec
     txid_base: int
     max_attempts: int = 3
+    task_hosts: int = 0  # task host slots per executor (``task/task_host.py``); 0: none
 
 
 class BatchRunner:
@@ -251,7 +253,8 @@ class BatchRunner:
              time_: BatchTime | None = None) -> StageJob:
         c = self.cfg
         return StageJob(c.layout, stage, txid, frozenset(t for t in ticks if t in stage.members),
-                        c.redis_url, c.namespace, c.state_key, c.sink, c.max_attempts, time_)
+                        c.redis_url, c.namespace, c.state_key, c.sink, c.max_attempts, time_,
+                        c.task_hosts)
 
     # -- step 4 ------------------------------------------------------------
     def _gather(self, result: BatchResult, time_: BatchTime | None = None) -> None:
@@ -288,7 +291,20 @@ class BatchRunner:
             result.windows = self.clock.fold(result.txid, time_, reports)
         if time_ is not None:
             result.watermarks = dict(time_.watermarks)
+        result.source_lags = source_lags(self.r, self.cfg.namespace)
         batchstats.drop(self.r, self.cfg.namespace, result.txid)
+
+
+def source_lags(r: Any, namespace: str) -> dict[str, Any]:
+    """Each replayable source's lag as its planner last reported it (behind the offsets it
+    planned last: this batch's end, or the next batch's when Spark planned that already)."""
+    import json
+
+    from stormshift.spouts.lag import SourceLag
+    from stormshift.state.runrecords import read_source_lags
+
+    return {spout: SourceLag.from_dict(json.loads(raw))
+            for spout, raw in read_source_lags(r, namespace).items()}
 
 
 def _task_positions(layout: Layout, group: list[Stage]) -> tuple[Any, Any, int]:
@@ -322,9 +338,24 @@ def _beacons(spark: Any, first: int, par: int) -> Any:
 
 
 def _stage_fn(txid: int, jobs: dict[str, StageJob]) -> Callable[[Any], Any]:
+    """The ``mapInArrow`` function of a group: the jobs go pickled once, here, so that a
+    worker hands the same bytes to its task host (``task/task_host.py``) unchanged."""
+    import hashlib
+
+    from pyspark import cloudpickle
+
+    payload = cloudpickle.dumps(jobs)
+    digest = hashlib.blake2b(payload, digest_size=16).hexdigest()
+
     def fn(batches: Any) -> Any:
+        from stormshift.engines.spark.task.task_host import jobs_of, run_on_host
+
         seen: dict[str, str] = {}  # run_partition names the stage of the task it found
+
+        def hosted(*args: Any) -> Any:
+            return run_on_host(payload, digest, *args)
+
         return profiled(lambda: f"stage-{txid}-{seen.get('head', '+'.join(jobs))}",
-                        run_partition(jobs, batches, seen))
+                        run_partition(jobs_of(digest, payload), batches, seen, hosted))
 
     return fn

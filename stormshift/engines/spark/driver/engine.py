@@ -77,7 +77,7 @@ from stormshift.errors import StormshiftError
 from stormshift.metrics.board import Board
 from stormshift.metrics.feed import fold_batch, fold_spout_dead_letters
 from stormshift.metrics.records import write_board
-from stormshift.state.runrecords import clear_stop
+from stormshift.state.runrecords import clear_source_lags, clear_stop
 
 __all__ = ["SparkEngine"]
 
@@ -180,7 +180,11 @@ class SparkEngine:
         tick_ms = min(intervals.values()) if intervals else 0
         summary = RunSummary.for_graph(self.graph, "spark")
         summary.warnings.extend(notes)  # an upgrade's and a rebalance's, from start-up
-        cfg = BatchConfig(self.layout, self.namespace, url, state_key, self.sink, base, self.max_attempts)
+        from stormshift.engines.spark.task.task_host import slots_for
+
+        hosts = slots_for(self.graph.config, spark.sparkContext.defaultParallelism)
+        cfg = BatchConfig(self.layout, self.namespace, url, state_key, self.sink, base, self.max_attempts,
+                          hosts)
         ticks = TickRecorder(r, self.namespace, intervals, os.path.join(self.checkpoint_dir, "spark"))
 
         from stormshift.state.deadletter import DeadLetters
@@ -190,6 +194,7 @@ class SparkEngine:
         batches: list[BatchResult] = []
         spouts = [s.name for s in self.graph.spouts]
         clear_spout_reports(r, self.namespace, spouts)
+        clear_source_lags(r, self.namespace)
         reported: set[tuple[str, str, str, str]] = set()
         warned: list[str] = []
         board = Board.for_graph(self.graph, "spark")
@@ -390,10 +395,10 @@ def _accumulate(summary: RunSummary, result: BatchResult) -> None:
         if stats is None:
             continue
         for column in ("tuples_in", "tuples_out", "acks", "fails", "errors", "dead_lettered",
-                       "redriven", "logs_dropped", "reused", "caught_up"):
+                       "redriven", "logs_dropped", "reused", "caught_up", "started"):
             setattr(stats, column, getattr(stats, column) + counters.get(column, 0))
         stats.restored += counters.get("tasks", 0) - counters.get("reused", 0) \
-            - counters.get("caught_up", 0)
+            - counters.get("caught_up", 0) - counters.get("started", 0)
     for name in result.idle:
         stats = summary.components.get(name)
         if stats is not None:

@@ -9,9 +9,10 @@ What goes to the cluster:
 - ``stormshift.zip`` (``--py-files``, unless the cluster has stormshift
   installed): this package. Its dependencies (streamparse, redis, pyarrow,
   msgpack...) must be installed on the cluster's Python.
-- ``<topology>-deps.zip`` (``--py-files``, when the project has a
-  ``requirements.txt`` or ``--requirements FILE`` is given): the project's own
-  pure-Python dependencies (``deps.py``).
+- ``<topology>-deps.tar.gz`` (``--archives ...#stormshift_deps``, when the
+  project has a ``requirements.txt`` or ``--requirements FILE`` is given): the
+  project's own dependencies, pure-Python and compiled, unpacked in each
+  executor's working directory and on its ``PYTHONPATH`` (``deps.py``).
 - ``stormshift_driver.py``: the application file; it is ``python -m
   stormshift run PROJECT -n NAME ...`` (``stormshift.cli.main``).
 - ``stormshift-redis.url`` (``--files``, with ``--redis``): the Redis URL, in a
@@ -96,7 +97,7 @@ class SubmitPlan:
     project_zip: Path
     stormshift_zip: Path | None
     driver_file: Path
-    deps_zip: Path | None = None
+    deps_archive: Path | None = None
 
 
 def find_spark_submit() -> str:
@@ -206,11 +207,14 @@ def build_submit_plan(
     out = out.resolve()
     project_zip = write_zip(out / f"{graph.name}-project.zip", project_entries(project_dir))
     shipped = [project_zip]
-    from stormshift.engines.spark.driver.deps import build_deps_zip, requirements_of
+    from stormshift.engines.spark.driver.deps import (
+        ARCHIVE_DIR,
+        build_deps_archive,
+        requirements_of,
+    )
 
     wanted = requirements_of(project_dir, requirements)
-    deps_zip = build_deps_zip(wanted, out, graph.name) if wanted else None
-    shipped += [deps_zip] if deps_zip else []
+    deps_archive = build_deps_archive(wanted, out, graph.name) if wanted else None
     stormshift_zip = None
     if ship_stormshift:
         stormshift_zip = write_zip(out / "stormshift.zip", stormshift_entries())
@@ -222,7 +226,10 @@ def build_submit_plan(
     spark_args = list(spark_args)
     if redis_url:
         spark_args = _with_file(spark_args, write_redis_file(out / REDIS_FILE, redis_url))
-    pythonpath = [p.name for p in shipped]  # where YARN/k8s put --py-files: the container's cwd
+    if deps_archive is not None:
+        spark_args = _with_list(spark_args, "--archives", f"{deps_archive}#{ARCHIVE_DIR}")
+    # where YARN/k8s put --py-files, and every cluster manager unpacks --archives: the cwd
+    pythonpath = [p.name for p in shipped] + ([ARCHIVE_DIR] if deps_archive else [])
     env_args = ["--conf", f"spark.executorEnv.PYTHONPATH={os.pathsep.join(pythonpath)}"]
     if environment:
         args += ["-e", environment]
@@ -236,7 +243,7 @@ def build_submit_plan(
         str(driver),
         *args,
     ]
-    return SubmitPlan(command, project_zip, stormshift_zip, driver, deps_zip)
+    return SubmitPlan(command, project_zip, stormshift_zip, driver, deps_archive)
 
 
 def write_redis_file(path: Path, url: str) -> Path:
@@ -252,12 +259,17 @@ def write_redis_file(path: Path, url: str) -> Path:
 
 def _with_file(spark_args: list[str], path: Path) -> list[str]:
     """``spark_args`` with ``path`` added to their ``--files`` (or a new one)."""
+    return _with_list(spark_args, "--files", str(path))
+
+
+def _with_list(spark_args: list[str], option: str, item: str) -> list[str]:
+    """``spark_args`` with ``item`` added to the comma list of ``option`` (or a new one)."""
     for i, arg in enumerate(spark_args):
-        if arg == "--files" and i + 1 < len(spark_args):
-            return [*spark_args[:i + 1], f"{spark_args[i + 1]},{path}", *spark_args[i + 2:]]
-        if arg.startswith("--files="):
-            return [*spark_args[:i], f"{arg},{path}", *spark_args[i + 1:]]
-    return ["--files", str(path), *spark_args]
+        if arg == option and i + 1 < len(spark_args):
+            return [*spark_args[:i + 1], f"{spark_args[i + 1]},{item}", *spark_args[i + 2:]]
+        if arg.startswith(f"{option}="):
+            return [*spark_args[:i], f"{arg},{item}", *spark_args[i + 1:]]
+    return [option, item, *spark_args]
 
 
 def build_submit_command(

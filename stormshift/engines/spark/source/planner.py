@@ -80,10 +80,27 @@ class ReplayPlanner:
         if self.opts.max_total >= 0:
             ended = [self.spout.replay_task_ended(begin, i) for i in range(par)]
         end, took = self.spout.replay_plan(begin, limits(self.opts, counts, ended))
+        self.report_lag(end)
         counts = [c + n for c, n in zip(counts, took)]
         capped = over_budget(self.opts, counts)
         done = capped or bool(self.spout.replay_exhausted(end))
         return next_offset(self.opts, start, "p", end, done, end == begin, counts, capped)
+
+    def report_lag(self, end: dict) -> None:
+        """The source's lag behind the offsets just planned (``spouts/lag.py``), for the
+        driver to take with its next batch: a report beside the state, never part of it."""
+        import json
+
+        from stormshift.engines.spark.runtime.worker import redis_for
+        from stormshift.state.runrecords import write_source_lag
+
+        try:
+            lag = self.spout.replay_lag(end)
+        except NotImplementedError:  # a user's replayable spout without replay_partition_lag
+            return
+        if lag is not None:  # None: the source could not tell now (a broker down)
+            write_source_lag(redis_for(self.opts.redis_url), self.opts.namespace,
+                             self.opts.spout, json.dumps(lag.to_dict()))
 
     def partitions(self, start: dict, end: dict) -> list[ReplayPartition]:
         from stormshift.spouts.base import partitions_of_task

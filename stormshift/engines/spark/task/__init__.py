@@ -9,6 +9,10 @@ input of N) and every write is fenced or idempotent.
   execute its chunks of input (a head's: ``headinput.py``) through the per-tuple kernel
   (``adapters/kernel.py``), emit rows for the next stage (``output.py``), commit what it
   wrote in one task transaction (``state/task_txn.py``);
+- ``task_host.py``: the long-lived process, one per core slot, that runs a stage task
+  handed over by the worker Spark picked (the worker sends the partition's rows and
+  yields the host's), so the live instances of ``taskstate.py`` stay where their task
+  runs across batches; the host runs ``stage.run_task`` as a worker would;
 - ``poison.py``: the dead letter of a tuple that fails (whether to retry, redo or
   dead-letter: ``adapters/retry_policy.py``; whether a member's run stands or is
   redone: ``adapters/attempts.py``);

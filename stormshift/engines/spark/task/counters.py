@@ -21,9 +21,10 @@ from stormshift.state.batchstats import read_records
 __all__ = ["COUNTERS", "MemberStats", "read_stats"]
 
 # reused / caught_up: the task's live instance was used as it was / brought up to date by
-# the deltas since its version (``taskstate.open_task``); neither: restored whole
+# the deltas since its version; started: built with no stored state (a first run); none of
+# them: restored whole (``taskstate.open_task``)
 COUNTERS = ("tuples_in", "tuples_out", "acks", "fails", "errors", "dead_lettered", "leaf", "reused",
-            "caught_up", "logs_dropped")
+            "caught_up", "logs_dropped", "started")
 
 
 @dataclass
@@ -40,6 +41,7 @@ class MemberStats:
     reused: int = 0
     caught_up: int = 0
     logs_dropped: int = 0  # log lines past the cap (``engines/logs.py``)
+    started: int = 0
     maxseq: dict[int, int] = field(default_factory=dict)  # highest spout emit seq per source task
     reasons: dict[str, int] = field(default_factory=dict)  # dead letters per reason
     # distinct errors: (type, message or "", location) -> [count, first traceback, first message]
@@ -47,7 +49,7 @@ class MemberStats:
     logs: list[tuple[str, str]] = field(default_factory=list)  # the member's self.logger lines
     windows: dict[str, Any] | None = None  # a windowed bolt's batch report (task/windowing.py)
     busy_us: int = 0  # time the member spent on its input, ticks and windows (capacity)
-    state_bytes: int = 0  # snapshot bytes written
+    state_bytes: int = 0  # snapshot + keyed-map bytes written
     latency: LatencyHistogram = field(default_factory=LatencyHistogram)  # sampled execute times
     sent: list[int] = field(default_factory=list)  # global task ids it sent rows (driver/waves.py)
     task: int = 0  # set by read_stats

@@ -37,7 +37,7 @@ leaves none behind for a tuple its retry then processes.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -77,7 +77,7 @@ from stormshift.engines.spark.task.windowing import start as start_windows
 from stormshift.errors import ComponentFailure, TupleError
 from stormshift.state import batchstats
 
-__all__ = ["StageJob", "run_partition"]
+__all__ = ["StageJob", "run_partition", "run_task"]
 
 _CACHE = TaskCache()
 Poison = dict[str, tuple[str, tuple[Any, ...]]]  # tuple id -> (reason, its dead letter)
@@ -97,6 +97,7 @@ class StageJob:
     sink: SinkSpec
     max_attempts: int = 3
     time: BatchTime | None = None  # windows and end of input (``windowing.py``)
+    task_hosts: int = 0  # host slots per executor (``task_host.py``); 0: run in the worker
 
 
 class _Member:
@@ -142,6 +143,7 @@ class _Member:
                                    self.txn.restore_point, self.txn.catch_up_point)
         self.stats.reused = int(how == "reused")
         self.stats.caught_up = int(how == "caught_up")
+        self.stats.started = int(how == "started")
         self.host.router.reset_seq()
         self.log_limit = max_lines_per_task(self.host.conf, self.name)
         if self.poison and self.host.batching:  # held tuples of earlier batches dead-lettered
@@ -156,7 +158,7 @@ class _Member:
         job, txn = self.job, self.txn
         payload, *how = snapshot_of(self.host, job.txid)  # a delta, or now and then a base
         txn.snapshot(payload, *how)
-        self.stats.state_bytes = len(payload)
+        self.stats.state_bytes = len(payload) + txn.map_bytes()  # snapshot + keyed maps
         for letter in self.letters:  # in the commit after the snapshot: a fenced zombie writes none
             stage_dead_letter(txn, *letter)
         if job.sink.kind == "redis" and self.output.leaves:
@@ -303,14 +305,15 @@ class _Member:
 
 
 def run_partition(jobs: Mapping[str, StageJob], batches: Iterator[pa.RecordBatch],
-                  seen: dict[str, str] | None = None) -> Iterator[pa.RecordBatch]:
+                  seen: dict[str, str] | None = None,
+                  hosted: Callable[..., list[pa.RecordBatch]] | None = None) -> Iterator[pa.RecordBatch]:
     """mapInArrow body for one task of one of ``jobs``' stages (by head; module doc steps 1-4).
 
     The partition's beacon names the task: its global task id gives the
     component, so the stage, of a group of stages run as one Spark stage.
+    ``hosted(dest, job, task, table, attempt)`` runs the task on its task host
+    (``task_host.run_on_host``) when the job has host slots; else it runs here.
     """
-    from stormshift.errors import FencedError
-
     layout = next(iter(jobs.values())).layout
     ensure_paths(layout.graph)
     table = R.sorted_table(batches)  # Step 1.
@@ -326,13 +329,23 @@ def run_partition(jobs: Mapping[str, StageJob], batches: Iterator[pa.RecordBatch
     if batchstats.count_attempt(r, job.namespace, job.txid, job.stage.head, task) > 1 or attempt:
         batchstats.note(r, job.namespace, "retried")
     faults.hit("stage.start", txid=job.txid, component=job.stage.head, task=task, attempt=attempt)
+    if hosted is not None and job.task_hosts:
+        yield from hosted(dest, job, task, table, attempt)
+        return
+    yield from run_task(job, task, table, r).batches()
+
+
+def run_task(job: StageJob, task: int, table: pa.Table, r: Any) -> R.RowBuilder:
+    """Steps 2-4 for task ``task`` of ``job``'s stage, in this process (a worker or a task
+    host): the rows it sends on."""
+    from stormshift.errors import FencedError
+
     try:
-        out = _run_members(job, task, table, r)
+        return _run_members(job, task, table, r)
     except FencedError:
         # A newer attempt of this task owns it (this one is a zombie): none of our writes landed.
         batchstats.note(r, job.namespace, "fenced")
         raise
-    yield from out.batches()
 
 
 def _run_members(job: StageJob, task: int, table: pa.Table, r: Any) -> R.RowBuilder:

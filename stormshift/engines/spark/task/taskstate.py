@@ -23,7 +23,9 @@ instance attributes (a word-count bolt's ``Counter``). For batch *N* a task:
 Dict-like attributes are swapped for change-tracking ones (``state/tracked.py``)
 after ``initialize()``, after a restore and after each snapshot (for attributes
 made later); a keyed state object (``state/keyed.py``: a windowed bolt's windows)
-writes its shared part and the entries it changed; other attributes are pickled
+writes its shared part and the entries it changed, each packed (its own pickle) once
+and kept, so a new base reuses the bytes of the entries no batch touched since
+(``Snapshotter.packed``) instead of pickling every window again; other attributes are pickled
 together, and written when their pickle changed. Attributes pystorm itself owns (pipes, locks, logger, conf,
 context) and values that cannot be pickled are not state: they come from
 ``initialize()``. A change of ``par`` re-splits dict state keyed by the
@@ -34,7 +36,7 @@ from __future__ import annotations
 
 import pickle
 import types
-from collections.abc import Callable
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -42,7 +44,7 @@ from pyspark import cloudpickle
 
 from stormshift.adapters.attributes import FRAMEWORK_ATTRS
 from stormshift.state import deltas as D
-from stormshift.state.keyed import KeyedParts, is_keyed, stored
+from stormshift.state.keyed import KeyedParts, is_keyed, to_live
 from stormshift.state.tracked import TRACKABLE, track
 
 __all__ = ["FRAMEWORK_ATTRS", "CachedTask", "Snapshotter", "TaskCache", "catch_up", "config_of",
@@ -94,8 +96,19 @@ def _state_and_rest(instance: Any, tracked: dict[str, Any]) -> tuple[dict[str, A
     return candidates, rest
 
 
-def _keyed_delta(value: Any) -> Any:
-    return value.keyed_delta()
+def _pack(entry: Any) -> bytes:
+    """One keyed entry as stored (``state/keyed.py``: packed): the C pickler, which calls no
+    Python per object (cloudpickle's does, twice: a quarter of a windowed batch's CPU);
+    cloudpickle for what it cannot do by reference (a lambda, a class of ``__main__``)."""
+    try:
+        data = pickle.dumps(entry, protocol=pickle.HIGHEST_PROTOCOL)
+    except Exception:  # noqa: BLE001 - not picklable by reference: by value
+        return cloudpickle.dumps(entry)
+    return cloudpickle.dumps(entry) if b"__main__" in data else data
+
+
+def _pack_all(entries: Mapping[Hashable, Any]) -> dict[Hashable, bytes]:
+    return {k: _pack(v) for k, v in entries.items()}
 
 
 def _picklable(value: Any) -> bool:
@@ -120,7 +133,9 @@ def restore(instance: Any, point: Any) -> None:
         snap = instance._stormshift_snap = Snapshotter()
         snap.adopt(instance)
         return
-    folded = D.fold_payloads(point.base, point.deltas)
+    parts = D.fold_parts(pickle.loads(point.base), [pickle.loads(d) for d in point.deltas])
+    packed = {n: v.entries for n, v in parts.items() if isinstance(v, KeyedParts) and v.packed}
+    folded = to_live(parts)
     for name, value in folded.items():
         setattr(instance, name, value)
     snap = instance._stormshift_snap = Snapshotter(point.version, len(point.deltas),
@@ -130,6 +145,7 @@ def restore(instance: Any, point: Any) -> None:
     # Attributes initialize() made that the restore point lacks are new: written whole.
     snap.names, snap.rest = tuple(n for n in state if n in folded), rest
     snap.keyed = {n: v for n, v in folded.items() if is_keyed(v)}
+    snap.packed = {n: e for n, e in packed.items() if n in snap.keyed}
 
 
 class Snapshotter:
@@ -149,6 +165,10 @@ class Snapshotter:
         self.names: tuple[str, ...] = ()  # state attributes as of ``version``
         self.rest: bytes | None = None  # pickle of the untracked attributes as of ``version``
         self.keyed: dict[str, Any] = {}  # attribute -> the keyed state object as of ``version``
+        # attribute -> its keyed object's entries, packed, as of ``version`` (module doc)
+        self.packed: dict[str, dict[Hashable, bytes]] = {}
+        self._packed_now: dict[str, dict[Hashable, bytes]] = {}
+        self._packed_changes: dict[str, tuple[list[Hashable], dict[Hashable, bytes]]] = {}
         self.head = b""  # what identifies version ``version`` in Redis (``written_head``)
         self._pending: tuple[str, int, bytes, tuple[str, ...]] | None = None
         self._keyed_now: dict[str, Any] = {}
@@ -176,12 +196,31 @@ class Snapshotter:
     def rest_pickle(self, state: dict[str, Any]) -> bytes:
         return cloudpickle.dumps(_rest(state, self.tracked))
 
+    def _parts(self, name: str, value: Any) -> KeyedParts:
+        """Keyed object ``name`` whole, packed: the kept entries of ``version`` with this
+        batch's changes (``keyed_delta``) packed, or, with none kept, every entry packed."""
+        cache = self.packed.get(name)
+        same = self.keyed.get(name) is value  # (not narrowing ``value`` to an Optional)
+        if cache is not None and same:
+            shared, deleted, values = value.keyed_delta()
+            entries = dict(cache)
+            for k in deleted:
+                entries.pop(k, None)
+            entries.update(_pack_all(values))
+        else:
+            shared, objects = value.keyed_parts()
+            entries = _pack_all(objects)
+        self._packed_now[name] = entries
+        return KeyedParts(type(value), shared, entries, packed=True)
+
     def payload(self, instance: Any, txid: int) -> tuple[bytes, str, int]:
         """``(payload, kind, prev)`` of the version ``txid`` (kind ``base`` or ``delta``)."""
         state, rest = _state_and_rest(instance, self.tracked)
         names = tuple(state)
+        self._packed_now, self._packed_changes = {}, {}
         if self.version < 0 or D.should_compact(self.deltas, self.delta_bytes, self.base_bytes):
-            payload = cloudpickle.dumps(stored(state))
+            payload = cloudpickle.dumps({n: self._parts(n, v) if is_keyed(v) else v
+                                         for n, v in state.items()})
             self._keyed_now = {n: v for n, v in state.items() if is_keyed(v)}
             self._pending = ("base", len(payload), rest, names)
             return payload, "base", -1
@@ -190,10 +229,14 @@ class Snapshotter:
         keyed: dict[str, Any] = {}
         for name, value in state.items():
             if is_keyed(value):  # its changed entries, or whole (as parts) when new
-                if self.keyed.get(name) is value:
-                    keyed[name] = _keyed_delta(value)
+                same = self.keyed.get(name) is value
+                if same:
+                    shared, deleted, values = value.keyed_delta()
+                    packed = _pack_all(values)
+                    keyed[name] = (shared, deleted, packed)
+                    self._packed_changes[name] = (deleted, packed)
                 else:
-                    whole[name] = KeyedParts.of(value)
+                    whole[name] = self._parts(name, value)
                 continue
             if self.tracked.get(name) is not value:
                 continue
@@ -213,7 +256,7 @@ class Snapshotter:
                           if self.tracked.get(n) is not v and not is_keyed(v)})
         dropped = [n for n in self.names if n not in state]
         try:
-            payload = cloudpickle.dumps(D.make_delta(keys, whole, dropped, keyed))
+            payload = cloudpickle.dumps(D.make_delta(keys, whole, dropped, keyed, True))
         except Exception:  # noqa: BLE001 - a value that cannot be pickled: not state
             for name in [n for n in keys if not _picklable(keys[n])]:
                 del self.tracked[name]  # from now on tried whole, like any attribute
@@ -234,6 +277,8 @@ class Snapshotter:
         self.keyed = self._keyed_now
         for value in self.keyed.values():
             value.keyed_mark()
+        self._keep_packed(self._packed_now, self._packed_changes)
+        self._packed_now, self._packed_changes = {}, {}
         attrs = vars(instance)
         for name, value in list(self.tracked.items()):
             if attrs.get(name) is value:
@@ -242,6 +287,23 @@ class Snapshotter:
                 del self.tracked[name]
         if self.adopt(instance):
             self.rest = self.rest_pickle(state_of(instance, self.tracked))
+
+    def _keep_packed(self, whole: Mapping[str, dict[Hashable, bytes]],
+                     changes: Mapping[str, tuple[list[Hashable], dict[Hashable, bytes]]]) -> None:
+        """The packed entries of the version just reached: ``whole`` replaces a keyed
+        object's, ``changes`` (deleted, set) update the ones kept, others stay as they are;
+        a keyed object with none kept gets them when the next base packs it whole."""
+        kept: dict[str, dict[Hashable, bytes]] = {}
+        for name in self.keyed:
+            if name in whole:
+                kept[name] = whole[name]
+            elif name in self.packed:
+                entries = kept[name] = self.packed[name]
+                deleted, values = changes.get(name, ((), {}))
+                for k in deleted:
+                    entries.pop(k, None)
+                entries.update(values)
+        self.packed = kept
 
 
 def catch_up(instance: Any, point: Any) -> bool:
@@ -253,7 +315,8 @@ def catch_up(instance: Any, point: Any) -> bool:
     changed, when a keyed object cannot take a delta in place."""
     snap: Snapshotter = instance._stormshift_snap
     current = {name: getattr(instance, name) for name in snap.names}
-    folded = D.fold_live(current, [pickle.loads(d) for d in point.deltas])
+    deltas = [pickle.loads(d) for d in point.deltas]
+    folded = D.fold_live(current, deltas)
     if folded is None:
         return False
     attrs = vars(instance)
@@ -278,6 +341,15 @@ def catch_up(instance: Any, point: Any) -> bool:
     snap.keyed = {n: v for n, v in folded.items() if is_keyed(v)}
     for value in snap.keyed.values():
         value.keyed_mark()
+    for delta in deltas:  # the packed entries follow the same deltas
+        whole = {n: v.entries for n, v in delta["whole"].items()
+                 if isinstance(v, KeyedParts) and v.packed}
+        gone = set(delta["whole"]) | set(delta["drop"])
+        changes = {n: (list(kd[1]), dict(kd[2])) for n, kd in delta.get("keyed", {}).items()
+                   if delta.get("keyed_packed", False)}
+        snap.packed = {n: e for n, e in snap.packed.items()
+                       if n not in gone and (n in changes or n not in delta.get("keyed", {}))}
+        snap._keep_packed(whole, changes)
     return True
 
 

@@ -1,0 +1,345 @@
+"""Task hosts: long-lived processes, one per core slot, that keep bolt tasks' live instances.
+
+Why: Spark hands a stage's task to whichever Python worker is idle. A live
+instance kept in the worker (``taskstate.TaskCache``) is then current only
+when the task lands on the worker that ran it last; on the other worker it is
+restored from Redis (``pickle.loads`` of whole states: a windowed bolt's cost
+grew with the run's age) or caught up. A task host holds the live instances of
+the tasks assigned to its slot for every worker of the executor, so the batch
+finds them current wherever Spark ran its task.
+
+Who does what (one stage task; the protocol around it is unchanged):
+
+1. the worker sorts the partition, finds its task (beacon) and counts the
+   attempt (``stage.run_partition``), then sends the host of slot
+   ``slot_of(task)`` the stage's pickled jobs, the task, the attempt number
+   and the partition's rows (Arrow IPC);
+2. the host runs the stage's members exactly as a worker would
+   (``stage.run_task``: epochs, fencing, the one task transaction per member)
+   with its own ``TaskCache`` -- the live instances stay in the host;
+3. the host answers the output rows (Arrow IPC) or the error; the worker
+   yields the rows, or raises (Spark retries the task, which takes a new epoch).
+
+A worker that dies while its host runs leaves the host to finish (its commit is
+an ordinary attempt's, fenced by any retry's newer epoch: the retry's request
+waits for the host, which serves one connection at a time). A host that dies
+mid-batch loses nothing committed: the worker sees the connection close and
+fails the attempt; the retry starts a new host, which restores from Redis
+(counted ``restored``). Hosts are found at a Unix socket per slot in a private
+directory of their *owner* (the executor's Python daemon, ``spout_host.owner_pid``),
+started by the first request that finds none, and exit when the owner is gone,
+after ``IDLE_SECS`` without a request, or on ``stop``. Messages are pickles
+with an 8-byte length: the socket is this user's only, as the spout hosts'.
+
+Options: ``-o stormshift.task_hosts=false`` runs tasks in the workers as before;
+``-o stormshift.task_hosts.slots=N`` (default: Spark's default parallelism). The
+assignment ``slot_of`` is a pure function of the global task id.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import pickle
+import select
+import socket
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+
+from stormshift.errors import FencedError, StormshiftError
+
+__all__ = ["ENABLED_KEY", "IDLE_SECS", "SLOTS_KEY", "TaskHostError", "host_dir", "jobs_of", "run_on_host",
+           "slot_of", "slots_for", "socket_path", "stop_hosts"]
+
+ENABLED_KEY = "stormshift.task_hosts"
+SLOTS_KEY = "stormshift.task_hosts.slots"
+IDLE_SECS = 600.0  # a host no task asked for this long exits
+START_WAIT_SECS = 60.0  # how long a worker waits for a host it started to listen
+_HEADER = struct.Struct(">Q")
+_OFF = {"false", "0", "no", "off"}
+
+
+class TaskHostError(StormshiftError):
+    """The task host failed the task (its error) or died while running it."""
+
+
+# ------------------------------------------------------------------ pure --------
+def slots_for(config: Mapping[str, Any], cores: int) -> int:
+    """How many task hosts an executor runs (0: none, tasks run in the workers)."""
+    if str(config.get(ENABLED_KEY, True)).strip().lower() in _OFF:
+        return 0
+    raw = config.get(SLOTS_KEY)
+    try:
+        slots = int(raw) if raw is not None else int(cores)
+    except (TypeError, ValueError):
+        raise StormshiftError(f"-o {SLOTS_KEY}={raw!r}: expected a whole number of host slots "
+                              "(or -o stormshift.task_hosts=false)") from None
+    if slots < 1:
+        raise StormshiftError(f"-o {SLOTS_KEY}={raw!r}: at least 1 (or -o {ENABLED_KEY}=false)")
+    return slots
+
+
+def slot_of(dest: int, slots: int) -> int:
+    """The slot whose host owns global task ``dest``: consecutive tasks (a stage's, which
+    Spark runs side by side) go to different hosts."""
+    return dest % slots
+
+
+def host_dir(owner: int) -> Path:
+    return Path(tempfile.gettempdir()) / f"stormshift-tasks-{os.getuid()}" / str(owner)
+
+
+def socket_path(slot: int, owner: int) -> Path:
+    return host_dir(owner) / f"slot-{slot}.sock"
+
+
+def _send(sock: socket.socket, obj: Any) -> None:
+    data = pickle.dumps(obj, protocol=5)
+    sock.sendall(_HEADER.pack(len(data)))
+    sock.sendall(data)
+
+
+def _recv_exact(sock: socket.socket, n: int) -> bytearray | None:
+    buf = bytearray(n)
+    view, at = memoryview(buf), 0
+    while at < n:
+        got = sock.recv_into(view[at:], min(n - at, 1 << 22))
+        if not got:
+            return None
+        at += got
+    return buf
+
+
+def _recv(sock: socket.socket) -> Any:
+    """The next message, or None when the peer closed the connection (or died)."""
+    try:
+        head = _recv_exact(sock, _HEADER.size)
+        if head is None:
+            return None
+        (size,) = _HEADER.unpack(head)
+        body = _recv_exact(sock, size)
+    except OSError:
+        return None
+    return None if body is None else pickle.loads(body)
+
+
+def to_ipc(batches: Any, schema: pa.Schema) -> bytes:
+    sink = pa.BufferOutputStream()
+    with pa.ipc.new_stream(sink, schema) as writer:
+        for batch in batches:
+            writer.write_batch(batch)
+    return sink.getvalue().to_pybytes()
+
+
+def from_ipc(data: bytes) -> pa.Table:
+    return pa.ipc.open_stream(pa.py_buffer(data)).read_all()
+
+
+# ------------------------------------------------------------- worker side -----
+_JOBS: dict[str, Any] = {}  # digest -> the stage jobs unpickled (this process's last few)
+
+
+def jobs_of(digest: str, payload: bytes) -> Any:
+    """The stage jobs pickled in ``payload`` (unpickled once per process and digest)."""
+    jobs = _JOBS.get(digest)
+    if jobs is None:
+        if len(_JOBS) >= 16:
+            _JOBS.clear()
+        jobs = _JOBS[digest] = pickle.loads(payload)
+    return jobs
+
+
+def _connect(path: Path) -> socket.socket | None:
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        sock.connect(str(path))
+    except OSError:
+        sock.close()
+        return None
+    return sock
+
+
+def connect(path: Path, owner: int) -> socket.socket:
+    """The host at ``path``, started (detached, in a session of its own) if none listens."""
+    from stormshift.engines.spark.source.host_client import _private_dir
+
+    sock = _connect(path)
+    if sock is not None:
+        return sock
+    _private_dir(path.parent.parent)  # requests carry pickles: this user's directory only
+    path.parent.mkdir(mode=0o700, exist_ok=True)
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    with open(path.with_suffix(".log"), "ab") as err:
+        subprocess.run([sys.executable, "-m", __name__, str(path), str(owner)], env=env,
+                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
+                       start_new_session=True, check=True, timeout=START_WAIT_SECS)
+    deadline = time.monotonic() + START_WAIT_SECS
+    while time.monotonic() < deadline:
+        sock = _connect(path)
+        if sock is not None:
+            return sock
+        time.sleep(0.02)
+    raise TaskHostError(f"the task host at {path} did not start within {START_WAIT_SECS:g}s; "
+                        f"see {path.with_suffix('.log')}")
+
+
+def run_on_host(payload: bytes, digest: str, dest: int, job: Any, task: int, table: pa.Table,
+                attempt: int) -> list[pa.RecordBatch]:
+    """Steps 1 and 3 of the module doc: the output rows of the stage task ``dest``, run
+    by its slot's host."""
+    from stormshift.engines.spark import faults
+    from stormshift.engines.spark.source.host_client import owner_pid
+
+    owner = owner_pid()
+    slot = slot_of(dest, job.task_hosts)
+    sock = connect(socket_path(slot, owner), owner)
+    try:
+        try:
+            _send(sock, {"op": "run", "digest": digest, "jobs": payload, "dest": dest,
+                         "attempt": attempt, "table": to_ipc(table.to_batches(), table.schema)})
+        except OSError:
+            pass  # the reply is None: the host died
+        faults.hit("task_host.sent", txid=job.txid, component=job.stage.head, task=task,
+                   attempt=attempt, slot=slot)
+        reply = _recv(sock)
+    finally:
+        sock.close()
+    where = f"{job.stage.head}:{task} (txid {job.txid})"
+    if reply is None:
+        raise TaskHostError(f"stage task {where}: its task host (slot {slot}) died while running "
+                            "it; Spark's retry starts another, which restores from Redis")
+    if "error" in reply:
+        kind = FencedError if reply["kind"] == "FencedError" else TaskHostError
+        raise kind(f"stage task {where} on task host slot {slot}: {reply['kind']}: "
+                   f"{reply['error']}\n{reply['trace']}")
+    return from_ipc(reply["out"]).to_batches()
+
+
+def stop_hosts(owner: int) -> int:
+    """Ask every task host of ``owner`` to exit (tests, benches); how many were asked."""
+    asked = 0
+    for path in sorted(host_dir(owner).glob("*.sock")):
+        sock = _connect(path)
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                _send(sock, {"op": "stop"})
+                sock.settimeout(5.0)
+                _recv(sock)
+            sock.close()
+            asked += 1
+    return asked
+
+
+# --------------------------------------------------------------- host side ------
+class _Host:
+    """The serving loop (its live instances are ``stage``'s ``TaskCache``, in this process)."""
+
+    def serve(self, sock: socket.socket) -> bool:
+        """One request; False on ``stop``."""
+        msg = _recv(sock)
+        if msg is None:
+            return True
+        if msg["op"] == "stop":
+            _send(sock, {})
+            return False
+        try:
+            reply: dict[str, Any] = {"out": self.run(msg)}
+        except Exception as exc:  # noqa: BLE001 - the worker raises it (Spark retries the task)
+            reply = {"error": str(exc), "kind": type(exc).__name__, "trace": traceback.format_exc()}
+        with contextlib.suppress(OSError):  # a worker that died: its retry asks again
+            _send(sock, reply)
+        return True
+
+    def run(self, msg: dict[str, Any]) -> bytes:
+        """Step 2 of the module doc: the stage's members for task ``dest``, here."""
+        from stormshift.engines.spark import faults
+        from stormshift.engines.spark import rows as R
+        from stormshift.engines.spark.profiling import profiled
+        from stormshift.engines.spark.runtime.worker import ensure_paths, redis_for
+        from stormshift.engines.spark.task.stage import run_task
+
+        jobs = jobs_of(msg["digest"], msg["jobs"])
+        layout = next(iter(jobs.values())).layout
+        ensure_paths(layout.graph)
+        name, task = layout.task_owner[msg["dest"]]
+        job = jobs[layout.stage_of[name].head]
+        table = from_ipc(msg["table"])
+        faults.in_task(msg["attempt"], host=True)
+        def rows() -> Any:
+            yield from run_task(job, task, table, redis_for(job.redis_url)).batches()
+
+        try:  # profiled as a worker's stage task is (``STORMSHIFT_PROFILE``), labelled host-
+            return to_ipc(profiled(f"host-{job.txid}-{job.stage.head}", rows()), R.SCHEMA)
+        finally:
+            faults.in_task(None)
+
+
+def _owner_alive(owner: int) -> bool:
+    try:
+        os.kill(owner, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def serve(path: Path, owner: int) -> None:
+    """Listen at ``path`` (one host per path: a lock file), serve until stopped, idle or
+    the owner is gone; then remove the socket."""
+    lock = open(path.with_suffix(".lock"), "w")  # noqa: SIM115 (held for the process's life)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return  # another host serves this path
+    with contextlib.suppress(FileNotFoundError):
+        path.unlink()
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(str(path))
+    server.listen(64)
+    host, last = _Host(), time.monotonic()
+    try:
+        while _owner_alive(owner) and time.monotonic() - last < IDLE_SECS:
+            ready, _, _ = select.select([server], [], [], 0.5)
+            if not ready:
+                continue
+            sock, _ = server.accept()
+            try:
+                if not host.serve(sock):
+                    break
+            finally:
+                sock.close()
+            last = time.monotonic()
+    finally:
+        for leftover in (path, path.with_suffix(".lock")):
+            with contextlib.suppress(FileNotFoundError):
+                leftover.unlink()
+        server.close()
+        log = path.with_suffix(".log")
+        with contextlib.suppress(OSError):
+            if log.stat().st_size == 0:
+                log.unlink()
+        with contextlib.suppress(OSError):
+            path.parent.rmdir()  # the owner's last host removes its directory
+
+
+def main(argv: list[str]) -> None:
+    """``python -m ...task_host PATH OWNER``: detach (the starter returns at once), serve."""
+    path, owner = Path(argv[0]), int(argv[1])
+    if os.fork() > 0:
+        os._exit(0)
+    serve(path, owner)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
