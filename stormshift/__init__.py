@@ -3,7 +3,8 @@
 The layers follow DESIGN.md: ``topology`` (the frozen graph), ``adapters``
 (hosting user components in-process, routing), ``engines.local`` (Storm
 semantics, tuple at a time), ``engines.spark`` (micro-batches), ``state``
-(Redis, exactly-once), ``windows`` and ``shadow``.
+(Redis, exactly-once), ``windows`` and ``shadow``. ``deadletters``
+(``DeadLetterDesk``) is the one public API for dead letters and their redrive.
 """
 
 from stormshift import native

@@ -26,8 +26,8 @@ from stormshift.topology.loader import load_topology
 from stormshift.windows import CalendarDays, Windower
 
 ADCLICKS = Path(__file__).resolve().parents[1] / "examples" / "adclicks"
-EVENTS = 20_000
-BUDGET = 15_000_000  # $15 a day: at 20,000 events, a few advertiser-days reach it
+EVENTS = 6_000
+BUDGET = 5_000_000  # $5 a day: at 6,000 events, a few advertiser-days reach it
 
 
 def _load(name: str, path: Path) -> Any:

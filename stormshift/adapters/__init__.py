@@ -5,7 +5,9 @@ task (``host_component``), ``open()`` it, drive it and drain its ``Outbox``.
 Every tuple a bolt executes, in either engine, goes through the per-tuple
 kernel (``kernel.py``: one tuple, or chunks of value lists, each attempt's
 outcome classified); ``retry_policy.py`` decides what a batch engine does with
-an attempt that did not succeed (retry, redo the member, dead-letter).
+an attempt that did not succeed (retry, redo the member, dead-letter), and
+``attempts.py`` (``MemberAttempts``) whether a member's run stands or runs
+again, with an explicit status per member.
 """
 
 from stormshift.adapters.context import storm_context

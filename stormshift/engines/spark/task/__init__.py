@@ -14,7 +14,8 @@ input of N) and every write is fenced or idempotent.
   yields the host's), so the live instances of ``taskstate.py`` stay where their task
   runs across batches; the host runs ``stage.run_task`` as a worker would;
 - ``poison.py``: the dead letter of a tuple that fails (whether to retry, redo or
-  dead-letter: ``adapters/retry_policy.py``);
+  dead-letter: ``adapters/retry_policy.py``; whether a member's run stands or is
+  redone: ``adapters/attempts.py``);
 - ``sink.py``: leaf emits to JSON lines files or a Redis stream (the driver
   parses the ``--sink`` option and reads the files back with it too);
 - ``windowing.py``: the batch's recorded time applied to windowed bolts before their
