@@ -174,14 +174,15 @@ def test_spark_run_without_redis_leaves_no_server(tmp_path: Path) -> None:
 def test_sigterm_interrupts_a_run_exit_130(tmp_path: Path) -> None:
     """SIGTERM (a CI timeout, ``kill``) ends the run like Ctrl-C: summary printed, exit 130."""
     import signal
-    import time
+
+    from support.cpu_progress import used_cpu
 
     proc = subprocess.Popen([sys.executable, "-m", "stormshift", "run", str(ROOT / "examples/wordcount"),
                              "--engine", "local", "--json"], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=clean_env(tmp_path), cwd=tmp_path)
     try:
-        time.sleep(4)  # the endless word spout is running
-        proc.send_signal(signal.SIGTERM)
+        assert used_cpu(proc, 3.0), "the run ended or stalled before it was under way"
+        proc.send_signal(signal.SIGTERM)  # the endless word spout is running
         out, err = proc.communicate(timeout=60)
     finally:
         if proc.poll() is None:
