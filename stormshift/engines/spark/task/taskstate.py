@@ -386,7 +386,8 @@ def open_task(
 ) -> tuple[Any, str]:
     """Step 2 of the module doc: ``(host, how)`` holding the state of txid-1; ``how`` is
     ``reused``, ``caught_up`` (``load_since(version, head)`` gave the deltas since the
-    live instance's version) or ``restored``."""
+    live instance's version), ``restored`` (built and restored from Redis) or ``started``
+    (built: no state is stored below txid, a first run)."""
     cached = cache.take(key)
     if cached is not None:
         if cached.txid < txid and cached.epoch == epoch - 1:
@@ -403,8 +404,9 @@ def open_task(
                 return cached.host, "caught_up"
     host = make_host()
     host.open()
-    restore(host.instance, load())
-    return host, "restored"
+    point = load()
+    restore(host.instance, point)
+    return host, "restored" if point is not None else "started"
 
 
 def snapshot_of(host: Any, txid: int) -> tuple[bytes, str, int]:
