@@ -5,7 +5,8 @@ Runs in: the driver (``session.py``: the SparkSession and its settings;
 every Python worker process Spark starts on an executor or for a source's
 planner (``daemon.py``: Spark's ``spark.python.daemon.module``, preloading before
 it forks; ``worker.py``: one Redis client per URL per process, the user's
-source dirs on ``sys.path``).
+source dirs on ``sys.path``; ``hosts.py``: starting, reaching and serving the
+long-lived spout and task host processes beside the workers).
 
 Crosses the boundary: nothing of a batch. Settings (Spark conf keys, the
 ``PYSPARK_PYTHON`` launcher script, environment) go from the driver to the

@@ -20,15 +20,13 @@ import hashlib
 import os
 import socket
 import struct
-import subprocess
-import sys
 import tempfile
-import time
 from pathlib import Path
 from typing import Any
 
 import msgpack
 
+from stormshift.engines.spark.runtime import hosts
 from stormshift.engines.spark.source.live_registry import SpoutNotDeterministic, live_key
 from stormshift.errors import StormshiftError
 from stormshift.state.chunks import ChunkHead, ChunkLog
@@ -117,45 +115,13 @@ class Conn:
 
 
 def _connect(path: Path) -> Conn | None:
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        sock.connect(str(path))
-    except OSError:
-        sock.close()
-        return None
-    return Conn(sock)
+    sock = hosts.dial(path)
+    return None if sock is None else Conn(sock)
 
 
 def connect(path: Path, owner: int) -> Conn:
-    """The host at ``path``, started (detached, in a session of its own) if none listens."""
-    conn = _connect(path)
-    if conn is not None:
-        return conn
-    _private_dir(path.parent.parent)  # a request carries a pickled graph: only this user's
-    path.parent.mkdir(mode=0o700, exist_ok=True)
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
-    with open(path.with_suffix(".log"), "ab") as err:
-        subprocess.run([sys.executable, "-m", HOST_MODULE, str(path), str(owner)], env=env,
-                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
-                       start_new_session=True, check=True, timeout=START_WAIT_SECS)
-    deadline = time.monotonic() + START_WAIT_SECS
-    while time.monotonic() < deadline:
-        conn = _connect(path)
-        if conn is not None:
-            return conn
-        time.sleep(0.02)
-    raise StormshiftError(f"the spout host at {path} did not start within {START_WAIT_SECS:g}s; "
-                          f"see {path.with_suffix('.log')}")
-
-
-def _private_dir(top: Path) -> None:
-    top.mkdir(mode=0o700, exist_ok=True)
-    st = top.lstat()
-    if st.st_uid != os.getuid() or not top.is_dir() or top.is_symlink():
-        raise StormshiftError(f"{top} is not a directory of this user's: cannot start spout hosts there "
-                              "(remove it, or set TMPDIR)")
-    if st.st_mode & 0o077:
-        top.chmod(0o700)
+    """The spout host at ``path``, started if none listens (``runtime/hosts.py``)."""
+    return Conn(hosts.connect(path, owner, HOST_MODULE, "spout host", START_WAIT_SECS))
 
 
 def chunk_from_host(opts: Any, task: int, number: int, limit: int, log: ChunkLog) -> list[Any]:

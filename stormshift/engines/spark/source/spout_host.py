@@ -31,16 +31,13 @@ instances are kept in ``live_registry.LIVE``, as a worker's are.
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import os
-import select
 import socket
 import sys
-import time
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from stormshift.engines.spark.runtime import hosts
 from stormshift.engines.spark.source.host_client import Conn, redis_of
 from stormshift.engines.spark.source.live_registry import LIVE, forget_live_spouts, live_key
 from stormshift.state.chunks import ChunkHead, ChunkLog
@@ -150,59 +147,21 @@ class _Host:
         return True
 
 
-def _owner_alive(owner: int) -> bool:
-    try:
-        os.kill(owner, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def serve(path: Path, owner: int) -> None:
-    """Listen at ``path`` (one host per path: a lock file), serve until stopped, idle or
-    the owner is gone; then remove the socket."""
-    lock = open(path.with_suffix(".lock"), "w")  # noqa: SIM115 (held for the process's life)
-    try:
-        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        return  # another host serves this path
-    with contextlib.suppress(FileNotFoundError):
-        path.unlink()
-    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    server.bind(str(path))
-    server.listen(16)
-    host, last = _Host(), time.monotonic()
-    try:
-        while _owner_alive(owner) and time.monotonic() - last < IDLE_SECS:
-            ready, _, _ = select.select([server], [], [], 0.5)
-            if not ready:
-                continue
-            sock, _ = server.accept()
-            conn = Conn(sock)
-            try:
-                if not host.serve(conn):
-                    break
-            except Exception:  # noqa: BLE001 - a broken request (Redis down): forget, go on
-                import traceback
+    """Serve chunk requests at ``path`` until stopped, idle or the owner is gone."""
+    host = _Host()
 
-                traceback.print_exc()
-                host.forget()
-            finally:
-                conn.close()
-            last = time.monotonic()
-    finally:
-        for leftover in (path, path.with_suffix(".lock")):
-            with contextlib.suppress(FileNotFoundError):
-                leftover.unlink()
-        server.close()
-        log = path.with_suffix(".log")
-        with contextlib.suppress(OSError):
-            if log.stat().st_size == 0:
-                log.unlink()
-        with contextlib.suppress(OSError):
-            path.parent.rmdir()  # the owner's last host removes its directory
+    def handle(sock: socket.socket) -> bool:
+        try:
+            return host.serve(Conn(sock))
+        except Exception:  # noqa: BLE001 - a broken request (Redis down): forget, go on
+            import traceback
+
+            traceback.print_exc()
+            host.forget()
+            return True
+
+    hosts.serve(path, owner, handle, IDLE_SECS)
 
 
 def main(argv: list[str]) -> None:

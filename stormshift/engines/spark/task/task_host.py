@@ -39,16 +39,12 @@ assignment ``slot_of`` is a pure function of the global task id.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import os
 import pickle
-import select
 import socket
 import struct
-import subprocess
 import sys
 import tempfile
-import time
 import traceback
 from collections.abc import Mapping
 from pathlib import Path
@@ -56,6 +52,7 @@ from typing import Any
 
 import pyarrow as pa
 
+from stormshift.engines.spark.runtime import hosts
 from stormshift.errors import FencedError, StormshiftError
 
 __all__ = ["ENABLED_KEY", "IDLE_SECS", "SLOTS_KEY", "TaskHostError", "host_dir", "jobs_of", "run_on_host",
@@ -64,6 +61,7 @@ __all__ = ["ENABLED_KEY", "IDLE_SECS", "SLOTS_KEY", "TaskHostError", "host_dir",
 ENABLED_KEY = "stormshift.task_hosts"
 SLOTS_KEY = "stormshift.task_hosts.slots"
 IDLE_SECS = 600.0  # a host no task asked for this long exits
+HOST_MODULE = "stormshift.engines.spark.task.task_host"  # what ``connect`` starts
 START_WAIT_SECS = 60.0  # how long a worker waits for a host it started to listen
 _HEADER = struct.Struct(">Q")
 _OFF = {"false", "0", "no", "off"}
@@ -160,37 +158,12 @@ def jobs_of(digest: str, payload: bytes) -> Any:
 
 
 def _connect(path: Path) -> socket.socket | None:
-    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    try:
-        sock.connect(str(path))
-    except OSError:
-        sock.close()
-        return None
-    return sock
+    return hosts.dial(path)
 
 
 def connect(path: Path, owner: int) -> socket.socket:
-    """The host at ``path``, started (detached, in a session of its own) if none listens."""
-    from stormshift.engines.spark.source.host_client import _private_dir
-
-    sock = _connect(path)
-    if sock is not None:
-        return sock
-    _private_dir(path.parent.parent)  # requests carry pickles: this user's directory only
-    path.parent.mkdir(mode=0o700, exist_ok=True)
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
-    with open(path.with_suffix(".log"), "ab") as err:
-        subprocess.run([sys.executable, "-m", __name__, str(path), str(owner)], env=env,
-                       stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
-                       start_new_session=True, check=True, timeout=START_WAIT_SECS)
-    deadline = time.monotonic() + START_WAIT_SECS
-    while time.monotonic() < deadline:
-        sock = _connect(path)
-        if sock is not None:
-            return sock
-        time.sleep(0.02)
-    raise TaskHostError(f"the task host at {path} did not start within {START_WAIT_SECS:g}s; "
-                        f"see {path.with_suffix('.log')}")
+    """The task host at ``path``, started if none listens (``runtime/hosts.py``)."""
+    return hosts.connect(path, owner, HOST_MODULE, "task host", START_WAIT_SECS, TaskHostError)
 
 
 def run_on_host(payload: bytes, digest: str, dest: int, job: Any, task: int, table: pa.Table,
@@ -284,53 +257,9 @@ class _Host:
             faults.in_task(None)
 
 
-def _owner_alive(owner: int) -> bool:
-    try:
-        os.kill(owner, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def serve(path: Path, owner: int) -> None:
-    """Listen at ``path`` (one host per path: a lock file), serve until stopped, idle or
-    the owner is gone; then remove the socket."""
-    lock = open(path.with_suffix(".lock"), "w")  # noqa: SIM115 (held for the process's life)
-    try:
-        fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        return  # another host serves this path
-    with contextlib.suppress(FileNotFoundError):
-        path.unlink()
-    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    server.bind(str(path))
-    server.listen(64)
-    host, last = _Host(), time.monotonic()
-    try:
-        while _owner_alive(owner) and time.monotonic() - last < IDLE_SECS:
-            ready, _, _ = select.select([server], [], [], 0.5)
-            if not ready:
-                continue
-            sock, _ = server.accept()
-            try:
-                if not host.serve(sock):
-                    break
-            finally:
-                sock.close()
-            last = time.monotonic()
-    finally:
-        for leftover in (path, path.with_suffix(".lock")):
-            with contextlib.suppress(FileNotFoundError):
-                leftover.unlink()
-        server.close()
-        log = path.with_suffix(".log")
-        with contextlib.suppress(OSError):
-            if log.stat().st_size == 0:
-                log.unlink()
-        with contextlib.suppress(OSError):
-            path.parent.rmdir()  # the owner's last host removes its directory
+    """Serve task requests at ``path`` until stopped, idle or the owner is gone."""
+    hosts.serve(path, owner, _Host().serve, IDLE_SECS, backlog=64)
 
 
 def main(argv: list[str]) -> None:
