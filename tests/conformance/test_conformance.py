@@ -39,15 +39,16 @@ def _cases() -> list[Any]:
     return cases
 
 
-def _compare(name: str, engine: str, scenario: dict[str, Any], summary: Any,
-             letters: Any) -> None:
+def _differences(scenario: dict[str, Any], engine: str, summary: Any,
+                 letters: Any) -> dict[str, Any]:
+    """Each check whose observed value differs from the oracle's, with both."""
     expected = ORACLES[scenario["oracle"]](rows_of(scenario))
     differ = {}
     for check in scenario["checks"]:
         got = observe(check, summary, engine, scenario, letters)
         if got != expected[check]:
             differ[check] = {"expected": expected[check], "got": got}
-    assert not differ, f"{name} on {engine}: {differ} {reproduce(name, engine)}"
+    return differ
 
 
 def test_every_scenario_lists_checks_its_oracle_computes() -> None:
@@ -62,7 +63,8 @@ def test_every_scenario_lists_checks_its_oracle_computes() -> None:
 def test_scenario_on_local_engine(name: str, engine: str) -> None:
     scenario = load_scenario(name)
     summary, letters = run_local(name, scenario)
-    _compare(name, engine, scenario, summary, letters)
+    differ = _differences(scenario, engine, summary, letters)
+    assert not differ, f"{name} on {engine}: {differ} {reproduce(name, engine)}"
 
 
 @pytest.mark.parametrize(("name", "engine"), [c for c in _cases() if c.values[1] == "spark"])
@@ -70,4 +72,5 @@ def test_scenario_on_spark(name: str, engine: str, spark: Any, redis_url: str,
                            namespace: str, tmp_path: Path) -> None:
     scenario = load_scenario(name)
     summary, letters = run_spark(name, scenario, spark, redis_url, namespace, tmp_path / "ck")
-    _compare(name, engine, scenario, summary, letters)
+    differ = _differences(scenario, engine, summary, letters)
+    assert not differ, f"{name} on {engine}: {differ} {reproduce(name, engine)}"
