@@ -25,7 +25,7 @@ from pathlib import Path
 
 from stormshift.errors import StormshiftError
 
-__all__ = ["connect", "dial", "owner_alive", "private_dir", "serve"]
+__all__ = ["connect", "detach", "dial", "owner_alive", "private_dir", "serve"]
 
 
 def private_dir(top: Path, what: str) -> None:
@@ -73,6 +73,15 @@ def connect(path: Path, owner: int, module: str, what: str, wait_secs: float,
         time.sleep(0.02)
     raise error(f"the {what} at {path} did not start within {wait_secs:g}s; "
                 f"see {path.with_suffix('.log')}")
+
+
+def detach(argv: list[str]) -> tuple[Path, int]:
+    """A host's ``python -m MODULE PATH OWNER``: ``(path, owner)`` in a forked child, so
+    the starter (``connect``'s ``subprocess.run``) returns at once."""
+    path, owner = Path(argv[0]), int(argv[1])
+    if os.fork() > 0:
+        os._exit(0)
+    return path, owner
 
 
 def owner_alive(owner: int) -> bool:

@@ -31,7 +31,6 @@ instances are kept in ``live_registry.LIVE``, as a worker's are.
 
 from __future__ import annotations
 
-import os
 import socket
 import sys
 from pathlib import Path
@@ -166,10 +165,7 @@ def serve(path: Path, owner: int) -> None:
 
 def main(argv: list[str]) -> None:
     """``python -m ...spout_host PATH OWNER``: detach (the starter returns at once), serve."""
-    path, owner = Path(argv[0]), int(argv[1])
-    if os.fork() > 0:
-        os._exit(0)
-    serve(path, owner)
+    serve(*hosts.detach(argv))
 
 
 if __name__ == "__main__":

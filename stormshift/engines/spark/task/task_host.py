@@ -264,10 +264,7 @@ def serve(path: Path, owner: int) -> None:
 
 def main(argv: list[str]) -> None:
     """``python -m ...task_host PATH OWNER``: detach (the starter returns at once), serve."""
-    path, owner = Path(argv[0]), int(argv[1])
-    if os.fork() > 0:
-        os._exit(0)
-    serve(path, owner)
+    serve(*hosts.detach(argv))
 
 
 if __name__ == "__main__":
