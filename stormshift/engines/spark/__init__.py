@@ -4,21 +4,25 @@ One folder per process, each ``__init__`` says what runs there and what crosses
 its boundary:
 
 - ``driver/``: the engine, a batch's plan and commit protocol (the driver);
-- ``source/``: each spout as a streaming data source and its planner (the
-  source's planning process, and ``read`` on executors);
-- ``task/``: what one Spark task runs (executors);
+- ``source/``: each spout as a streaming data source, itself split by process:
+  ``planner/`` (the source's planning process), ``read/`` (``read`` on
+  executors), ``spouthost/`` (an executor's spout host);
+- ``task/``: what one Spark task runs (executors, or a task host);
 - ``runtime/``: the session and how Spark's Python processes start.
 
-Shared by every process, at this level: ``layout.py`` (the plan of stages and
-which heads are colocated with their spout, built on the driver, pickled into
-each ``StageJob`` and rebuilt by the planner and the source), ``rows.py`` (the
-row protocol: the one owner of the row schema and its ``kind`` column, for
-every row any side writes or reads: source ``read``, stages, the driver's
-beacons and redriven rows), ``spoutrange.py`` (the one reader of a spout task's
-range: the source's ``read`` and a head reading its spout itself), ``faults.py`` (fault points in the driver,
-the planner and the tasks) and ``profiling.py`` (wraps the source's ``read``
-and every stage task). ``daemon.py`` is a shim for the worker daemon's old
-module path (``runtime/daemon.py``).
+Shared by every process, each a folder named for what it is:
+
+- ``protocol/``: what crosses the process boundaries: the plan of stages
+  (``layout.py``), the row protocol (``rows.py``) and a spout task's range and
+  its reader (``spoutrange.py``);
+- ``records/``: the engine's own records in Redis beside the state (write-ahead
+  log, chunk log, run records, watermarks, batch counters); keys in ``state/keys.py``;
+- ``diagnostics/``: fault points and profiling, switched on by the environment.
+
+``daemon.py`` is a shim for the worker daemon's old module path
+(``runtime/daemon.py``): cluster users' ``--conf spark.python.daemon.module=
+stormshift.engines.spark.daemon`` (the README's advice before the daemon moved)
+names it, so it stays where Spark looks for it.
 
 See ``driver.engine.SparkEngine`` for the API and DESIGN.md "Data flow of one
 micro-batch". ``SparkEngine`` is imported on first use, so a submodule (the

@@ -9,7 +9,7 @@ same ticks. A tick is delivered after the task's tuples of the batch.
 
 After end of input the sources plan ``drain_ticks`` more batches, one per tick
 interval of their own clock, so that ticking bolts flush what they hold
-(``source/offsets.py`` ``after_done``). Those drain steps tick by their number,
+(``source/planner/offsets.py`` ``after_done``). Those drain steps tick by their number,
 not by the driver's clock (``plan_drain_ticks``): the two clocks disagree by
 up to a batch, and a step the driver's clock found too early delivered no
 tick, so a BatchingBolt could reach the end of the run still holding tuples.
@@ -21,7 +21,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from stormshift.state.runrecords import record_ticks, recorded_ticks
+from stormshift.engines.spark.records.runrecords import record_ticks, recorded_ticks
 
 __all__ = ["TickRecorder", "drain_ticks", "plan_drain_ticks", "plan_ticks", "tick_intervals_ms"]
 

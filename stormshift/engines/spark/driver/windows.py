@@ -16,7 +16,7 @@ and every batch, so all tasks of a bolt share one watermark. Call order, per bat
    of the batch before (so from batches <= N-1 only); ``final`` when Spark's offset
    log says every source of this batch id reached end of input (``fin``, not
    ``capped``): then every watermark is ``END_OF_TIME_MS`` and bolts get
-   ``end_of_input()``. Recorded under the txid (``state/watermarks.py``); a re-run
+   ``end_of_input()``. Recorded under the txid (``engines/spark/records/watermarks.py``); a re-run
    of the batch reads it back and fires exactly the same panes.
 2. ``fold(txid, time, reports)`` (step 4, after the stages, before the commit): the
    trackers as of the batch before, with this batch's watermark and reports
@@ -35,9 +35,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from stormshift.engines.spark.driver.offset_log import batch_offsets
+from stormshift.engines.spark.records import watermarks
 from stormshift.engines.spark.task.windowing import BatchTime
 from stormshift.errors import StormshiftError
-from stormshift.state import watermarks
 from stormshift.windows.state import COUNTERS
 from stormshift.windows.watermark import WatermarkTracker
 from stormshift.windows.window import END_OF_TIME_MS, START_OF_TIME_MS

@@ -1,6 +1,6 @@
 """The life of a long-lived host process beside Spark's Python workers.
 
-Spout hosts (``source/spout_host.py``) and task hosts (``task/task_host.py``) are
+Spout hosts (``source/spouthost/spout_host.py``) and task hosts (``task/task_host.py``) are
 the same kind of process: started detached by the first worker that needs one,
 reached over a unix socket in a directory only this user can enter (requests
 carry pickles), one per socket path (a lock file), gone when their owner (the

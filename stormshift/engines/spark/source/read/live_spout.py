@@ -1,19 +1,19 @@
 """A generic spout's task run on an executor: the first read of a batch logs its chunk.
 
-Executor mode (``stormshift.spout.executor``, ``chunk_planner.py``): the planner
+Executor mode (``stormshift.spout.executor``, ``../planner/chunk_planner.py``): the planner
 only numbers chunks; the read of task *i*'s partition for chunk *k*
 (``chunk_entries``) runs here, in a Spark Python worker:
 
 1. take a new epoch for the task (a zombie attempt's write is refused);
 2. chunk *k* is logged (a retried task, a batch re-run after a crash): re-read it;
 3. else bring this worker's live instance of the task to the log's head, ack
-   what committed batches hold (the ack mark, ``state/chunks.py``), run
+   what committed batches hold (the ack mark, ``engines/spark/records/chunks.py``), run
    ``next_tuple`` until the chunk's limit, the spout's end of input or
    ``budget_ms`` of spout time, and log the chunk (first writer wins).
 
 Live instances are kept per (namespace, spout task, topology wiring) in the
 process that runs them: by default a spout host that every Python worker of
-the executor asks (``spout_host.py``: step 3 runs there, the worker logs the
+the executor asks (``../spouthost/spout_host.py``: step 3 runs there, the worker logs the
 chunk), else (``stormshift.spout.host`` false) the worker itself. An instance
 is *at the head* when it produced (or re-produced) exactly chunks ``0 .. k-1``.
 One that is behind -- a fresh process, or one that ran the task's earlier
@@ -34,7 +34,8 @@ from typing import Any
 
 import msgpack
 
-from stormshift.engines.spark import faults
+from stormshift.engines.spark.diagnostics import faults
+from stormshift.engines.spark.records.chunks import ChunkHead, ChunkLog, ids_digest
 from stormshift.engines.spark.source.live_registry import (
     LIVE,
     SpoutNotDeterministic,
@@ -42,7 +43,6 @@ from stormshift.engines.spark.source.live_registry import (
     live_key,
 )
 from stormshift.errors import StormshiftError
-from stormshift.state.chunks import ChunkHead, ChunkLog, ids_digest
 
 __all__ = ["HOST_KEY", "LiveSpout", "SpoutNotDeterministic", "chunk_entries", "drain_acks", "emit_chunk",
            "forget_live_spouts", "host_mode", "keep"]
@@ -191,12 +191,12 @@ def not_deterministic(spout: str, task: int, number: int, head: ChunkHead, got: 
 
 # ----------------------------------------------------------- per worker -----
 
-# the instances live in ``live_registry.LIVE`` (shared with ``spout_host.py``)
+# the instances live in ``live_registry.LIVE`` (shared with ``../spouthost/spout_host.py``)
 
 
 def _fresh(opts: Any, task: int, log: ChunkLog) -> LiveSpout:
     from stormshift.adapters.host import SpoutHost
-    from stormshift.engines.spark.layout import Layout
+    from stormshift.engines.spark.protocol.layout import Layout
     from stormshift.engines.spark.runtime.worker import redis_for
     from stormshift.engines.spark.source.spout_report import SpoutReport
 
@@ -269,7 +269,7 @@ def _resume(live: LiveSpout, resume: Any, number: int, log: ChunkLog) -> None:
 def chunk_entries(opts: Any, task: int, number: int, limit: int) -> list[Any]:
     """The entries of chunk ``number`` of spout task ``task``: logged by this read if it is
     the first, else re-read (module doc). With a spout host (``host_client.py`` /
-    ``spout_host.py``, the default) the live instance lives there, else in this worker."""
+    ``../spouthost/spout_host.py``, the default) the live instance lives there, else in this worker."""
     from stormshift.engines.spark.runtime.worker import redis_for
 
     log = ChunkLog(redis_for(opts.redis_url), opts.namespace, opts.spout, task)
@@ -278,7 +278,7 @@ def chunk_entries(opts: Any, task: int, number: int, limit: int) -> list[Any]:
     if got is not None:
         return got[0]
     if host_mode(opts):
-        from stormshift.engines.spark.source.host_client import chunk_from_host
+        from stormshift.engines.spark.source.read.host_client import chunk_from_host
 
         entries = chunk_from_host(opts, task, number, limit, log)
     else:
@@ -322,7 +322,7 @@ def _chunk_here(opts: Any, task: int, number: int, limit: int, log: ChunkLog) ->
 
 
 def host_mode(opts: Any) -> bool:
-    """Whether the task's live instance runs in a spout host process (``spout_host.py``):
+    """Whether the task's live instance runs in a spout host process (``../spouthost/spout_host.py``):
     ``stormshift.spout.host``, the spout's config else the topology's (default yes); not
     for options built in-process (no string form to send the host)."""
     if not getattr(opts, "raw", None):
@@ -336,7 +336,7 @@ def drain_acks(opts: Any, task: int) -> None:
     """A read with no chunk (the task ended, or the batch that ends the run): the task's
     instance on this worker, if any, still gets the acks of committed chunks."""
     if host_mode(opts):
-        from stormshift.engines.spark.source.host_client import acks_to_host
+        from stormshift.engines.spark.source.read.host_client import acks_to_host
 
         acks_to_host(opts, task)
         return

@@ -3,9 +3,9 @@
 Opt in with ``stormshift.spout.executor: true`` (topology config, or the spout's own
 config). The planner process hosts no spout instance and pumps no tuple: each
 batch plans, per spout task, the number of the chunk its read logs and that
-chunk's limit; the spout runs in the read (``live_spout.py``). The next
+chunk's limit; the spout runs in the read (``../read/live_spout.py``). The next
 ``latestOffset`` reads the heads of the chunks the last batch logged
-(``state/chunks.py``): their counts feed ``--max-tuples`` (``n``) and their
+(``engines/spark/records/chunks.py``): their counts feed ``--max-tuples`` (``n``) and their
 "ended" flags end of input, so both stay exact; a chunk's count is known one batch
 after it ran, so a run's end comes one (empty) batch later than on the planner path.
 
@@ -22,7 +22,8 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from stormshift.engines.spark.source.offsets import (
+from stormshift.engines.spark.source.options import ChunkPartition, Opts
+from stormshift.engines.spark.source.planner.offsets import (
     after_done,
     counts_of,
     limits,
@@ -30,7 +31,6 @@ from stormshift.engines.spark.source.offsets import (
     over_budget,
     resume,
 )
-from stormshift.engines.spark.source.options import ChunkPartition, Opts
 from stormshift.errors import StateError
 
 __all__ = ["EXECUTOR_KEY", "ChunkPlanner", "executor_mode", "initial_chunks", "plan_chunks"]
@@ -85,9 +85,9 @@ class ChunkPlanner:
     """The planner of an executor-side spout (module doc)."""
 
     def __init__(self, opts: Opts):
+        from stormshift.engines.spark.records.chunks import ChunkLog
         from stormshift.engines.spark.runtime.worker import redis_for
         from stormshift.engines.spark.source.spout_report import SpoutReport
-        from stormshift.state.chunks import ChunkLog
 
         self.opts = opts
         r = redis_for(opts.redis_url)

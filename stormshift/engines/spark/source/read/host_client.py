@@ -1,7 +1,7 @@
 """The executor side of a spout host's socket: find (or start) the task's host, ask it for a chunk.
 
 Runs in a Spark Python worker (the read, ``live_spout.chunk_entries``); the host
-process it talks to is ``spout_host.py`` (module doc there: who does what, and
+process it talks to is ``../spouthost/spout_host.py`` (module doc there: who does what, and
 why a host exists). Split from it so that the read imports only this side, and
 the host process imports the read's catch-up (``live_spout.emit_chunk``)
 without a circle.
@@ -26,16 +26,16 @@ from typing import Any
 
 import msgpack
 
+from stormshift.engines.spark.records.chunks import ChunkHead, ChunkLog
 from stormshift.engines.spark.runtime import hosts
 from stormshift.engines.spark.source.live_registry import SpoutNotDeterministic, live_key
 from stormshift.errors import StormshiftError
-from stormshift.state.chunks import ChunkHead, ChunkLog
 
 __all__ = ["HOST_MODULE", "OWNER_ENV", "Conn", "acks_to_host", "chunk_from_host", "decode_frames",
            "encode_frame", "host_dir", "owner_pid", "redis_of", "socket_path", "stop_hosts"]
 
 OWNER_ENV = "STORMSHIFT_SPOUT_OWNER"  # set by stormshift's worker daemon: its pid
-HOST_MODULE = "stormshift.engines.spark.source.spout_host"  # what ``connect`` starts
+HOST_MODULE = "stormshift.engines.spark.source.spouthost.spout_host"  # what ``connect`` starts
 START_WAIT_SECS = 60.0  # how long a worker waits for a host it started to listen
 _HEADER = struct.Struct(">I")
 

@@ -3,7 +3,7 @@
 ``WalPlanner`` runs in Spark's long-lived planner process of the source
 (``source.py`` doc): it hosts the spout's tasks, runs their ``next_tuple()``,
 appends the emits -- routed by each task's router, with the plan's colocated
-heads (``Layout.colocated``) -- to the write-ahead log (``stormshift.state.wal``),
+heads (``Layout.colocated``) -- to the write-ahead log (``stormshift.engines.spark.records.wal``),
 and acks a batch's tuples once it committed. ``next_tuple`` runs while a batch is
 planned, within ``budget_ms`` (the default), or, with ``stormshift.spout.lead_batches``
 > 0, in the pump thread (``pump.py``), up to that many batches ahead of the planned
@@ -18,9 +18,11 @@ from typing import Any
 
 import msgpack
 
-from stormshift.engines.spark import faults
-from stormshift.engines.spark.layout import Layout
-from stormshift.engines.spark.source.offsets import (
+from stormshift.engines.spark.diagnostics import faults
+from stormshift.engines.spark.protocol.layout import Layout
+from stormshift.engines.spark.records.wal import content_digest
+from stormshift.engines.spark.source.options import Opts, WalPartition
+from stormshift.engines.spark.source.planner.offsets import (
     after_done,
     counts_of,
     limits,
@@ -28,15 +30,13 @@ from stormshift.engines.spark.source.offsets import (
     over_budget,
     resume,
 )
-from stormshift.engines.spark.source.options import Opts, WalPartition
-from stormshift.engines.spark.source.pump import (
+from stormshift.engines.spark.source.planner.pump import (
     DEFAULT_LEAD_BATCHES,
     FULL_WAIT_SECS,
     Pump,
     SpoutLock,
 )
 from stormshift.engines.spark.source.spout_report import SpoutReport
-from stormshift.state.wal import content_digest
 
 __all__ = ["WalPlanner"]
 
@@ -49,8 +49,8 @@ class WalPlanner:
 
     def __init__(self, opts: Opts):
         from stormshift.adapters.host import SpoutHost
+        from stormshift.engines.spark.records.wal import DEFAULT_SEEN_WINDOW, WriteAheadLog
         from stormshift.engines.spark.runtime.worker import redis_for
-        from stormshift.state.wal import DEFAULT_SEEN_WINDOW, WriteAheadLog
 
         self.opts = opts
         self.comp = opts.graph.component(opts.spout)
