@@ -251,7 +251,7 @@ def test_reads_on_other_workers_do_not_replay_with_a_spout_host(redis_url: str, 
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     import os
 
-    from stormshift.engines.spark.source import host_client
+    from stormshift.engines.spark.source.read import host_client
 
     monkeypatch.setenv(host_client.OWNER_ENV, str(os.getpid()))  # as the worker daemon does
 
@@ -288,7 +288,7 @@ def test_a_dead_spout_host_is_replaced_by_one_that_catches_up(redis_url: str, na
     import os
     import signal
 
-    from stormshift.engines.spark.source import host_client
+    from stormshift.engines.spark.source.read import host_client
 
     opts = opts_for(chunktopo.Counting, redis_url, namespace, batch=100,
                     **{"chunk.per_call": 3, "stormshift.spout.host": True})
@@ -321,9 +321,11 @@ def _host_pids(owner: int) -> list[int]:
     """Spout hosts of ``owner`` (their command line names the module and the owner)."""
     import subprocess
 
+    from stormshift.engines.spark.source.read.host_client import HOST_MODULE
+
     out = subprocess.run(["ps", "-ww", "-eo", "pid=,args="], capture_output=True, text=True, check=True).stdout
     return [int(line.split()[0]) for line in out.splitlines()
-            if "source.spout_host" in line and line.split()[-1] == str(owner)]
+            if HOST_MODULE in line and line.split()[-1] == str(owner)]
 
 
 def test_frames_split_anywhere_decode_to_the_same_messages() -> None:
