@@ -24,8 +24,10 @@ Shared by every process, each a folder named for what it is:
 stormshift.engines.spark.daemon`` (the README's advice before the daemon moved)
 names it, so it stays where Spark looks for it.
 
-See ``driver.engine.SparkEngine`` for the API and DESIGN.md "Data flow of one
-micro-batch". ``SparkEngine`` is imported on first use, so a submodule (the
+The public API (what ``cli/``, ``shadow/`` and the runner may import, from this
+package only): ``SparkEngine`` (``driver/engine.py``; DESIGN.md "Data flow of one
+micro-batch"), ``stored_upgrade_plan`` and ``refusal_text`` (``stormshift plan``),
+``build_submit_plan`` and ``run_submit`` (``stormshift submit``). Each is imported on first use, so a submodule (the
 worker daemon) can be run without importing pyspark and pyarrow first.
 """
 
@@ -33,13 +35,24 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from stormshift.engines.spark.driver.engine import SparkEngine
+    from stormshift.engines.spark.driver.stored_plan import stored_upgrade_plan
+    from stormshift.engines.spark.driver.submit import build_submit_plan, run_submit
+    from stormshift.engines.spark.driver.upgrade import refusal_text
 
-__all__ = ["SparkEngine"]
+__all__ = ["SparkEngine", "build_submit_plan", "refusal_text", "run_submit", "stored_upgrade_plan"]
+
+_PUBLIC = {  # name -> the module that defines it, imported on first use (module doc)
+    "SparkEngine": "stormshift.engines.spark.driver.engine",
+    "build_submit_plan": "stormshift.engines.spark.driver.submit",
+    "run_submit": "stormshift.engines.spark.driver.submit",
+    "refusal_text": "stormshift.engines.spark.driver.upgrade",
+    "stored_upgrade_plan": "stormshift.engines.spark.driver.stored_plan",
+}
 
 
 def __getattr__(name: str) -> Any:
-    if name == "SparkEngine":
-        from stormshift.engines.spark.driver.engine import SparkEngine
+    if name in _PUBLIC:
+        import importlib
 
-        return SparkEngine
+        return getattr(importlib.import_module(_PUBLIC[name]), name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
