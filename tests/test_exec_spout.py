@@ -2,7 +2,7 @@
 
 The planner (``chunk_planner.py``) is driven as Spark's planner process drives it and
 each batch's reads are done in this process as an executor does them
-(``live_spout.chunk_entries``), on a real Redis; ``forget_live_spouts`` is a read landing
+(``chunk_read.chunk_entries``), on a real Redis; ``forget_live_spouts`` is a read landing
 on a fresh worker. The oracle is the spouts' own emit order (``chunktopo``).
 """
 
@@ -22,14 +22,11 @@ import chunktopo
 
 from stormshift.engines.spark.records.chunks import ChunkHead, ChunkLog
 from stormshift.engines.spark.runtime.worker import redis_for
+from stormshift.engines.spark.source.live_registry import SpoutNotDeterministic, forget_live_spouts
 from stormshift.engines.spark.source.options import Opts, source_options
 from stormshift.engines.spark.source.planner.chunk_planner import plan_chunks
 from stormshift.engines.spark.source.planner.planner import make_planner
-from stormshift.engines.spark.source.read.live_spout import (
-    SpoutNotDeterministic,
-    chunk_entries,
-    forget_live_spouts,
-)
+from stormshift.engines.spark.source.read.chunk_read import chunk_entries
 from stormshift.topology.loader import load_topology
 
 SPOUT = "numbers"
@@ -180,7 +177,7 @@ def test_a_spout_that_does_not_re_emit_the_same_ids_is_refused(redis_url: str, n
 def _live(**conf: Any) -> Any:
     from stormshift.adapters.host import SpoutHost
     from stormshift.engines.spark.protocol.layout import Layout
-    from stormshift.engines.spark.source.read.live_spout import LiveSpout
+    from stormshift.engines.spark.source.live_spout import LiveSpout
 
     chunktopo.STATS.update(next_tuple=0, acked=[], resumed=[])
     graph = load_topology(chunktopo.Counting, overrides=conf or None)
@@ -251,9 +248,10 @@ def test_reads_on_other_workers_do_not_replay_with_a_spout_host(redis_url: str, 
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     import os
 
+    from stormshift.engines.spark.runtime import hosts
     from stormshift.engines.spark.source.read import host_client
 
-    monkeypatch.setenv(host_client.OWNER_ENV, str(os.getpid()))  # as the worker daemon does
+    monkeypatch.setenv(hosts.OWNER_ENV, str(os.getpid()))  # as the worker daemon does
 
     opts = opts_for(chunktopo.Counting, redis_url, namespace, batch=128,
                     **{"chunk.per_call": 3, "stormshift.spout.host": True})
@@ -329,7 +327,7 @@ def _host_pids(owner: int) -> list[int]:
 
 
 def test_frames_split_anywhere_decode_to_the_same_messages() -> None:
-    from stormshift.engines.spark.source.read.host_client import decode_frames, encode_frame
+    from stormshift.engines.spark.source.host_wire import decode_frames, encode_frame
 
     msgs = [{"op": "chunk", "number": 3}, {"entries": [[1, [2, 3], b"\x91\x07"]] * 50}, {}]
     wire = b"".join(encode_frame(m) for m in msgs)

@@ -1,6 +1,6 @@
 """adclicks' own ``AdLogSpout`` on executors (``stormshift.spout.executor``), broken and restarted.
 
-The spout runs at par 2 in the reads of its batches (``source/read/live_spout.py``): each
+The spout runs at par 2 in the reads of its batches (``source/read/chunk_read.py``): each
 read logs its chunk first, a retried or re-run read re-reads it, and a worker
 without the task's live instance replays the generator up to the log's head,
 checking it re-emits the logged msg ids. Each case is a ``stormshift run`` of its own

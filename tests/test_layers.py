@@ -77,3 +77,23 @@ def test_the_rules_catch_what_they_forbid() -> None:
         forbidden = RULES[layer][1]
         assert forbidden(bad), (layer, bad)
         assert not forbidden(good), (layer, good)
+
+
+SOURCE = "stormshift.engines.spark.source"
+SOURCE_PROCESSES = ("planner", "read", "spouthost")
+"""The source's process folders (``source/__init__.py``): the planning process, an
+executor's read, the spout host. What two of them share sits at ``source/`` itself."""
+
+
+def _process_of(module: str) -> str | None:
+    return next((p for p in SOURCE_PROCESSES if _within(module, f"{SOURCE}.{p}")), None)
+
+
+def test_source_process_folders_import_only_what_they_share() -> None:
+    edges = import_edges(modules_under(REPO / "stormshift", "stormshift"))
+    found = [e for e in edges if _process_of(e.source) and _process_of(e.target)
+             and _process_of(e.source) != _process_of(e.target)]
+    assert not found, ("one source process imports another's folder; move what both run to "
+                       f"{SOURCE} (named for what it is):\n" + "\n".join(
+                           f"  {e.path.relative_to(REPO)}:{e.line} imports {e.target}" for e in found))
+    assert {_process_of(e.source) for e in edges} >= set(SOURCE_PROCESSES)

@@ -26,7 +26,7 @@ O_EXCL marker file), so a restarted run goes past it. Points:
   the host runs the task);
 - ``source.after_wal_append`` (spout, task, head): a chunk logged, offset not yet planned.
 - ``source.after_chunk_log`` (spout, task, chunk): an executor-side spout's read logged
-  its chunk, no row sent yet (``source/read/live_spout.py``).
+  its chunk, no row sent yet (``source/read/chunk_read.py``).
 - ``source.spout_host_emitted`` (spout, task, chunk): a spout host emitted a chunk, the
   worker that asked for it got nothing yet (``source/spouthost/spout_host.py``).
 

@@ -1,6 +1,6 @@
 """The chunk log of a spout task that runs on executors: one chunk of tuples per batch.
 
-A generic spout in executor mode (``engines/spark/source/read/live_spout.py``) runs its
+A generic spout in executor mode (``engines/spark/source/read/chunk_read.py``) runs its
 ``next_tuple`` in the read of its batch's input partition. The first read of
 batch chunk *k* of task *i* logs what the spout emitted here, before any row
 leaves; every later read of chunk *k* (a retried task, a batch re-run after a

@@ -251,7 +251,7 @@ def prepare(environ: dict[str, str] | os._Environ[str]) -> bool:
 
 
 def main() -> None:
-    # the workers' spout hosts live as long as this daemon (source/read/host_client.py: OWNER_ENV)
+    # the workers' spout hosts live as long as this daemon (runtime/hosts.py: OWNER_ENV)
     os.environ["STORMSHIFT_SPOUT_OWNER"] = str(os.getpid())
     prepare(os.environ)
     if thread_count() > 1:  # pragma: no cover - a dependency started a thread on import

@@ -18,8 +18,10 @@ stream reader: the driver creates it from string options, the planner and the
 reads call its methods; it imports ``planner/`` and ``read/`` lazily, in the
 process that runs them), ``options.py`` (those options parsed, the input
 partitions the planner returns and ``read`` gets, the planning clock),
-``live_registry.py`` (the live instances of this process and their key: the
-read and the spout host), ``spout_report.py`` (what a spout's process tells the
+``live_registry.py`` and ``live_spout.py`` (an executor-side spout task's live
+instances, their key, and how one is caught up and emits a chunk: run by the
+read's worker or by the spout host), ``host_wire.py`` (the frames both ends of a
+spout host's socket speak), ``spout_report.py`` (what a spout's process tells the
 driver: written by the planner, a read or a host, read and cleared by the driver).
 
 Crosses the boundary: offsets as JSON (Spark's offset log: ``t`` / ``p``,

@@ -27,7 +27,7 @@ logged tuples per task, cut at the task's ``--max-tuples`` target. Either way a 
 ``commit(end)`` acks the tuples of committed batches, then trims the log.
 With ``stormshift.spout.executor`` (``planner/chunk_planner.py``) no spout runs here: the
 offset holds chunk numbers (``x``), and the first read of a chunk runs the spout
-and logs it (``read/live_spout.py``); a re-read reads the log.
+and logs it (``read/chunk_read.py``); a re-read reads the log.
 Replayable spouts (``stormshift.spouts.base``) are read through their replay
 interface and need no log. ``read`` reads its partition's range through the
 one spout-range reader (``protocol/spoutrange.py``) and sends its tuples as rows where

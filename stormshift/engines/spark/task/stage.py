@@ -59,7 +59,6 @@ from stormshift.engines.spark.task.poison import (
     drop_held,
     format_trace,
     held_tuples,
-    plain,
     stage_dead_letter,
 )
 from stormshift.engines.spark.task.poison import encode_error as _encode_error
@@ -76,6 +75,7 @@ from stormshift.engines.spark.task.windowing import finish as finish_windows
 from stormshift.engines.spark.task.windowing import report as report_windows
 from stormshift.engines.spark.task.windowing import start as start_windows
 from stormshift.errors import ComponentFailure, TupleError
+from stormshift.state.deadletter import plain
 
 __all__ = ["StageJob", "run_partition", "run_task"]
 

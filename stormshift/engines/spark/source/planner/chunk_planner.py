@@ -3,7 +3,7 @@
 Opt in with ``stormshift.spout.executor: true`` (topology config, or the spout's own
 config). The planner process hosts no spout instance and pumps no tuple: each
 batch plans, per spout task, the number of the chunk its read logs and that
-chunk's limit; the spout runs in the read (``../read/live_spout.py``). The next
+chunk's limit; the spout runs in the read (``../read/chunk_read.py``). The next
 ``latestOffset`` reads the heads of the chunks the last batch logged
 (``engines/spark/records/chunks.py``): their counts feed ``--max-tuples`` (``n``) and their
 "ended" flags end of input, so both stay exact; a chunk's count is known one batch

@@ -269,8 +269,7 @@ class WalPlanner:
         """Dead-letter a spout emit that is no tuple, then ``fail`` its msg id (it can never be
         delivered; a replaying spout may send it again, and it is dead-lettered again)."""
         from stormshift.engines.spark.runtime.worker import redis_for
-        from stormshift.engines.spark.task.poison import plain
-        from stormshift.state.deadletter import DeadLetters
+        from stormshift.state.deadletter import DeadLetters, plain
 
         self.rejected += 1
         task = host.task_index

@@ -3,7 +3,7 @@
 ``SpoutReader.read`` (``source.py``) runs on a pickled copy of the reader in a
 Spark Python worker and calls ``read_partition``: the partition the planner
 returned (``options.py``) names a spout task's range (``protocol/spoutrange.py``),
-an executor-side spout's chunk is run and logged first (``live_spout.py``), and
+an executor-side spout's chunk is run and logged first (``chunk_read.py``), and
 the range's tuples leave as rows (``protocol/rows.py``) for the tasks they were
 routed to -- or, for a deferred spout, one ``READ`` row per colocated head.
 """
@@ -52,12 +52,12 @@ def read_partition(opts: Opts, partition: InputPartition) -> Any:
     rng = spout_range(opts.spout, partition)
     entries = None
     if rng.chunk is not None:  # an executor-side spout: its first read logs the chunk
-        from stormshift.engines.spark.source.read.live_spout import chunk_entries
+        from stormshift.engines.spark.source.read.chunk_read import chunk_entries
 
         assert isinstance(partition, ChunkPartition)
         entries = chunk_entries(opts, rng.task, rng.chunk, partition.limit)
     elif isinstance(partition, ChunkPartition):
-        from stormshift.engines.spark.source.read.live_spout import drain_acks
+        from stormshift.engines.spark.source.read.chunk_read import drain_acks
 
         drain_acks(opts, rng.task)
     layout = Layout(opts.graph)
