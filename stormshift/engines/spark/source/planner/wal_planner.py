@@ -128,7 +128,9 @@ class WalPlanner:
         done = capped or all(self._ended(i, t[i]) for i in range(len(self.hosts)))
         self.planned = [max(p, x) for p, x in zip(self.planned, t)]
         self.planned_total = sum(counts)
-        return next_offset(self.opts, start, "t", t, done, t == list(start["t"]), counts, capped)
+        in_flight = any(self.unacked) or any(self.replayed)
+        return next_offset(self.opts, start, "t", t, done, t == list(start["t"]), counts, capped,
+                           in_flight)
 
     def _room(self, i: int) -> int:
         """Tuples the pump may log for task i now: up to ``lead`` ahead of the planned
@@ -163,10 +165,12 @@ class WalPlanner:
         """``--until-done`` with a spout task that logged nothing new for ``idle_ms``: it
         never said its input was done (a spout that swallows its own StopIteration), so
         it is taken as ended, with a warning to the driver, instead of a run that never
-        ends. The decision is made while planning: the offsets Spark logs keep it."""
+        ends. As on the local engine, the clock runs only with nothing in flight: a reliable
+        spout that ends once its last tuples are acked waits on the engine, not on its input.
+        The decision is made while planning: the offsets Spark logs keep it."""
         now = time.monotonic()
-        if self.opts.idle_ms <= 0 or self.hosts[i].exhausted:
-            self.last_new[i] = now
+        if self.opts.idle_ms <= 0 or self.hosts[i].exhausted or self.unacked[i] or self.replayed[i]:
+            self.last_new[i] = now  # tuples in flight: a spout waiting for their acks is not idle
             return
         if (now - self.last_new[i]) * 1000 >= self.opts.idle_ms:
             self.hosts[i].exhausted = True
