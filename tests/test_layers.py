@@ -43,6 +43,9 @@ RULES = {  # layer -> (what it must not know about, the test on an imported modu
     "windows": ("Spark", lambda t: _within(t, "pyspark")),
     "cli": ("engine internals", _engine_internal),
     "shadow": ("engine internals", _engine_internal),
+    "engines.spark.records": ("pickles (its records outlive a release: none may name a class "
+                              "by module path, so moving a module never breaks a stored one)",
+                              lambda t: t in ("pickle", "cloudpickle", "pyspark.cloudpickle", "dill")),
 }
 
 
@@ -71,6 +74,7 @@ def test_the_rules_catch_what_they_forbid() -> None:
         "windows": ("pyspark", "stormshift.state.keyed"),
         "cli": ("stormshift.engines.spark.driver.redrive", "stormshift.engines.spark"),
         "shadow": ("stormshift.engines.spark.protocol.layout", "stormshift.engines.local"),
+        "engines.spark.records": ("pyspark.cloudpickle", "msgpack"),
     }
     assert set(samples) == set(RULES)
     for layer, (bad, good) in samples.items():
