@@ -9,7 +9,8 @@ function here (:func:`capabilities_of`) reads them through the class's MRO.
 Words:
 - *hook*: an optional method the engines call when a class defines it
   (``HOOKS``: a windowed bolt's ``start_batch`` / ``batch_report``, ``end_of_input``,
-  a replayable spout's ``replay_partitions`` ...).
+  a replayable spout's ``replay_partitions``, an executor-side spout's ``resume``,
+  a bolt's ``migrate_state`` ...).
 - *batching*: pystorm's ``BatchingBolt`` flushes on its ``ticks_between_batches + 1``-th
   tick; a ``TicklessBatchingBolt`` every ``secs_between_batches`` seconds.
 - *emit path*: which library ``emit`` the class inherits unchanged, so the host may
@@ -33,7 +34,7 @@ __all__ = ["HOOKS", "TICK_KEY", "Batching", "Capabilities", "EmitPath", "SourceK
 
 TICK_KEY = "topology.tick.tuple.freq.secs"
 HOOKS = ("start_batch", "batch_report", "window_counters", "end_of_input", "replay_partitions",
-         "replay_commit", "local_lag", "migrate_state")
+         "replay_commit", "local_lag", "migrate_state", "resume")
 _LIBRARY_ROOTS = ("pystorm", "streamparse", "builtins")
 
 
