@@ -53,7 +53,7 @@ def framework_attributes() -> frozenset[str]:
     names: set[str] = set()
     for cls in (streamparse.Bolt, streamparse.BatchingBolt, streamparse.TicklessBatchingBolt,
                 streamparse.Spout):
-        instance = construct(cls, "framework")
+        instance = construct(cls, "framework", tickless=cls is streamparse.TicklessBatchingBolt)
         setup_instance(instance, "framework", {}, {"taskid": 0}, [], {})
         names.update(vars(instance))
     return frozenset(names)

@@ -344,7 +344,8 @@ class LocalEngine:
         idle = f"{self.idle_ms / 1000:g}s"
         for name in self.tasks.unfinished_spouts():
             self.summary.warn(idle_cause(name, self.summary.components[name].gave_up,
-                                         self.conf.get("stormshift.max_replays", 10), idle))
+                                         self.conf.get("stormshift.max_replays", 10), idle,
+                                         self.graph.component(name).capabilities.signals_end))
         return f"sources idle for {idle}"
 
     def _reopened(self) -> bool:
@@ -428,10 +429,12 @@ class LocalEngine:
         self.summary.pending_trees = len(self.acker)
 
 
-def idle_cause(spout: str, gave_up: int, max_replays: Any, idle: str) -> str:
+def idle_cause(spout: str, gave_up: int, max_replays: Any, idle: str,
+               signals_end: bool = True) -> str:
     """Why ``spout`` never signalled end of input, as far as the run can tell: tuples the
     engine gave up replaying (a reliable spout waits for their ack or fail for ever), else
-    a spout that does not raise ``StopIteration`` at the end of its input."""
+    a spout whose code cannot end its input (``Capabilities.signals_end``), else one that
+    does not raise ``StopIteration`` at the end of its input."""
     if gave_up:
         return (f"spout {spout} is still waiting for {gave_up:,} tuple(s) the engine gave up "
                 f"replaying (each failed more than stormshift.max_replays={max_replays} "
@@ -439,8 +442,10 @@ def idle_cause(spout: str, gave_up: int, max_replays: Any, idle: str) -> str:
                 "gets their ack or fail, so it cannot signal end of input; the run ended after "
                 f"{idle} without new tuples. Fix the bolt that fails them, or raise -o "
                 "stormshift.max_replays=N.")
+    never = "" if signals_end else (" (its code never raises StopIteration or EndOfInput, "
+                                    "nor calls next() without a default)")
     return (f"spout {spout} emitted nothing new for {idle} of engine time and never "
-            "signalled end of input: the run ended as if its input were done. Fix: raise "
+            f"signalled end of input{never}: the run ended as if its input were done. Fix: raise "
             "StopIteration (or stormshift.adapters.host.EndOfInput) from next_tuple when the "
             "input is used up (a spout that catches StopIteration itself never ends); or set "
             "-o stormshift.idle_timeout_secs=N for a slower source.")

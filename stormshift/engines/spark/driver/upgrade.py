@@ -110,13 +110,13 @@ def plan_upgrade(r: Any, store: SnapshotStore, graph: TopologyGraph) -> UpgradeP
             result.unchecked[comp.name] = f"{type(exc).__name__}: {exc}"
             continue
         fresh = user_attributes(instance)
-        hook = getattr(instance, MIGRATE_HOOK, None)
-        changes = TaskChanges(comp.name, migrated=callable(hook))
+        hook = getattr(instance, MIGRATE_HOOK) if comp.capabilities.has(MIGRATE_HOOK) else None
+        changes = TaskChanges(comp.name, migrated=hook is not None)
         in_code = names_in_code(type(instance))
         states = []
         for point in points:
             stored = fold_payloads(point.base, point.deltas) if point is not None else {}
-            migrated = _migrate(comp.name, hook, stored) if callable(hook) else stored
+            migrated = _migrate(comp.name, hook, stored) if hook is not None else stored
             keep = compare(changes, migrated, fresh, in_code)
             changes.rewrite = changes.rewrite or not _same(keep, stored)
             states.append(keep)
