@@ -22,11 +22,10 @@ from support.state_fixtures import commit
 from stormshift.engines.spark.task.taskstate import (
     TaskCache,
     open_task,
-    restore,
     snapshot_of,
     snapshot_written,
-    state_of,
 )
+from stormshift.state.component import build, state_of
 from stormshift.state.connection import run_scripts
 from stormshift.state.fencing import acquire_epoch
 from stormshift.state.snapshots import SnapshotStore, written_head
@@ -150,7 +149,7 @@ def _batch(r, ns, store, cache: TaskCache, txid: int, rng: random.Random,
 def _fresh(store, txid: int) -> Bolt:
     bolt = Bolt()
     bolt.initialize()
-    restore(bolt, store.load("bolt", 0, txid))
+    build(bolt, store.load("bolt", 0, txid))
     return bolt
 
 
