@@ -65,7 +65,7 @@ from stormshift.engines.local.scheduler import Clock, Periodic, WallClock
 from stormshift.engines.local.tasks import TaskSet
 from stormshift.engines.summary import ComponentState, RunSummary
 from stormshift.metrics.board import Board
-from stormshift.state.component import user_state
+from stormshift.state.component import state_of, user_state
 from stormshift.topology.graph import TopologyGraph
 
 __all__ = ["LocalEngine"]
@@ -149,8 +149,9 @@ class LocalEngine:
         return self.tasks.instances(component)
 
     def snapshots(self, component: str) -> list[dict[str, Any]]:
-        """Shallow copies of each task instance's ``__dict__`` (for tests)."""
-        return [dict(vars(obj)) for obj in self.instances(component)]
+        """Each task instance's state attributes by name, as every engine takes them
+        (``state/component``: not pystorm's own, not what cannot be pickled)."""
+        return [state_of(obj) for obj in self.instances(component)]
 
     @property
     def injected(self) -> list[str]:
