@@ -34,6 +34,7 @@ from stormshift.state.component import (
     unpicklable,
     user_state,
 )
+from stormshift.state.keyed import KeyedParts
 
 
 def _tup(*values: Any) -> Tuple:
@@ -225,3 +226,11 @@ def test_the_package_runs_without_spark() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                           check=False, timeout=120)
     assert done.returncode == 0, done.stderr
+
+
+def test_stored_keyed_parts_name_the_module_old_snapshots_name() -> None:
+    """Bases pickle ``KeyedParts`` by reference: a move of its module would make every
+    stored windowed state unreadable (``state/keyed.py``)."""
+    payload = pickle.dumps({"windows": KeyedParts(dict, None, {"k": b"entry"}, packed=True)})
+    assert b"stormshift.state.keyed" in payload
+    assert pickle.loads(payload)["windows"].entries == {"k": b"entry"}

@@ -215,7 +215,7 @@ def test_a_version_another_attempt_rewrote_is_restored_whole(redis_client, ns):
 
 
 def test_a_chain_compacted_past_the_version_is_restored_whole(redis_client, ns, monkeypatch):
-    from stormshift.state import deltas
+    from stormshift.state.component import deltas
 
     store = SnapshotStore(redis_client, ns, KEY)
     a, b = TaskCache(), TaskCache()

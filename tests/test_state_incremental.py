@@ -17,7 +17,7 @@ from stormshift.errors import FencedError, StateError
 from stormshift.state import keys as K
 from stormshift.state.commit import CommitLog
 from stormshift.state.component import build
-from stormshift.state.deltas import fold_payloads
+from stormshift.state.component.deltas import fold_payloads
 from stormshift.state.fencing import acquire_epoch
 from stormshift.state.snapshots import SnapshotStore, sign
 

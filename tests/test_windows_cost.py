@@ -20,8 +20,8 @@ from typing import Any
 
 import pytest
 
-from stormshift.state import deltas as D
 from stormshift.state.component import Snapshotter, build, pickler
+from stormshift.state.component import deltas as D
 from stormshift.windows import Count, Windowing
 from stormshift.windows import windower as W
 from stormshift.windows.panes import Accumulation, Pane

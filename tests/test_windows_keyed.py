@@ -17,8 +17,8 @@ import pytest
 
 from stormshift.adapters.routing import hash_one
 from stormshift.errors import StateError
-from stormshift.state import deltas as D
 from stormshift.state.component import Snapshotter
+from stormshift.state.component import deltas as D
 from stormshift.state.keyed import KeyedParts, is_keyed, unpack
 from stormshift.state.rescale import split
 from stormshift.topology.graph import ComponentDef, ComponentKind, Grouping, GroupingKind, InputDef

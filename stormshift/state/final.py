@@ -1,7 +1,7 @@
 """Read-only: a bolt's state as its last committed batch left it (shadow runs, tests).
 
 ``committed_attributes`` gives a legacy bolt task's attributes at its newest
-committed snapshot version: the base folded with its deltas (``state/deltas.py``;
+committed snapshot version: the base folded with its deltas (``state/component/deltas.py``;
 every version verified by ``SnapshotStore`` before anything is unpickled, so a
 tampered Redis is refused, never unpickled);
 ``committed_maps`` a component's keyed state maps, name -> key -> value

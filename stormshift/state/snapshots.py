@@ -2,7 +2,7 @@
 
 A task's snapshot is a chain of versions in one Redis hash (``keys.snapshot_key``):
 field ``b:<txid>`` a *base* (the whole state), ``d:<txid>:<prev>`` a *delta* on
-version ``prev`` (what batch ``txid`` changed: ``state/deltas.py``); a field named
+version ``prev`` (what batch ``txid`` changed: ``state/component/deltas.py``); a field named
 by a bare txid is a base written by format 1 and is read as one. A batch writes
 one version under its txid (fenced: ``lua.SNAPSHOT_PUT``); a replay of the txid
 replaces it. The restore point below txid N is the newest committed version

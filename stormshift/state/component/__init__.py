@@ -18,9 +18,10 @@ The lifecycle follows bytewax's stateful logic (``build(resume_state)``, then
 
 Which attributes are state: ``attributes.py`` (``state_of``, the one definition
 every engine, ``check`` and ``shadow`` use). ``state_at(point)`` is the state a point
-folds to, for readers that build no instance. Formats: ``state/deltas.py`` (versions
-and how they fold), ``state/keyed.py`` (attributes stored by entries),
-``state/tracked.py`` (dicts that record their changes).
+folds to, for readers that build no instance. Formats: ``deltas.py`` (versions and
+how they fold), ``state/keyed.py`` (attributes stored by entries: bytewax's lifecycle
+per entry), ``state/tracked.py`` (dicts that record their changes). What is pickled by
+reference in stored versions (``KeyedParts``, the user's classes) keeps its module path.
 """
 
 from stormshift.state.component.attributes import (

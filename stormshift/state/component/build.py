@@ -17,7 +17,7 @@ import pickle
 from dataclasses import dataclass
 from typing import Any
 
-from stormshift.state import deltas as D
+from stormshift.state.component import deltas as D
 from stormshift.state.component.snapshotter import Snapshotter, state_and_rest
 from stormshift.state.keyed import KeyedParts, is_keyed, to_live
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Mapping
 from typing import Any
 
-from stormshift.state import deltas as D
+from stormshift.state.component import deltas as D
 from stormshift.state.component.attributes import candidates, may_be_state, state_of
 from stormshift.state.component.pickler import dumps, pack_all, picklable
 from stormshift.state.keyed import KeyedParts, is_keyed
