@@ -57,7 +57,6 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, cast
 
-from stormshift.adapters.attributes import user_attributes
 from stormshift.adapters.host import working_dir
 from stormshift.engines.budget import spout_budgets, task_targets
 from stormshift.engines.local.acker import Acker
@@ -66,6 +65,7 @@ from stormshift.engines.local.scheduler import Clock, Periodic, WallClock
 from stormshift.engines.local.tasks import TaskSet
 from stormshift.engines.summary import ComponentState, RunSummary
 from stormshift.metrics.board import Board
+from stormshift.state.component import state_of, user_state
 from stormshift.topology.graph import TopologyGraph
 
 __all__ = ["LocalEngine"]
@@ -149,8 +149,9 @@ class LocalEngine:
         return self.tasks.instances(component)
 
     def snapshots(self, component: str) -> list[dict[str, Any]]:
-        """Shallow copies of each task instance's ``__dict__`` (for tests)."""
-        return [dict(vars(obj)) for obj in self.instances(component)]
+        """Each task instance's state attributes by name, as every engine takes them
+        (``state/component``: not pystorm's own, not what cannot be pickled)."""
+        return [state_of(obj) for obj in self.instances(component)]
 
     @property
     def injected(self) -> list[str]:
@@ -192,7 +193,7 @@ class LocalEngine:
         for comp in self.graph.bolts:
             self.summary.components[comp.name].windows = self.tasks.window_counters(comp.name)
             if self.read_state:
-                tasks = [user_attributes(obj) for obj in self.instances(comp.name)]
+                tasks = [user_state(obj) for obj in self.instances(comp.name)]
                 self.summary.final_state[comp.name] = ComponentState(
                     tasks, self.tasks.maps[comp.name].values())
         if self.on_metrics is not None:
