@@ -26,6 +26,7 @@ from support.adclicks_port import (
     ADCLICKS,
     EVENTS,
     SMALL,
+    changed_port_shadow,
     oracle,
     ported_adclicks,
     rounded_advertisers,
@@ -103,9 +104,7 @@ def test_storm_crash_shows_as_lost_state_in_the_final_state() -> None:
 
 
 def test_changed_bolt_final_state_differs_on_the_right_keys() -> None:
-    graph = load_topology(ADCLICKS, overrides=SMALL)
-    port = load_topology(ported_adclicks(), overrides=SMALL)
-    result = run_shadow(graph, port_graph=port, port_engine="local")
+    result = changed_port_shadow()
     states = {s.label: s for s in result.states}
     assert all(states[f"ads_ctr_bolt.{e}"].equal for e in ("clicks", "impressions", "spend"))
     spend = states["client_spent_bolt.spend"]
@@ -177,7 +176,7 @@ def test_port_with_opaque_map_agrees_with_the_legacy_dict(spark: Any, redis_url:
     try:
         result = run_shadow(graph, port_graph=load_topology(map_port, overrides=SMALL),
                             spark=spark, redis_url=redis_url, namespace=namespace,
-                            batch_max_tuples=1000)
+                            batch_max_tuples=500)
     finally:
         client = redis.Redis.from_url(redis_url)
         for key in client.scan_iter(match=f"*{namespace}*", count=1000):
