@@ -246,6 +246,7 @@ def test_inspect_text_and_json_end_to_end() -> None:
     assert "ad_log_spout" in json.dumps(graph)
 
 
+@pytest.mark.redis  # the child reaches the Redis server at REDIS_URL
 def test_state_ls_with_redis_end_to_end() -> None:
     done = stormshift("state", "ls", "--redis", REDIS_URL)
     assert done.returncode == 0, done.stderr
