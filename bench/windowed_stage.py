@@ -14,7 +14,7 @@ recorded committed, as the driver does. ``--no-reuse``: every windowed task rest
 its state from Redis, as a Spark task whose Python worker did not run the task's
 previous batch; ``--switch``: two workers' caches of live instances take the batches
 in turn, so every task's instance is one batch stale and catches up from the deltas
-(``taskstate.catch_up``). Output is checked against
+(``state/component``: ``catch_up``). Output is checked against
 ``expected.compute_windowed``.
 
 Prints CPU seconds and µs per event of each stage, batch by batch, and the ratio of

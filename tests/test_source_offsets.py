@@ -1,4 +1,4 @@
-"""The planners' offsets as pure functions (``engines/spark/source/offsets.py``).
+"""The planners' offsets as pure functions (``engines/spark/source/planner/offsets.py``).
 
 The ack count ``a``: with nothing new to plan while planned tuples wait for their acks,
 the offset moves anyway, so Spark plans one empty batch and commits the last data batch
@@ -8,8 +8,8 @@ acks. A spout that ends only once acked would otherwise hang, or be taken as idl
 
 from __future__ import annotations
 
-from stormshift.engines.spark.source.offsets import next_offset
 from stormshift.engines.spark.source.options import Opts
+from stormshift.engines.spark.source.planner.offsets import next_offset
 
 
 def _opts(tick_ms: int = 0) -> Opts:

@@ -15,7 +15,7 @@ from collections import Counter, OrderedDict, defaultdict
 
 import pytest
 
-from stormshift.state import deltas as D
+from stormshift.state.component import deltas as D
 from stormshift.state.tracked import track, untracked_type
 
 MAKERS = {

@@ -237,7 +237,7 @@ class Case:
 
     def _snapshots(self, r: Any, committed: int) -> dict[str, dict[str, Any]]:
         """Every bolt task's committed snapshot, merged per component (dict attrs by key)."""
-        from stormshift.state.deltas import fold_payloads
+        from stormshift.state.component.deltas import fold_payloads
         from stormshift.state.snapshots import SnapshotStore
         from stormshift.topology.sources import use_sources
         from stormshift.windows.state import WindowingState

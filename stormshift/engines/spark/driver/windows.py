@@ -46,18 +46,9 @@ __all__ = ["WindowClock", "final_batch", "time_bolts"]
 
 
 def time_bolts(graph: Any) -> tuple[list[str], bool]:
-    """``(windowed bolts, whether any bolt defines end_of_input)`` from their classes."""
-    from stormshift.topology.classes import import_component_class
-
-    windowed, ends = [], False
-    for comp in graph.bolts:
-        try:
-            cls: Any = import_component_class(comp.class_path, graph.source_dirs)
-        except Exception:  # noqa: BLE001 - the loader already validated the class
-            cls = None
-        if callable(getattr(cls, "start_batch", None)) and callable(getattr(cls, "batch_report", None)):
-            windowed.append(comp.name)
-        ends = ends or callable(getattr(cls, "end_of_input", None))
+    """``(windowed bolts, whether any bolt defines end_of_input)`` from their capabilities."""
+    windowed = [c.name for c in graph.bolts if c.capabilities.windowed]
+    ends = any(c.capabilities.end_of_input for c in graph.bolts)
     return windowed, ends or bool(windowed)
 
 

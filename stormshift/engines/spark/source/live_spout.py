@@ -220,9 +220,8 @@ def _at_head(opts: Any, task: int, number: int, log: ChunkLog) -> LiveSpout:
     if live is None or live.number > number:
         live = _fresh(opts, task, log)
         stats["fresh"] = 1
-        resume = getattr(live.host.instance, "resume", None)
-        if callable(resume) and number > 0:
-            _resume(live, resume, number, log)
+        if live.host.capabilities.has("resume") and number > 0:
+            _resume(live, live.host.instance.resume, number, log)
             stats["resumed"] = 1
     if live.number < number:
         seq = live.seq

@@ -28,12 +28,9 @@ __all__ = ["ChunkPlanner", "ReplayPlanner", "WalPlanner", "make_planner"]
 
 def make_planner(opts: Opts) -> Any:
     from stormshift.engines.spark.runtime.worker import ensure_paths
-    from stormshift.topology.classes import import_component_class
 
     ensure_paths(opts.graph)
-    comp = opts.graph.component(opts.spout)
-    cls = import_component_class(comp.class_path, opts.graph.source_dirs)
-    if hasattr(cls, "replay_partitions"):
+    if opts.graph.component(opts.spout).capabilities.replayable:
         return ReplayPlanner(opts)
     if executor_mode(opts.graph, opts.spout):
         return ChunkPlanner(opts)
@@ -120,9 +117,8 @@ class ReplayPlanner:
         """Offsets are the spout's acks (Spark's offset log holds them); a spout that keeps
         them elsewhere too (KafkaSpout: a consumer group, for lag monitoring, never the
         source of truth) is told once the batch ending at ``end`` committed."""
-        commit = getattr(self.spout, "replay_commit", None)
-        if commit is not None and end.get("p") is not None:
-            commit(end["p"])
+        if self.comp.capabilities.has("replay_commit") and end.get("p") is not None:
+            self.spout.replay_commit(end["p"])
 
     def close(self) -> None:
         return None
