@@ -43,8 +43,8 @@ RULES = {  # layer -> (what it must not know about, the test on an imported modu
     "windows": ("Spark", lambda t: _within(t, "pyspark")),
     "cli": ("engine internals", _engine_internal),
     "shadow": ("engine internals", _engine_internal),
-    "engines.spark.records": ("pickles (its records outlive a release: none may name a class "
-                              "by module path, so moving a module never breaks a stored one)",
+    "engines.spark.records": (("pickles (its records outlive a release: none may name a class "
+                               "by module path, so moving a module never breaks a stored one)"),
                               lambda t: t in ("pickle", "cloudpickle", "pyspark.cloudpickle", "dill")),
 }
 
