@@ -3,10 +3,8 @@
 A bolt's attributes may hold what plain ``pickle`` refuses (a lambda, a class made
 inside a function or in ``__main__``), so whole values go through cloudpickle, which
 pickles those by value; any payload is read back with plain ``pickle.loads``. The
-standalone ``cloudpickle`` package (a declared dependency), never the copy pyspark
-vendors: ``state/`` knows nothing of Spark (tests/test_layers.py), and a by-value
-pickle names the module that wrote it, so one writer keeps every snapshot loadable
-(versions before this one used pyspark's copy; pyspark stays installed, so theirs load). Keyed entries (``pack``) take the C pickler first: it calls no
+standalone ``cloudpickle`` package (a dependency), not the copy pyspark vendors: this
+package must run where Spark is absent (the local engine, ``check``). Keyed entries (``pack``) take the C pickler first: it calls no
 Python per object, and a windowed bolt packs many small entries per batch.
 """
 
@@ -22,7 +20,7 @@ __all__ = ["dumps", "pack", "pack_all", "picklable", "pickle_error"]
 
 @cache
 def _cloudpickle() -> Any:
-    import cloudpickle  # imported on first use: most processes never pickle by value
+    import cloudpickle
 
     return cloudpickle
 
