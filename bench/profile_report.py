@@ -1,6 +1,6 @@
 """Where a stormshift run's Python time went: ``python bench/profile_report.py DIR``.
 
-``DIR`` is what ``STORMSHIFT_PROFILE=DIR`` collected (``stormshift/engines/spark/profiling.py``):
+``DIR`` is what ``STORMSHIFT_PROFILE=DIR`` collected (``stormshift/engines/spark/diagnostics/profiling.py``):
 per component and batch, the tasks' wall and CPU seconds (summed over tasks) and the span
 from the first task's start to the last one's end; then, if cProfile files exist, the
 functions with the most own time over all tasks.

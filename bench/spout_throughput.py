@@ -97,7 +97,7 @@ def drive_planner(args: argparse.Namespace, lead: int | None, profile: bool) -> 
     (Spark's ``pollingDelay``). Events/s = tuples planned / wall time; CPU = the
     process's CPU time (every thread) per tuple, steadier on a shared machine."""
     from stormshift.engines.spark.source.options import Opts, source_options
-    from stormshift.engines.spark.source.planner import make_planner
+    from stormshift.engines.spark.source.planner.planner import make_planner
 
     namespace = f"bench-spout-{uuid.uuid4().hex[:12]}"
     opts = Opts.parse(source_options(
@@ -135,13 +135,13 @@ def drive_planner(args: argparse.Namespace, lead: int | None, profile: bool) -> 
 
 def drive_chunks(args: argparse.Namespace, host: bool = False) -> dict[str, Any]:
     """Executor mode without Spark: ``ChunkPlanner``'s calls and, between them, each batch's
-    read as an executor does it (``live_spout.chunk_entries``: ``next_tuple`` -> emit ->
+    read as an executor does it (``chunk_read.chunk_entries``: ``next_tuple`` -> emit ->
     msgpack -> chunk logged in a real Redis, acks before the next read), in this process.
     Events/s = tuples read / wall time: the spout's own rate in executor mode. ``host``: the
     instance in a spout host (``spout_host.py``; CPU is then this process's only)."""
-    from stormshift.engines.spark.source.live_spout import chunk_entries
     from stormshift.engines.spark.source.options import Opts, source_options
-    from stormshift.engines.spark.source.planner import make_planner
+    from stormshift.engines.spark.source.planner.planner import make_planner
+    from stormshift.engines.spark.source.read.chunk_read import chunk_entries
 
     namespace = f"bench-spout-{uuid.uuid4().hex[:12]}"
     opts = Opts.parse(source_options(
@@ -164,7 +164,8 @@ def drive_chunks(args: argparse.Namespace, host: bool = False) -> dict[str, Any]
         planner.close()
         sa._delete_namespace(args.redis, namespace)
         if host:
-            from stormshift.engines.spark.source.host_client import owner_pid, stop_hosts
+            from stormshift.engines.spark.runtime.hosts import owner_pid
+            from stormshift.engines.spark.source.read.host_client import stop_hosts
 
             stop_hosts(owner_pid())
     return {"events": read, "elapsed_s": elapsed, "events_per_s": read / elapsed,
@@ -253,10 +254,10 @@ def run_on_spark(args: argparse.Namespace, graph: Any) -> dict[str, Any]:
 
 def chunk_stats(url: str, namespace: str, graph: Any) -> dict[str, int]:
     """Executor mode: instances built, and tuples re-emitted to reach a log's head, summed
-    over the spout's tasks (``state/chunks.py``; empty on the planner path)."""
+    over the spout's tasks (``engines/spark/records/chunks.py``; empty on the planner path)."""
     import redis
 
-    from stormshift.state.chunks import ChunkLog
+    from stormshift.engines.spark.records.chunks import ChunkLog
 
     r, total = redis.Redis.from_url(url), {}
     for task in range(graph.component(SPOUT).par):

@@ -37,7 +37,7 @@ def _input_table(layout: Any, spout: str, lines: list[str]) -> Any:
     """Spout task 0's rows for the head reading it: a beacon, then one row per line."""
     import msgpack
 
-    from stormshift.engines.spark import rows as R
+    from stormshift.engines.spark.protocol import rows as R
 
     (stage,) = [s for s in layout.stages if spout in s.sources]
     out = R.RowBuilder()
@@ -59,7 +59,7 @@ def _read_row_table(layout: Any, graph: Any, args: argparse.Namespace, part: str
     import pyarrow as pa
 
     from stormshift.engines.spark.source.options import Opts, ReplayPartition
-    from stormshift.engines.spark.source.source import read_partition
+    from stormshift.engines.spark.source.read.partition import read_partition
 
     opts = Opts(graph, "ad_log_spout", args.redis, f"bench-stage-src-{uuid.uuid4().hex[:8]}",
                 n, 1000, -1, 0)
@@ -71,7 +71,7 @@ def _rows_for(layout: Any, outputs: Any, stage: Any, task: int) -> Any:
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from stormshift.engines.spark import rows as R
+    from stormshift.engines.spark.protocol import rows as R
 
     dest = layout.first_task(stage.head) + task
     beacon = R.RowBuilder()
@@ -84,7 +84,7 @@ def _run(jobs: dict[str, Any], table: Any) -> tuple[float, Any]:
     """``(seconds, output table)`` of one ``run_partition`` call."""
     import pyarrow as pa
 
-    from stormshift.engines.spark import rows as R
+    from stormshift.engines.spark.protocol import rows as R
     from stormshift.engines.spark.task.stage import run_partition
 
     batches = table.to_batches(max_chunksize=1 << 16)
@@ -95,8 +95,8 @@ def _run(jobs: dict[str, Any], table: Any) -> tuple[float, Any]:
 
 
 def measure(args: argparse.Namespace) -> dict[str, dict[str, float]]:
-    from stormshift.engines.spark import rows as R
-    from stormshift.engines.spark.layout import Layout
+    from stormshift.engines.spark.protocol import rows as R
+    from stormshift.engines.spark.protocol.layout import Layout
     from stormshift.engines.spark.task.sink import SinkSpec
     from stormshift.engines.spark.task.stage import StageJob
 

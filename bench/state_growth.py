@@ -26,8 +26,9 @@ from collections import Counter
 import redis
 from pyspark import cloudpickle
 
-from stormshift.engines.spark.task.taskstate import restore, snapshot_of, snapshot_written
+from stormshift.engines.spark.task.taskstate import snapshot_of, snapshot_written
 from stormshift.state.commit import CommitLog, reset_namespace
+from stormshift.state.component import build
 from stormshift.state.keys import epochs_key
 from stormshift.state.snapshots import SnapshotStore
 from stormshift.state.task_txn import TaskTxn
@@ -72,7 +73,7 @@ def measure(r, n: int, batches: int) -> dict[str, float]:
     ns = "grow" + uuid.uuid4().hex[:8]
     store = SnapshotStore(r, ns, HMAC)
     host = _Host(Bolt(n))
-    restore(host.instance, None)  # a fresh task: initialize(), nothing to restore
+    build(host.instance, None)  # a fresh task: initialize(), nothing to restore
     keys = list(host.instance.counts)
     try:
         base_s, base_b, kind = one_batch(r, ns, store, host, 1, [])

@@ -63,7 +63,7 @@ class RoundTrips:
 
 def measure(args: argparse.Namespace, sink_kind: str) -> dict[str, list[float]]:
     """Stage head -> round trips per task, per batch (mean over the stage's tasks)."""
-    from stormshift.engines.spark.layout import Layout
+    from stormshift.engines.spark.protocol.layout import Layout
     from stormshift.engines.spark.task.sink import SinkSpec
     from stormshift.engines.spark.task.stage import StageJob, run_partition
 
@@ -87,7 +87,7 @@ def measure(args: argparse.Namespace, sink_kind: str) -> dict[str, list[float]]:
             def run(table: Any, jobs: dict[str, Any] = jobs) -> tuple[int, Any]:
                 import pyarrow as pa
 
-                from stormshift.engines.spark import rows as R
+                from stormshift.engines.spark.protocol import rows as R
 
                 before = counter.n
                 with counter.counting():

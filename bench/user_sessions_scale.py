@@ -42,7 +42,7 @@ def _table(layout: Any, events: list[tuple[int, int]], first_seq: int) -> Any:
     import msgpack
     import pyarrow as pa
 
-    from stormshift.engines.spark import rows as R
+    from stormshift.engines.spark.protocol import rows as R
 
     graph = layout.graph
     dest = layout.first_task(BOLT)
@@ -62,7 +62,7 @@ def _table(layout: Any, events: list[tuple[int, int]], first_seq: int) -> Any:
 def measure(users: int, args: argparse.Namespace) -> dict[str, Any]:
     import redis
 
-    from stormshift.engines.spark.layout import Layout
+    from stormshift.engines.spark.protocol.layout import Layout
     from stormshift.engines.spark.task.sink import SinkSpec
     from stormshift.engines.spark.task.stage import StageJob, run_partition
     from stormshift.engines.spark.task.windowing import BatchTime

@@ -14,7 +14,7 @@ recorded committed, as the driver does. ``--no-reuse``: every windowed task rest
 its state from Redis, as a Spark task whose Python worker did not run the task's
 previous batch; ``--switch``: two workers' caches of live instances take the batches
 in turn, so every task's instance is one batch stale and catches up from the deltas
-(``taskstate.catch_up``). Output is checked against
+(``state/component``: ``catch_up``). Output is checked against
 ``expected.compute_windowed``.
 
 Prints CPU seconds and µs per event of each stage, batch by batch, and the ratio of
@@ -63,7 +63,7 @@ def _parse_input(layout: Any, graph: Any, redis: str, part: Path, task: int) -> 
     import pyarrow as pa
 
     from stormshift.engines.spark.source.options import Opts, ReplayPartition
-    from stormshift.engines.spark.source.source import read_partition
+    from stormshift.engines.spark.source.read.partition import read_partition
 
     n = sum(1 for _ in part.open(encoding="utf-8"))
     opts = Opts(graph, "ad_log_spout", redis, f"bench-wstage-src-{uuid.uuid4().hex[:8]}",
@@ -78,7 +78,7 @@ def _run(jobs: dict[str, Any], table: Any, mark: Any, prof: cProfile.Profile | N
     shared machine."""
     import pyarrow as pa
 
-    from stormshift.engines.spark import rows as R
+    from stormshift.engines.spark.protocol import rows as R
     from stormshift.engines.spark.task.stage import run_partition
 
     batches = table.to_batches(max_chunksize=1 << 16)
@@ -121,7 +121,7 @@ def check(sink_dir: str, data: Path) -> str:
 
 
 def measure(args: argparse.Namespace) -> dict[str, Any]:
-    from stormshift.engines.spark.layout import Layout
+    from stormshift.engines.spark.protocol.layout import Layout
     from stormshift.engines.spark.runtime.daemon import freeze_modules
     from stormshift.engines.spark.runtime.worker import redis_for
     from stormshift.engines.spark.task import stage as stage_module
@@ -172,7 +172,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                 events += sum(1 for _ in part.open(encoding="utf-8"))
             import pyarrow as pa
 
-            from stormshift.engines.spark import rows as R
+            from stormshift.engines.spark.protocol import rows as R
 
             parsed_all = pa.concat_tables(parsed) if parsed else R.SCHEMA.empty_table()
             window_s = window_wall = 0.0

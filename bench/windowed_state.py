@@ -33,7 +33,7 @@ sys.path.insert(0, str(REPO))
 
 from task_round_trips import RoundTrips
 
-from stormshift.engines.spark.task.taskstate import Snapshotter
+from stormshift.state.component import Snapshotter
 from stormshift.windows import Collect, Count, Windowing
 from stormshift.windows.state import WindowingState
 

@@ -115,7 +115,7 @@ class DeadLetterDesk:
 
     def _layout_of(self, graph: Any) -> Any:
         if self._layout is None:
-            from stormshift.engines.spark.layout import Layout
+            from stormshift.engines.spark.protocol.layout import Layout
 
             self._layout = Layout(graph)
         return self._layout

@@ -41,7 +41,7 @@ COMPILED = (
     "stormshift.adapters.kernel",
     "stormshift.adapters.routing",
     "stormshift.adapters.tuples",
-    "stormshift.engines.spark.rows",
+    "stormshift.engines.spark.protocol.rows",
     "stormshift.engines.spark.task.output",
     "stormshift.spouts.jsonlines",
     "stormshift.state.ctracked",

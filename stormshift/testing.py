@@ -29,6 +29,7 @@ from stormshift.state.commit import CommitLog
 from stormshift.state.fencing import acquire_epoch
 from stormshift.state.inspect import map_items, map_kinds
 from stormshift.state.scope import TaskScope
+from stormshift.topology.capabilities import capabilities_of
 from stormshift.topology.graph import (
     ComponentDef,
     ComponentKind,
@@ -105,6 +106,7 @@ def _graph(bolt_class: type, name: str, source: str, stream: str, fields: Sequen
         name=source, kind=ComponentKind.SPOUT, class_path=f"{__name__}.InputSpout", par=1,
         config=freeze({}), outputs=freeze({stream: StreamDef(stream, tuple(fields))}),
         first_task_id=first[source],
+        capabilities=capabilities_of(InputSpout, {}, spout=True),
     )
     bolt = ComponentDef(
         name=name, kind=ComponentKind.BOLT,
@@ -112,6 +114,7 @@ def _graph(bolt_class: type, name: str, source: str, stream: str, fields: Sequen
         config=freeze(dict(config)), outputs=freeze(outputs_from_class(bolt_class) or {}),
         inputs=(InputDef(source, stream, Grouping(GroupingKind.SHUFFLE)),),
         first_task_id=first[name],
+        capabilities=capabilities_of(bolt_class, config, spout=False),
     )
     return TopologyGraph(name=f"test_{name}", components=freeze({source: spout, name: bolt}))
 

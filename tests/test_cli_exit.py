@@ -133,6 +133,7 @@ def test_bolt_raising_on_some_tuples_exits_3(tmp_path: Path) -> None:
     assert report["exit_code"] == 3 and report["components"]["picky_bolt"]["fails"] == 10
 
 
+@pytest.mark.redis  # `state ls` starts an embedded redis-server (in a child)
 def test_state_ls_stops_the_embedded_server_it_started(tmp_path: Path) -> None:
     (tmp_path / "state").mkdir()  # state here (an empty append-only file): ls starts a server
     (tmp_path / "state" / "appendonly.aof").touch()

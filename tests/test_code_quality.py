@@ -6,8 +6,10 @@ with the linters' own report.
 
 And the house rules no linter has: no import circle in the package (the graph
 and what counts as an import: ``tests/support/import_graph.py``), no test module
-importing another (shared helpers live in ``tests/support/``), and no
-hand-written ``unit`` mark (``tests/tier_guard.py`` decides the tier).
+importing another (shared helpers live in ``tests/support/``), no
+hand-written ``unit`` mark (``tests/tier_guard.py`` decides the tier), and no
+engine, check or shadow module inspecting a component class for what it can do
+(that is read once at load: ``stormshift/topology/capabilities.py``).
 """
 
 from __future__ import annotations
@@ -69,4 +71,51 @@ def test_no_hand_written_unit_mark() -> None:
              for line in _unit_marks(path)]
     assert not found, ("`unit` is added by tests/tier_guard.py to every test with no heavy marker; "
                        "remove these (a test that needs no broker/JVM/Redis must not carry one):\n  "
+                       + "\n  ".join(found))
+
+
+_COMPONENT_CLASSES = {"Component", "Bolt", "BatchingBolt", "TicklessBatchingBolt", "Spout",
+                      "ReliableSpout", "WindowedBolt", "ReplayableSpout"}
+_CLASS_FACTS = {"ticks_between_batches", "secs_between_batches"}
+
+
+def _names(node: ast.AST) -> set[str]:
+    return {n.id if isinstance(n, ast.Name) else n.attr for n in ast.walk(node)
+            if isinstance(n, (ast.Name, ast.Attribute))}
+
+
+def _inspections(path: Path) -> list[str]:
+    """What in ``path`` finds a capability by inspecting a component class (module doc of
+    ``stormshift/topology/capabilities.py``): importing pystorm / streamparse component
+    classes, ``issubclass``/``isinstance`` against them, ``hasattr``/``getattr`` of an
+    engine hook or a batching fact."""
+    from stormshift.topology.capabilities import HOOKS
+
+    found = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        where = f"{path.relative_to(REPO)}:{getattr(node, 'lineno', 0)}"
+        if isinstance(node, ast.ImportFrom) and node.module and \
+                node.module.split(".")[0] in ("pystorm", "streamparse") and \
+                not node.module.startswith("streamparse.dsl"):
+            found.append(f"{where} imports from {node.module}")
+        elif isinstance(node, ast.Import) and any(
+                a.name.split(".")[0] in ("pystorm", "streamparse") for a in node.names):
+            found.append(f"{where} imports pystorm/streamparse")
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and len(node.args) >= 2:
+            what, arg = node.func.id, node.args[1]
+            if what in ("issubclass", "isinstance") and _names(arg) & _COMPONENT_CLASSES:
+                found.append(f"{where} {what}(..., {ast.unparse(arg)})")
+            elif what in ("hasattr", "getattr") and isinstance(arg, ast.Constant) and \
+                    arg.value in {*HOOKS, *_CLASS_FACTS}:
+                found.append(f"{where} {what}(..., {arg.value!r})")
+    return found
+
+
+def test_engines_check_and_shadow_read_capabilities_from_the_graph() -> None:
+    found = [f for folder in ("engines", "check", "shadow")
+             for path in sorted((REPO / "stormshift" / folder).rglob("*.py"))
+             for f in _inspections(path)]
+    assert not found, ("engines, check and shadow read what a component can do from its definition "
+                       "(ComponentDef.capabilities, computed once at load by "
+                       "stormshift/topology/capabilities.py), never from its class:\n  "
                        + "\n  ".join(found))

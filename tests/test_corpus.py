@@ -113,7 +113,7 @@ def test_shadow_verdict_with_the_port_on_the_local_engine(shape: str) -> None:
 
 
 def test_batching_bolt_internals_are_never_compared() -> None:
-    from stormshift.adapters.attributes import (
+    from stormshift.state.component.attributes import (
         FRAMEWORK_ATTRS,
         FRAMEWORK_PROGRESS,
         framework_attributes,

@@ -344,10 +344,10 @@ def test_redrive_plan_routes_like_the_grouping_and_refuses_what_cannot_go_back()
     from stormshift.adapters.routing import Router
     from stormshift.cli.deadletter import namespace_of
     from stormshift.deadletters import DeadLetterDesk
-    from stormshift.engines.spark import rows as R
     from stormshift.engines.spark.driver.engine import _safe
     from stormshift.engines.spark.driver.redrive import plan_redrive
-    from stormshift.engines.spark.layout import Layout
+    from stormshift.engines.spark.protocol import rows as R
+    from stormshift.engines.spark.protocol.layout import Layout
     from stormshift.state.deadletter import DeadLetter
 
     def letter(component: str, values: Any, source: str = "numbers", stream: str = "default",
@@ -394,7 +394,7 @@ def test_redrive_plan_routes_like_the_grouping_and_refuses_what_cannot_go_back()
 def test_spout_emit_counts_ignore_redriven_rows():
     import pyarrow as pa
 
-    from stormshift.engines.spark import rows as R
+    from stormshift.engines.spark.protocol import rows as R
 
     redriven, emit = R.Kind.REDRIVEN, R.Kind.TUPLE
     table = R.to_batch([1, 1, 1, 2], [emit, emit, redriven, redriven], [5, 5, 5, 6], [0, 3, 0, 1],

@@ -24,6 +24,7 @@ from pathlib import Path
 
 import click
 import pytest
+from click.testing import CliRunner
 
 from stormshift.cli import cli
 
@@ -245,6 +246,7 @@ def test_inspect_text_and_json_end_to_end() -> None:
     assert "ad_log_spout" in json.dumps(graph)
 
 
+@pytest.mark.redis  # the child reaches the Redis server at REDIS_URL
 def test_state_ls_with_redis_end_to_end() -> None:
     done = stormshift("state", "ls", "--redis", REDIS_URL)
     assert done.returncode == 0, done.stderr
@@ -266,9 +268,18 @@ def _all_commands() -> list[tuple[str, ...]]:
 
 @pytest.mark.parametrize("chain", _all_commands(), ids=lambda c: " ".join(c) or "stormshift")
 def test_help_of_every_command(chain: tuple[str, ...]) -> None:
-    done = stormshift(*chain, "--help")
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.startswith("Usage: stormshift")
-    assert max(len(line) for line in done.stdout.splitlines()) <= 80
+    """In process (an interpreter per command cost most of this file): the console entry
+    itself is the subprocess of :func:`test_the_console_entry_prints_help`."""
+    done = CliRunner(env={"COLUMNS": "80"}).invoke(cli, [*chain, "--help"], prog_name="stormshift")
+    assert done.exit_code == 0, done.output
+    assert done.output.startswith("Usage: stormshift")
+    assert max(len(line) for line in done.output.splitlines()) <= 80
     if chain == ("run",):
-        assert "Exit codes:" in done.stdout and "130" in done.stdout
+        assert "Exit codes:" in done.output and "130" in done.output
+
+
+def test_the_console_entry_prints_help() -> None:
+    done = stormshift("run", "--help")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("Usage: stormshift run")
+    assert max(len(line) for line in done.stdout.splitlines()) <= 80

@@ -2,7 +2,7 @@
 
 The planner (``chunk_planner.py``) is driven as Spark's planner process drives it and
 each batch's reads are done in this process as an executor does them
-(``live_spout.chunk_entries``), on a real Redis; ``forget_live_spouts`` is a read landing
+(``chunk_read.chunk_entries``), on a real Redis; ``forget_live_spouts`` is a read landing
 on a fresh worker. The oracle is the spouts' own emit order (``chunktopo``).
 """
 
@@ -20,16 +20,13 @@ sys.path.insert(0, str(Path(__file__).parent / "spark_fixtures"))
 
 import chunktopo
 
+from stormshift.engines.spark.records.chunks import ChunkHead, ChunkLog
 from stormshift.engines.spark.runtime.worker import redis_for
-from stormshift.engines.spark.source.chunk_planner import plan_chunks
-from stormshift.engines.spark.source.live_spout import (
-    SpoutNotDeterministic,
-    chunk_entries,
-    forget_live_spouts,
-)
+from stormshift.engines.spark.source.live_registry import SpoutNotDeterministic, forget_live_spouts
 from stormshift.engines.spark.source.options import Opts, source_options
-from stormshift.engines.spark.source.planner import make_planner
-from stormshift.state.chunks import ChunkHead, ChunkLog
+from stormshift.engines.spark.source.planner.chunk_planner import plan_chunks
+from stormshift.engines.spark.source.planner.planner import make_planner
+from stormshift.engines.spark.source.read.chunk_read import chunk_entries
 from stormshift.topology.loader import load_topology
 
 SPOUT = "numbers"
@@ -179,7 +176,7 @@ def test_a_spout_that_does_not_re_emit_the_same_ids_is_refused(redis_url: str, n
 # -- pure: bringing an instance to the head by replay -----------------------------------
 def _live(**conf: Any) -> Any:
     from stormshift.adapters.host import SpoutHost
-    from stormshift.engines.spark.layout import Layout
+    from stormshift.engines.spark.protocol.layout import Layout
     from stormshift.engines.spark.source.live_spout import LiveSpout
 
     chunktopo.STATS.update(next_tuple=0, acked=[], resumed=[])
@@ -191,7 +188,7 @@ def _live(**conf: Any) -> Any:
 
 
 def _head(start: int, ids: list[int], ended: bool = False) -> ChunkHead:
-    from stormshift.state.chunks import ids_digest
+    from stormshift.engines.spark.records.chunks import ids_digest
 
     return ChunkHead(start, len(ids), ended, ids_digest(ids), ids[-1] if ids else None)
 
@@ -215,8 +212,8 @@ def test_replay_refuses_other_ids_or_fewer_tuples_naming_the_spout_and_the_fix()
 
 @pytest.mark.redis
 def test_a_chunk_is_logged_once_and_a_zombie_attempt_is_fenced(redis_url: str, namespace: str) -> None:
+    from stormshift.engines.spark.records.chunks import ids_digest
     from stormshift.errors import FencedError
-    from stormshift.state.chunks import ids_digest
 
     r = redis_for(redis_url)
     zombie, attempt = (ChunkLog(r, namespace, SPOUT, 0) for _ in range(2))
@@ -251,9 +248,10 @@ def test_reads_on_other_workers_do_not_replay_with_a_spout_host(redis_url: str, 
                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     import os
 
-    from stormshift.engines.spark.source import host_client
+    from stormshift.engines.spark.runtime import hosts
+    from stormshift.engines.spark.source.read import host_client
 
-    monkeypatch.setenv(host_client.OWNER_ENV, str(os.getpid()))  # as the worker daemon does
+    monkeypatch.setenv(hosts.OWNER_ENV, str(os.getpid()))  # as the worker daemon does
 
     opts = opts_for(chunktopo.Counting, redis_url, namespace, batch=128,
                     **{"chunk.per_call": 3, "stormshift.spout.host": True})
@@ -288,7 +286,7 @@ def test_a_dead_spout_host_is_replaced_by_one_that_catches_up(redis_url: str, na
     import os
     import signal
 
-    from stormshift.engines.spark.source import host_client
+    from stormshift.engines.spark.source.read import host_client
 
     opts = opts_for(chunktopo.Counting, redis_url, namespace, batch=100,
                     **{"chunk.per_call": 3, "stormshift.spout.host": True})
@@ -321,13 +319,15 @@ def _host_pids(owner: int) -> list[int]:
     """Spout hosts of ``owner`` (their command line names the module and the owner)."""
     import subprocess
 
+    from stormshift.engines.spark.source.read.host_client import HOST_MODULE
+
     out = subprocess.run(["ps", "-ww", "-eo", "pid=,args="], capture_output=True, text=True, check=True).stdout
     return [int(line.split()[0]) for line in out.splitlines()
-            if "source.spout_host" in line and line.split()[-1] == str(owner)]
+            if HOST_MODULE in line and line.split()[-1] == str(owner)]
 
 
 def test_frames_split_anywhere_decode_to_the_same_messages() -> None:
-    from stormshift.engines.spark.source.host_client import decode_frames, encode_frame
+    from stormshift.engines.spark.source.host_wire import decode_frames, encode_frame
 
     msgs = [{"op": "chunk", "number": 3}, {"entries": [[1, [2, 3], b"\x91\x07"]] * 50}, {}]
     wire = b"".join(encode_frame(m) for m in msgs)
@@ -338,8 +338,8 @@ def test_frames_split_anywhere_decode_to_the_same_messages() -> None:
 
 
 def test_a_pending_chunk_settles_only_against_the_same_logged_chunk_and_no_chunk_goes_out_twice() -> None:
-    from stormshift.engines.spark.source.spout_host import Pending, next_step, settle
-    from stormshift.state.chunks import ids_digest
+    from stormshift.engines.spark.records.chunks import ids_digest
+    from stormshift.engines.spark.source.spouthost.spout_host import Pending, next_step, settle
 
     mine = Pending(4, ChunkHead(40, 3, False, ids_digest([1, 2, 3]), 3), [1, 2, 3])
     assert settle(mine, mine.head)

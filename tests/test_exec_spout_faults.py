@@ -1,6 +1,6 @@
 """adclicks' own ``AdLogSpout`` on executors (``stormshift.spout.executor``), broken and restarted.
 
-The spout runs at par 2 in the reads of its batches (``source/live_spout.py``): each
+The spout runs at par 2 in the reads of its batches (``source/read/chunk_read.py``): each
 read logs its chunk first, a retried or re-run read re-reads it, and a worker
 without the task's live instance replays the generator up to the log's head,
 checking it re-emits the logged msg ids. Each case is a ``stormshift run`` of its own
@@ -112,7 +112,7 @@ def test_no_spout_host_outlives_its_run(runner: CaseRunner) -> None:
 def _orphans() -> list[str]:
     """Spout host processes whose owner (the run's Python worker daemon) is gone."""
     out = subprocess.run(["ps", "-ww", "-eo", "args="], capture_output=True, text=True, check=True).stdout
-    hosts = [line for line in out.splitlines() if "-m stormshift.engines.spark.source.spout_host" in line]
+    hosts = [line for line in out.splitlines() if "-m stormshift.engines.spark.source.spouthost.spout_host" in line]
     return [h for h in hosts if not Path(f"/proc/{h.split()[-1]}").exists()]
 
 

@@ -3,7 +3,7 @@ and compared with a failure-free run over the same input -- exactly.
 
 Each case runs the topology as a separate process (its own JVM, Python
 workers and redis-server with appendonly and fsync always), injects one
-fault (``stormshift/engines/spark/faults.py``), restarts the run after every
+fault (``stormshift/engines/spark/diagnostics/faults.py``), restarts the run after every
 crash until it reaches the end of its input, and then compares:
 
 - the final per-key results in the sink (the last running total per ad and
@@ -105,7 +105,7 @@ WORDCOUNT_FAULTS = {
 
 
 # adclicks with its spout at parse's par (2): parse runs on the source's partitions (no
-# shuffle, spout task i -> parse task i: stormshift/engines/spark/layout.py). 3,000 events
+# shuffle, spout task i -> parse task i: stormshift/engines/spark/protocol/layout.py). 3,000 events
 # per batch: txids 0..1. Same events, so its final results must equal the plain adclicks
 # baseline's; its emits and windowing state (which records came late depends on where the
 # batches were cut and on the partitions' watermarks) equal its own failure-free run's.

@@ -174,7 +174,7 @@ def test_a_latest_start_is_planned_once_per_checkpoint(broker: TansuBroker, redi
     """A driver restarted before batch 0 committed plans batch 0 again: its planner must
     start where the first one did, not at the end the topic has grown to since."""
     from stormshift.engines.spark.source.options import Opts, source_options
-    from stormshift.engines.spark.source.planner import ReplayPlanner
+    from stormshift.engines.spark.source.planner.planner import ReplayPlanner
 
     topic = topic_name("latest")
     fill(broker, topic, [4, 3])

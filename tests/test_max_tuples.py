@@ -199,7 +199,7 @@ def test_spark_redis_streams_cut_at_n_and_restart_continues(spark, redis_url, na
 @pytest.mark.spark
 @pytest.mark.redis
 def test_spark_heads_reading_ranges_themselves_get_the_cut(spark, redis_url, namespace, tmp_path):
-    from stormshift.engines.spark.layout import Layout
+    from stormshift.engines.spark.protocol.layout import Layout
 
     graph, per_task = jsonlines_graph(tmp_path / "in", maxtopo.ReadLocally)
     assert Layout(graph).deferred("numbers")

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from stormshift.adapters.attributes import names_in_code
 from stormshift.errors import TopologyError
+from stormshift.state.component import names_in_code
 from stormshift.state.tracked import track
 from stormshift.state.upgrade import TaskChanges, compare, merge
 from stormshift.topology.loader import load_topology

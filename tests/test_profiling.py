@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import pstats
 
-from stormshift.engines.spark.profiling import profiled
+from stormshift.engines.spark.diagnostics.profiling import profiled
 
 
 def _work(n: int):

@@ -72,6 +72,7 @@ def test_inspect_and_its_json_mask_the_hmac_key_and_url_passwords() -> None:
     assert "state.hmac_key" in shown.output and "'***'" in shown.output
 
 
+@pytest.mark.redis  # starts an embedded redis-server (in a child the tier guard cannot see)
 def test_embedded_redis_files_and_directory_are_private(tmp_path: Path) -> None:
     """The embedded server's directory is 0700 and its AOF/RDB 0600, also when an older
     run left them with the umask's modes."""

@@ -25,6 +25,7 @@ from support.adclicks_port import (
     EVENTS,
     REPO,
     SMALL,
+    changed_port_shadow,
     oracle,
     ported_adclicks,
     rounded_advertisers,
@@ -230,9 +231,7 @@ def test_local_dry_run_with_storm_failures_classifies_double_count() -> None:
 
 
 def test_local_dry_run_of_changed_bolt_reports_the_right_keys() -> None:
-    graph = load_topology(ADCLICKS, overrides=SMALL)
-    port = load_topology(ported_adclicks(), overrides=SMALL)
-    result = run_shadow(graph, port_graph=port, port_engine="local")
+    result = changed_port_shadow()
     by_stream = {s.label: s for s in result.streams}
     assert by_stream["ads_ctr_bolt:default"].equal
     spend = by_stream["client_spent_bolt:default"]
@@ -247,7 +246,9 @@ def test_local_dry_run_of_changed_bolt_reports_the_right_keys() -> None:
 
 def test_command_exit_codes_and_json(tmp_path: Path) -> None:
     runner = CliRunner()
-    base = [str(ADCLICKS), "-o", f"adclicks.events={EVENTS}", "--port-engine", "local"]
+    # exit codes and the JSON: the spend stream is enough (the windowed reports cost 3/4)
+    base = [str(ADCLICKS), "-o", f"adclicks.events={EVENTS}", "-o", "adclicks.windows=false",
+            "--port-engine", "local"]
     equal = runner.invoke(shadow_command, base, catch_exceptions=False)
     assert equal.exit_code == 0, equal.output
     assert "SAFE TO SWITCH: 0 port differences" in equal.output
@@ -371,7 +372,7 @@ def test_html_report_renders_figures_in_headless_chromium(tmp_path: Path) -> Non
 # -- Spark: the real port ---------------------------------------------------------------
 @pytest.fixture(scope="module")
 def adclicks_shadow(spark: Any, redis_url: str) -> Any:
-    """adclicks (3000 events) with Storm failures on the legacy side, port on Spark: gives
+    """adclicks (1500 events) with Storm failures on the legacy side, port on Spark: gives
     the faulted legacy, the fault-free baseline and the port in one Spark run."""
     import redis
 
@@ -379,7 +380,7 @@ def adclicks_shadow(spark: Any, redis_url: str) -> Any:
     graph = load_topology(ADCLICKS, overrides=SMALL)
     try:
         yield graph, run_shadow(graph, legacy_faults=FAULTS, spark=spark, redis_url=redis_url,
-                                namespace=namespace, batch_max_tuples=1500)
+                                namespace=namespace, batch_max_tuples=750)
     finally:
         client = redis.Redis.from_url(redis_url)
         for key in client.scan_iter(match=f"*{namespace}*", count=1000):
@@ -393,7 +394,7 @@ def test_adclicks_port_on_spark_agrees_with_storm(adclicks_shadow: Any) -> None:
     agreed = compare_runs(graph, result.baseline, result.port)
     assert agreed.equal and agreed.exit_code == 0
     # the event-time reports agree too, key by key (no advertiser-day reaches the $250 budget
-    # in 3,000 events: no alert on either side)
+    # in 1,500 events: no alert on either side)
     assert {s.label: s.keys > 0 for s in agreed.streams} == {
         "ads_ctr_bolt:default": True, "client_spent_bolt:default": True,
         "budget_alert_bolt:default": False, "daily_spend_bolt:default": True,
@@ -431,7 +432,7 @@ def test_changed_bolt_on_spark_disagrees_with_the_right_keys(
     report = tmp_path / "shadow.html"
     done = CliRunner().invoke(shadow_command, [
         str(ADCLICKS), "-o", f"adclicks.events={EVENTS}", "--port", str(ported_adclicks()),
-        "--redis", redis_url, "--namespace", namespace, "--batch-max-tuples", "1500",
+        "--redis", redis_url, "--namespace", namespace, "--batch-max-tuples", "750",
         "--report", str(report), "--json",
     ], catch_exceptions=False)
     assert done.exit_code == 1, done.output

@@ -26,6 +26,7 @@ from support.adclicks_port import (
     ADCLICKS,
     EVENTS,
     SMALL,
+    changed_port_shadow,
     oracle,
     ported_adclicks,
     rounded_advertisers,
@@ -41,6 +42,9 @@ from stormshift.shadow.final_state import compare_state, entries_of
 from stormshift.topology.loader import load_topology
 
 CRASH = "crash:client_spent_bolt[0]@500"
+#: these tests are about the spend dicts: adclicks without its windowed reports (each run
+#: costs a quarter; the windowed bolts' final state is tests/test_shadow.py's HTML test's)
+UNWINDOWED = {**SMALL, "adclicks.windows": False}
 
 
 def test_entries_merge_tasks_sets_scalars_and_maps() -> None:
@@ -71,7 +75,7 @@ def test_state_divergence_kinds_and_tolerance() -> None:
 
 
 def test_local_engine_reports_its_instances_user_attributes() -> None:
-    graph = load_topology(ADCLICKS, overrides=SMALL)
+    graph = load_topology(ADCLICKS, overrides=UNWINDOWED)
     summary = LocalEngine(graph, clock=SimClock(), seed=0, read_state=True).run()
     state = summary.final_state["client_spent_bolt"]
     assert len(state.tasks) == graph.component("client_spent_bolt").par
@@ -86,7 +90,7 @@ def test_local_engine_reports_its_instances_user_attributes() -> None:
 
 
 def test_storm_crash_shows_as_lost_state_in_the_final_state() -> None:
-    graph = load_topology(ADCLICKS, overrides=SMALL)
+    graph = load_topology(ADCLICKS, overrides=UNWINDOWED)
     result = run_shadow(graph, legacy_faults=CRASH, port_engine="local")
     states = {s.label: s for s in result.states}
     spend = states["client_spent_bolt.spend"]
@@ -103,9 +107,7 @@ def test_storm_crash_shows_as_lost_state_in_the_final_state() -> None:
 
 
 def test_changed_bolt_final_state_differs_on_the_right_keys() -> None:
-    graph = load_topology(ADCLICKS, overrides=SMALL)
-    port = load_topology(ported_adclicks(), overrides=SMALL)
-    result = run_shadow(graph, port_graph=port, port_engine="local")
+    result = changed_port_shadow()
     states = {s.label: s for s in result.states}
     assert all(states[f"ads_ctr_bolt.{e}"].equal for e in ("clicks", "impressions", "spend"))
     spend = states["client_spent_bolt.spend"]
@@ -116,7 +118,8 @@ def test_changed_bolt_final_state_differs_on_the_right_keys() -> None:
 
 def test_command_json_has_the_state_and_ignore_config() -> None:
     runner = CliRunner()
-    base = [str(ADCLICKS), "-o", f"adclicks.events={EVENTS}", "--port-engine", "local",
+    base = [str(ADCLICKS), "-o", f"adclicks.events={EVENTS}", "-o", "adclicks.windows=false",
+            "--port-engine", "local",
             "--port", str(ported_adclicks()), "--json"]
     done = runner.invoke(shadow_command, base, catch_exceptions=False)
     assert done.exit_code == 1
@@ -130,7 +133,7 @@ def test_command_json_has_the_state_and_ignore_config() -> None:
     bad = runner.invoke(shadow_command, [*base, "-o", 'shadow.state={"ignore": ["nope"]}'])
     assert bad.exit_code == 2 and "no such bolt" in bad.output
     with pytest.raises(StormshiftError, match=r"-o shadow.state=\[\"x\"\]: expected a JSON object"):
-        run_shadow(load_topology(ADCLICKS, overrides={**SMALL, "shadow.state": ["x"]}),
+        run_shadow(load_topology(ADCLICKS, overrides={**UNWINDOWED, "shadow.state": ["x"]}),
                    port_engine="local")
 
 
@@ -177,7 +180,7 @@ def test_port_with_opaque_map_agrees_with_the_legacy_dict(spark: Any, redis_url:
     try:
         result = run_shadow(graph, port_graph=load_topology(map_port, overrides=SMALL),
                             spark=spark, redis_url=redis_url, namespace=namespace,
-                            batch_max_tuples=1000)
+                            batch_max_tuples=500)
     finally:
         client = redis.Redis.from_url(redis_url)
         for key in client.scan_iter(match=f"*{namespace}*", count=1000):

@@ -130,7 +130,7 @@ def test_restart_from_checkpoint_loses_and_duplicates_nothing(spark, redis_url, 
 
 
 def test_heads_read_their_spout_tasks_ranges_themselves(spark, redis_url, namespace, tmp_path):
-    from stormshift.engines.spark.layout import Layout
+    from stormshift.engines.spark.protocol.layout import Layout
     from stormshift.state.connection import connect
     from stormshift.state.deadletter import DeadLetters
 
@@ -156,7 +156,7 @@ def test_heads_read_their_spout_tasks_ranges_themselves(spark, redis_url, namesp
 
 def test_head_on_the_source_partitions_gets_its_spout_tasks_tuples(spark, redis_url, namespace,
                                                                    tmp_path):
-    from stormshift.engines.spark.layout import Layout
+    from stormshift.engines.spark.protocol.layout import Layout
     from stormshift.state.fencing import current_epoch
 
     data = tmp_path / "in"

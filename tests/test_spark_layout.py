@@ -7,7 +7,7 @@ from pathlib import Path
 
 from stormshift.adapters.routing import Router
 from stormshift.engines.spark.driver.batch import SPOUTS, stage_groups
-from stormshift.engines.spark.layout import Layout
+from stormshift.engines.spark.protocol.layout import Layout
 from stormshift.topology.loader import load_topology
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"

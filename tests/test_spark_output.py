@@ -12,8 +12,8 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from stormshift.engines.spark import rows as R
-from stormshift.engines.spark.layout import Layout
+from stormshift.engines.spark.protocol import rows as R
+from stormshift.engines.spark.protocol.layout import Layout
 from stormshift.engines.spark.task.counters import MemberStats, read_stats
 from stormshift.engines.spark.task.output import MemberOutput
 from stormshift.engines.spark.task.sink import SinkSpec

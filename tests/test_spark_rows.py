@@ -1,4 +1,4 @@
-"""Chunked rows between stages (``stormshift/engines/spark/rows.py``), without Spark.
+"""Chunked rows between stages (``stormshift/engines/spark/protocol/rows.py``), without Spark.
 
 A row carries a run of consecutive tuples of one source task and stream for
 one destination task; after any shuffle, sorting rows by ``(src, seq)`` and
@@ -14,7 +14,7 @@ import msgpack
 import pyarrow as pa
 import pytest
 
-from stormshift.engines.spark import rows as R
+from stormshift.engines.spark.protocol import rows as R
 
 
 def _emit_script(seed: int, n: int, run: int) -> list[tuple[int, int, list[int], list[object]]]:
@@ -162,7 +162,7 @@ def test_a_partition_without_beacon_names_no_task_and_the_builder_writes_every_k
 
 
 def test_a_spout_range_travels_in_a_read_row_and_comes_back_whole():
-    from stormshift.engines.spark.spoutrange import Run, SpoutRange
+    from stormshift.engines.spark.protocol.spoutrange import Run, SpoutRange
 
     wal = SpoutRange("numbers", 1, wal=(10, 42))
     replay = SpoutRange("lines", 0, replay=(("part-0.jsonl", 0, 7), ("part-2.jsonl", "3", "9")))

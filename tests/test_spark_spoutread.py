@@ -1,4 +1,4 @@
-"""A head that reads its spout's ranges itself (``engines/spark/spoutrange.py``): the stage's
+"""A head that reads its spout's ranges itself (``engines/spark/protocol/spoutrange.py``): the stage's
 output from a read row equals its output from the rows the source used to send, for a
 write-ahead-logged spout and a replayable one. Real Redis, no Spark."""
 
@@ -14,17 +14,17 @@ import msgpack
 import pyarrow as pa
 import pytest
 
-from stormshift.engines.spark import rows as R
-from stormshift.engines.spark.layout import Layout
+from stormshift.engines.spark.protocol import rows as R
+from stormshift.engines.spark.protocol.layout import Layout
+from stormshift.engines.spark.records.wal import WriteAheadLog
 from stormshift.engines.spark.runtime.worker import redis_for
 from stormshift.engines.spark.source.options import Opts, ReplayPartition, WalPartition
-from stormshift.engines.spark.source.source import read_partition
+from stormshift.engines.spark.source.read.partition import read_partition
 from stormshift.engines.spark.task.counters import read_stats
 from stormshift.engines.spark.task.headinput import HeadInput
 from stormshift.engines.spark.task.sink import SinkSpec
 from stormshift.engines.spark.task.stage import StageJob, run_partition
 from stormshift.state.deadletter import DeadLetters
-from stormshift.state.wal import WriteAheadLog
 from stormshift.topology.loader import load_topology
 
 sys.path.insert(0, str(Path(__file__).parent / "spark_fixtures"))
@@ -140,7 +140,7 @@ def test_a_spout_feeding_other_stages_still_sends_rows(r: Any, redis_url: str) -
 
 
 def test_rechunk_keeps_every_item_in_order_in_full_chunks() -> None:
-    from stormshift.engines.spark.spoutrange import rechunk
+    from stormshift.engines.spark.protocol.spoutrange import rechunk
 
     sizes = [0, 1, 31, 32, 33, 0, 64, 5, 100, 3]
     items = iter(range(10_000))

@@ -5,9 +5,9 @@ from __future__ import annotations
 import msgpack
 import pytest
 
+from stormshift.engines.spark.records.wal import WriteAheadLog
 from stormshift.errors import FencedError, StateError
 from stormshift.state.connection import connect
-from stormshift.state.wal import WriteAheadLog
 
 pytestmark = pytest.mark.redis
 
@@ -65,7 +65,7 @@ def test_zombie_planner_is_fenced_and_gaps_refused(redis_url, namespace):
 
 
 def _keyed(start: int, stop: int, salt: bytes = b"") -> tuple[list, list]:
-    from stormshift.state.wal import content_digest
+    from stormshift.engines.spark.records.wal import content_digest
 
     rows = entries(start, stop)
     keys = [(msgpack.packb(n), content_digest(code, packed + salt)) for n, (code, _t, packed) in zip(range(start, stop), rows)]

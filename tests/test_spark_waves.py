@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 from stormshift.engines.spark.driver.waves import IdleWindows, stage_groups, stage_runs, waves
-from stormshift.engines.spark.layout import Layout
+from stormshift.engines.spark.protocol.layout import Layout
 from stormshift.topology.loader import load_topology
 from stormshift.windows import Sliding, Windowing
 from stormshift.windows.state import WindowingState

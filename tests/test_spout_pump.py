@@ -1,4 +1,4 @@
-"""The planner's pump (``stormshift/engines/spark/source/pump.py``) on a real Redis.
+"""The planner's pump (``stormshift/engines/spark/source/planner/pump.py``) on a real Redis.
 
 A generic spout's ``WalPlanner`` is driven as Spark's planner process drives it
 (``latestOffset``, ``commit`` after the batch, polls when nothing is new) while its
@@ -22,12 +22,12 @@ sys.path.insert(0, str(Path(__file__).parent / "spark_fixtures"))
 
 import pumptopo
 
+from stormshift.engines.spark.records.runrecords import SpoutReportRecord
+from stormshift.engines.spark.records.wal import WriteAheadLog
 from stormshift.engines.spark.runtime.worker import redis_for
 from stormshift.engines.spark.source.options import Opts, source_options
-from stormshift.engines.spark.source.planner import make_planner
+from stormshift.engines.spark.source.planner.planner import make_planner
 from stormshift.errors import FencedError
-from stormshift.state.runrecords import SpoutReportRecord
-from stormshift.state.wal import WriteAheadLog
 from stormshift.topology.loader import load_topology
 
 pytestmark = [pytest.mark.redis]

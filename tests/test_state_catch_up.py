@@ -22,11 +22,10 @@ from support.state_fixtures import commit
 from stormshift.engines.spark.task.taskstate import (
     TaskCache,
     open_task,
-    restore,
     snapshot_of,
     snapshot_written,
-    state_of,
 )
+from stormshift.state.component import build, state_of
 from stormshift.state.connection import run_scripts
 from stormshift.state.fencing import acquire_epoch
 from stormshift.state.snapshots import SnapshotStore, written_head
@@ -150,7 +149,7 @@ def _batch(r, ns, store, cache: TaskCache, txid: int, rng: random.Random,
 def _fresh(store, txid: int) -> Bolt:
     bolt = Bolt()
     bolt.initialize()
-    restore(bolt, store.load("bolt", 0, txid))
+    build(bolt, store.load("bolt", 0, txid))
     return bolt
 
 
@@ -216,7 +215,7 @@ def test_a_version_another_attempt_rewrote_is_restored_whole(redis_client, ns):
 
 
 def test_a_chain_compacted_past_the_version_is_restored_whole(redis_client, ns, monkeypatch):
-    from stormshift.state import deltas
+    from stormshift.state.component import deltas
 
     store = SnapshotStore(redis_client, ns, KEY)
     a, b = TaskCache(), TaskCache()

@@ -13,11 +13,11 @@ from collections import Counter, defaultdict
 import pytest
 from support.state_fixtures import commit
 
-from stormshift.engines.spark.task.taskstate import restore
 from stormshift.errors import FencedError, StateError
 from stormshift.state import keys as K
 from stormshift.state.commit import CommitLog
-from stormshift.state.deltas import fold_payloads
+from stormshift.state.component import build
+from stormshift.state.component.deltas import fold_payloads
 from stormshift.state.fencing import acquire_epoch
 from stormshift.state.snapshots import SnapshotStore, sign
 
@@ -56,7 +56,7 @@ def _fresh(store, txid):
     """A new instance restored from the restore point below ``txid`` (a restart)."""
     bolt = Bolt()
     bolt.initialize()
-    restore(bolt, store.load("bolt", 0, txid))
+    build(bolt, store.load("bolt", 0, txid))
     return bolt
 
 

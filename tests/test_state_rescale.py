@@ -148,7 +148,7 @@ def test_live_instances_are_cached_per_wiring_so_a_rescaled_run_builds_new_ones(
 def test_a_windowed_bolts_chain_is_resplit_per_key(redis_client, ns):
     """Each old task's base + delta chain (written by its Snapshotter) folds back into
     its windows, re-split by key; the new bases hold every key once, on its task."""
-    from stormshift.engines.spark.task.taskstate import Snapshotter
+    from stormshift.state.component import Snapshotter
     from stormshift.windows import Count, Windowing
     from stormshift.windows.state import WindowingState
 

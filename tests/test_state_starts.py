@@ -1,4 +1,4 @@
-"""A replayable spout's query start is resolved once per checkpoint (``state/starts.py``),
+"""A replayable spout's query start is resolved once per checkpoint (``engines/spark/records/starts.py``),
 on the real Redis server: a driver restarted before batch 0 committed starts where the
 first planning started, however far a ``latest`` start has moved since."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from stormshift.state.starts import query_start
+from stormshift.engines.spark.records.starts import query_start
 
 pytest_plugins = ["support.state_fixtures"]
 pytestmark = pytest.mark.redis

@@ -8,10 +8,10 @@ import json
 import pytest
 from support.state_fixtures import ON_CLUSTER_TOO, commit
 
+from stormshift.engines.spark.records.batchstats import read_records
 from stormshift.errors import FencedError, StateError
 from stormshift.state import keys as K
 from stormshift.state import opaque_map, transactional_map
-from stormshift.state.batchstats import read_records
 from stormshift.state.connection import run_scripts
 from stormshift.state.deadletter import DeadLetters, entry, fenced_add_call
 from stormshift.state.inspect import map_items

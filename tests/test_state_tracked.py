@@ -17,8 +17,8 @@ from collections import Counter, OrderedDict, defaultdict
 
 import pytest
 
-from stormshift.state import deltas as D
 from stormshift.state import tracked as T
+from stormshift.state.component import deltas as D
 from stormshift.state.tracked import track, untracked_type
 
 

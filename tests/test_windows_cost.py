@@ -20,9 +20,8 @@ from typing import Any
 
 import pytest
 
-from stormshift.engines.spark.task import taskstate
-from stormshift.engines.spark.task.taskstate import Snapshotter
-from stormshift.state import deltas as D
+from stormshift.state.component import Snapshotter, build, pickler
+from stormshift.state.component import deltas as D
 from stormshift.windows import Count, Windowing
 from stormshift.windows import windower as W
 from stormshift.windows.panes import Accumulation, Pane
@@ -99,7 +98,7 @@ def test_a_batch_packs_only_the_keys_it_touched_delta_or_base(
         before = dict(snap.packed["windowing_state"])
         _feed(ws, [("k1", 2), ("k2", 3), ("new", 4)], 0)
         monkeypatch.setattr(D, "should_compact", lambda *a, **k: compact)
-        with counting(monkeypatch, taskstate, "_pack") as calls:
+        with counting(monkeypatch, pickler, "pack") as calls:
             payload, kind, _ = snap.payload(task, 2)
         snap.written(task, 2)
         assert kind == ("base" if compact else "delta")
@@ -122,12 +121,12 @@ def test_a_restored_task_keeps_the_packed_entries_it_read(monkeypatch: pytest.Mo
     base = pickle.dumps({"windowing_state": snap._parts("windowing_state", ws)})
     point = type("Point", (), {"base": base, "deltas": [], "version": 2, "delta_bytes": 0})()
     fresh = Task(None)  # type: ignore[arg-type]
-    taskstate.restore(fresh, point)
+    build(fresh, point)
     assert fresh.windowing_state.snapshot() == ws.snapshot()
     assert len(fresh._stormshift_snap.packed["windowing_state"]) == SIZES[1]
     _feed(fresh.windowing_state, [("k7", 3)], 0)
     monkeypatch.setattr(D, "should_compact", lambda *a, **k: True)
-    with counting(monkeypatch, taskstate, "_pack") as calls:
+    with counting(monkeypatch, pickler, "pack") as calls:
         fresh._stormshift_snap.payload(fresh, 3)
     assert calls.n == 1
 

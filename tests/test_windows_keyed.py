@@ -16,9 +16,9 @@ from typing import Any
 import pytest
 
 from stormshift.adapters.routing import hash_one
-from stormshift.engines.spark.task.taskstate import Snapshotter
 from stormshift.errors import StateError
-from stormshift.state import deltas as D
+from stormshift.state.component import Snapshotter
+from stormshift.state.component import deltas as D
 from stormshift.state.keyed import KeyedParts, is_keyed, unpack
 from stormshift.state.rescale import split
 from stormshift.topology.graph import ComponentDef, ComponentKind, Grouping, GroupingKind, InputDef
@@ -321,7 +321,7 @@ def test_a_state_pickled_whole_by_format_2_is_read_and_continues_per_key() -> No
 
 @pytest.mark.parametrize("windowing", WINDOWINGS, ids=["count", "sliding", "sessions-retracting"])
 def test_a_stale_live_state_takes_the_later_deltas_in_place(windowing: Windowing) -> None:
-    """A task's live instance that missed batches (``taskstate.catch_up``): the deltas
+    """A task's live instance that missed batches (``state/component``: ``catch_up``): the deltas
     applied in place give the live state, which then goes on exactly as the live one."""
     ws = _state(windowing)
     assert ws.windower is not None

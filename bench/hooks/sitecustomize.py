@@ -7,6 +7,6 @@ build is measured, not the source."""
 import os
 
 if os.environ.get("BENCH_CHUNK_TUPLES"):
-    from stormshift.engines.spark import rows
+    from stormshift.engines.spark.protocol import rows
 
     rows.CHUNK_TUPLES = int(os.environ["BENCH_CHUNK_TUPLES"])

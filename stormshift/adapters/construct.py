@@ -74,9 +74,10 @@ def _accepts_streams(cls: type) -> bool:
     return any(p.kind is p.VAR_KEYWORD for p in params) or {"input_stream", "rdb_signal"} <= names
 
 
-def construct(cls: type, component: str) -> Any:
-    """An instance of the user's component class, without process side effects."""
-    if issubclass(cls, pystorm.bolt.TicklessBatchingBolt):
+def construct(cls: type, component: str, *, tickless: bool = False) -> Any:
+    """An instance of the user's component class, without process side effects
+    (``tickless``: a TicklessBatchingBolt, from its capabilities)."""
+    if tickless:
         return _construct_tickless(cls, component)
     if _accepts_streams(cls):
         return cls(**_streams())

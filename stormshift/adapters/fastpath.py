@@ -27,30 +27,14 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-import pystorm.bolt
-import pystorm.component
-import pystorm.spout
-
 from stormshift.adapters.logging_capture import STORM_LEVEL_NAMES
 from stormshift.adapters.outbox import Emit, Outbox
 from stormshift.adapters.routing import Router
 from stormshift.adapters.tuples import Tuple, to_wire
 from stormshift.errors import TupleError
+from stormshift.topology.capabilities import Capabilities
 
-_LIBRARY_ROOTS = ("pystorm", "streamparse")
 _INT64 = 2**63  # JSON ints Storm (Java long) can carry: -2**63 <= v < 2**63
-
-
-def defining_class(cls: type, name: str) -> type | None:
-    """The class in ``cls.__mro__`` whose body defines ``name``."""
-    for klass in cls.__mro__:
-        if name in klass.__dict__:
-            return klass
-    return None
-
-
-def is_library(klass: type | None) -> bool:
-    return klass is not None and klass.__module__.split(".")[0] in _LIBRARY_ROOTS
 
 
 class Completion:
@@ -351,27 +335,14 @@ def bolt_ack_fail(
     return ack, fail
 
 
-def plan(cls: type) -> dict[str, Any]:
-    """Which methods of ``cls`` may be replaced by fast closures, and how.
+def plan(capabilities: Capabilities) -> dict[str, Any]:
+    """Which methods of the class may be replaced by fast closures, and how (from its
+    capabilities, read at load: ``topology/capabilities.py``).
 
     Returns ``{"emit": kind | None, "ack": bool, "fail": bool}`` where kind is
     ``"bolt"``, ``"batching"``, ``"spout"`` or ``"reliable"``; None means
     the user (or an unknown library class) defines it: use the slow path.
     """
-    emit_owner = defining_class(cls, "emit")
-    kind: str | None = None
-    if emit_owner is pystorm.bolt.Bolt:
-        kind = "bolt"
-    elif emit_owner is pystorm.bolt.BatchingBolt:
-        kind = "batching"
-    elif emit_owner is pystorm.spout.Spout:
-        kind = "spout"
-    elif emit_owner is pystorm.spout.ReliableSpout:
-        kind = "reliable"
-    if defining_class(cls, "send_message") is not pystorm.component.Component:
-        kind = None
-    return {
-        "emit": kind,
-        "ack": defining_class(cls, "ack") is pystorm.bolt.Bolt,
-        "fail": defining_class(cls, "fail") is pystorm.bolt.Bolt,
-    }
+    path = capabilities.emit_path
+    return {"emit": path.value if path is not None else None,
+            "ack": capabilities.fast_ack, "fail": capabilities.fast_fail}

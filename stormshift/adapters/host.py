@@ -20,8 +20,6 @@ from collections import defaultdict
 from collections.abc import Callable, Iterable
 from typing import Any
 
-import pystorm.bolt
-
 from stormshift.adapters.context import tick_interval_secs
 from stormshift.adapters.fastpath import (
     AnchorCache,
@@ -34,6 +32,7 @@ from stormshift.adapters.hostbase import EMPTY, EndOfInput, HostBase, working_di
 from stormshift.adapters.kernel import Kernel
 from stormshift.adapters.tuples import Tuple, TupleFactory, tick_tuple
 from stormshift.errors import ComponentFailure, StormshiftError
+from stormshift.topology.capabilities import Batching
 from stormshift.topology.graph import TopologyGraph
 
 __all__ = ["BoltHost", "EndOfInput", "SpoutHost", "host_component", "working_dir"]
@@ -97,10 +96,11 @@ class BoltHost(HostBase):
         self.tuple_factory = TupleFactory(graph, self.name)
         self._capture(self.tuple_factory.types)
         inst = self.instance
-        self.batching = isinstance(inst, pystorm.bolt.BatchingBolt)
-        self.is_tickless = isinstance(inst, pystorm.bolt.TicklessBatchingBolt)
+        caps = self.capabilities
+        self.batching = caps.batching is not Batching.NONE
+        self.is_tickless = caps.batching is Batching.TICKLESS
         self.tick_interval_secs = tick_interval_secs(self.conf)
-        self.tickless_interval_secs = float(inst.secs_between_batches) if self.is_tickless else None
+        self.tickless_interval_secs = caps.secs_between_batches if self.is_tickless else None
         self.anchor_cache = AnchorCache()
         self.deliver_to(None)
         ack, fail = bolt_ack_fail(self.outbox, self.completion)
@@ -184,8 +184,8 @@ class BoltHost(HostBase):
 
     @property
     def wants_end_of_input(self) -> bool:
-        """The instance defines ``end_of_input()`` (windowed bolts: flush every window)."""
-        return callable(getattr(self.instance, "end_of_input", None))
+        """The class defines ``end_of_input()`` (windowed bolts: flush every window)."""
+        return self.capabilities.end_of_input
 
     def end_of_input(self) -> None:
         """Tell the instance no more input will come (no current tuple: emits are unanchored)."""

@@ -19,6 +19,7 @@ from stormshift.adapters.outbox import Outbox
 from stormshift.adapters.routing import Router
 from stormshift.adapters.tuples import IdGenerator, counter_ids
 from stormshift.errors import ComponentFailure, StormshiftError
+from stormshift.topology.capabilities import Batching, capabilities_of
 from stormshift.topology.graph import TopologyGraph
 
 __all__ = ["EMPTY", "EndOfInput", "HostBase", "user_location", "working_dir"]
@@ -79,9 +80,14 @@ class HostBase:
         self.completion = Completion()
         self.emitter = Emitter(self.router, self.outbox, comp.name, check_wire)
         cls = component_class or import_class(comp.class_path, graph.source_dirs, comp.name)
+        # What the class can do comes from the graph; a class given in place of the
+        # graph's (``stormshift.testing``) is read as loading would read it.
+        self.capabilities = comp.capabilities if component_class is None else \
+            capabilities_of(component_class, comp.config, spout=comp.is_spout)
+        tickless = self.capabilities.batching is Batching.TICKLESS
         with working_dir(graph):
-            self.instance = construct(cls, comp.name)
-        self.plan = plan(cls) if fast else {"emit": None, "ack": False, "fail": False}
+            self.instance = construct(cls, comp.name, tickless=tickless)
+        self.plan = plan(self.capabilities) if fast else {"emit": None, "ack": False, "fail": False}
         self.opened = False
 
     def _capture(self, source_tuple_types: Any = None) -> None:

@@ -19,7 +19,7 @@ run sends a tuple to the same task:
   emitter's own index. Storm's ``local_or_shuffle`` prefers a task in the
   emitter's worker; an engine that runs a consumer's task *i* in the same place
   as the emitter's task *i* (the Spark engine's heads on their spout's
-  partitions, ``engines/spark/layout.py``) names it so, and that choice is made
+  partitions, ``engines/spark/protocol/layout.py``) names it so, and that choice is made
   here, once, not remapped later.
 
 ``Router`` compiles one closure per output stream at construction (field

@@ -4,10 +4,10 @@ What only running shows: which attributes a bolt really holds after it
 processed tuples, and whether stormshift could snapshot them. The run is
 bounded (``max_tuples`` spout tuples, a simulated clock, a wall-clock
 budget) and happens in this process on the local engine: no Spark, no
-Redis. Each bolt task's attributes are then pickled one by one the way the
-Spark engine snapshots them (``engines/spark/task/taskstate.py``: the same
-framework attributes skipped, the same cloudpickle); an attribute that fails
-is reported where the class assigns it.
+Redis. Each bolt task's attributes are then tried as the engines' snapshots
+take them (``state/component/attributes.py``: the one definition of which
+attributes are state); an attribute left out only because it cannot be
+pickled is reported where the class assigns it.
 
 The budget never ends ``check``: the run goes in a worker thread; past the
 budget the engine is asked to stop (honoured between two calls into user
@@ -19,18 +19,17 @@ thread. Either way the report says what the run saw (``run-budget``).
 from __future__ import annotations
 
 import ast
-import io
 import os
 import re
 import sys
 import threading
-import types
 from dataclasses import dataclass
 from typing import Any
 
 from stormshift.check.code_model import ComponentCode, Sources, self_targets
 from stormshift.check.project import DeclaredTopology
 from stormshift.check.rules import Finding, Severity
+from stormshift.state.component import Unpicklable, unpicklable
 from stormshift.topology.graph import TopologyGraph
 
 __all__ = ["DEFAULT_MAX_TUPLES", "DEFAULT_WALL_SECS", "ShortRun", "dynamic_findings"]
@@ -38,7 +37,6 @@ __all__ = ["DEFAULT_MAX_TUPLES", "DEFAULT_WALL_SECS", "ShortRun", "dynamic_findi
 DEFAULT_MAX_TUPLES = 300
 DEFAULT_WALL_SECS = 20.0
 GRACE_SECS = 5.0  # after the stop request: room to drain before the run is left behind
-_NOT_STATE = (types.FunctionType, types.MethodType, types.BuiltinFunctionType, types.ModuleType)
 _LOCATION = re.compile(r"^(?P<file>.+?):(?P<line>\d+)(?: in .*)?$")
 
 
@@ -48,14 +46,6 @@ class ShortRun:
 
     findings: list[Finding]
     ran: str
-
-
-@dataclass(frozen=True)
-class _Unpicklable:
-    attr: str
-    type_name: str
-    error: str
-    holds_position: bool  # an iterator or open file: state lost, not just re-made
 
 
 def dynamic_findings(
@@ -133,9 +123,9 @@ def _snapshot_findings(graph: TopologyGraph, engine: Any,
     sources = Sources(declared)
     by_name = {c.name: c for c in declared.components}
     for comp in graph.bolts:
-        bad: dict[str, _Unpicklable] = {}
+        bad: dict[str, Unpicklable] = {}
         for instance in engine.instances(comp.name):
-            for item in unpicklable_attributes(instance):
+            for item in unpicklable(instance):
                 bad.setdefault(item.attr, item)
         if bad and comp.name in by_name and by_name[comp.name].cls is not None:
             code = ComponentCode.build(by_name[comp.name], sources)
@@ -158,27 +148,7 @@ def _stuck_at(worker: threading.Thread, declared: DeclaredTopology) -> tuple[str
     return found
 
 
-def unpicklable_attributes(instance: Any) -> list[_Unpicklable]:
-    """Attributes the Spark engine would silently leave out of the snapshot."""
-    from pyspark import cloudpickle
-
-    from stormshift.engines.spark.task.taskstate import FRAMEWORK_ATTRS
-
-    out = []
-    for name, value in sorted(vars(instance).items()):
-        if name in FRAMEWORK_ATTRS or name.startswith("_stormshift"):
-            continue
-        if isinstance(value, _NOT_STATE) or callable(value) and not hasattr(value, "__dict__"):
-            continue
-        try:
-            cloudpickle.dumps(value)
-        except Exception as exc:  # noqa: BLE001 - any pickling error means "not state"
-            position = hasattr(value, "__next__") or isinstance(value, io.IOBase)
-            out.append(_Unpicklable(name, type(value).__qualname__, str(exc)[:120], position))
-    return out
-
-
-def _finding(item: _Unpicklable, code: ComponentCode, declared: DeclaredTopology) -> Finding:
+def _finding(item: Unpicklable, code: ComponentCode, declared: DeclaredTopology) -> Finding:
     """Warning if the attribute holds a position or changes after initialize(), else info."""
     sites: list[tuple[str, str, int]] = []  # (method, file, line)
     for method, (func, src) in code.methods.items():

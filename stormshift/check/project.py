@@ -25,6 +25,8 @@ from streamparse.dsl.component import ComponentSpec
 
 from stormshift.check.stand_ins import StandIns, import_standing_in
 from stormshift.errors import MissingPackageError, TopologyError
+from stormshift.topology.capabilities import Capabilities, capabilities_of
+from stormshift.topology.graph import ComponentKind
 from stormshift.topology.loader import import_topology, resolve_environment, select_topology_class
 from stormshift.topology.project import (
     Layout,
@@ -32,7 +34,7 @@ from stormshift.topology.project import (
     layout_for_project,
 )
 from stormshift.topology.replacements import Replacement, collect_replacements
-from stormshift.topology.specs import parse_config, python_class
+from stormshift.topology.specs import parse_config, python_class, spec_kind
 
 __all__ = ["DeclaredComponent", "DeclaredTopology", "declare", "is_user_file"]
 
@@ -45,6 +47,7 @@ class DeclaredComponent:
     spec: ComponentSpec
     cls: type | None  # None for Java / shell components
     config: Mapping[str, Any]  # topology config overlaid with the component's own
+    capabilities: Capabilities | None = None  # read from ``cls`` as the loader reads them
 
 
 @dataclass
@@ -121,9 +124,11 @@ def declare(
             own = parse_config(str(spec.name), spec.config)
         except TopologyError:
             own = {}
+        cls, merged = python_class(spec), {**config, **own}
         declared.components.append(DeclaredComponent(
             name=str(spec.name), attr=attr, line=lines.get(attr, 0), spec=spec,
-            cls=python_class(spec), config={**config, **own},
+            cls=cls, config=merged, capabilities=None if cls is None else
+            capabilities_of(cls, merged, spout=spec_kind(spec) is ComponentKind.SPOUT),
         ))
     return declared
 

@@ -17,7 +17,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from stormshift.check.dynamic import DEFAULT_MAX_TUPLES, DEFAULT_WALL_SECS, dynamic_findings
+from stormshift.check.dynamic import (
+    DEFAULT_MAX_TUPLES,
+    DEFAULT_WALL_SECS,
+    GRACE_SECS,
+    dynamic_findings,
+)
 from stormshift.check.graph_rules import graph_findings, shadowed_findings
 from stormshift.check.project import DeclaredTopology, declare
 from stormshift.check.report import CheckReport
@@ -40,11 +45,13 @@ def run_check(
     *,
     max_tuples: int = DEFAULT_MAX_TUPLES,
     wall_secs: float = DEFAULT_WALL_SECS,
+    grace_secs: float = GRACE_SECS,
 ) -> CheckReport:
     """Check a streamparse project dir (or ``topologies/NAME.py``) for porting hazards.
 
     Raises ``TopologyError`` when the topology cannot be imported at all (the
-    CLI's exit code 2); everything else is a finding in the report.
+    CLI's exit code 2); everything else is a finding in the report. ``grace_secs``: how
+    long a call still running at the budget may take before the short run is left behind.
     """
     with StandIns() as stand_ins:  # the static rules read the classes built on stand-ins
         declared = declare(path, name, environment, overrides, stand_ins=stand_ins)
@@ -70,7 +77,7 @@ def run_check(
             graph = load_topology(path, name=name, environment=environment,
                                   overrides=dict(overrides) if overrides else None)
             short = dynamic_findings(graph, declared, max_tuples=max_tuples,
-                                     wall_secs=wall_secs)
+                                     wall_secs=wall_secs, grace_secs=grace_secs)
             findings += short.findings
             ran = short.ran
     return CheckReport(

@@ -21,8 +21,6 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator
 
-from pystorm import Spout
-
 from stormshift.check.code_model import (
     PROCESSING,
     Collector,
@@ -53,10 +51,10 @@ def static_findings(declared: DeclaredTopology) -> list[Finding]:
     sources = Sources(declared)
     out = Collector(declared)
     for comp in declared.components:
-        if comp.cls is None:
+        if comp.cls is None or comp.capabilities is None:
             continue
         code = ComponentCode.build(comp, sources)
-        spout = issubclass(comp.cls, Spout)
+        spout = comp.capabilities.spout
         if not spout:
             for unit in code.reach(PROCESSING, sources):
                 _processing_rules(unit, code, out)

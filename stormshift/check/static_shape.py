@@ -10,38 +10,36 @@ from __future__ import annotations
 import ast
 from typing import TYPE_CHECKING
 
-from pystorm import BatchingBolt, ReliableSpout, Spout, TicklessBatchingBolt
-
 from stormshift.check.patterns import MUTATING_METHODS
 from stormshift.check.rules import Severity
+from stormshift.topology.capabilities import TICK_KEY, Batching
 
 if TYPE_CHECKING:
     from stormshift.check.code_model import Collector, ComponentCode, Sources
 
 __all__ = ["shape_findings"]
 
-TICK_KEY = "topology.tick.tuple.freq.secs"
-
 
 def shape_findings(code: ComponentCode, sources: Sources, out: Collector) -> None:
-    comp, cls = code.comp, code.comp.cls
-    if cls is None or not code.classes:
+    comp, caps = code.comp, code.comp.capabilities
+    if caps is None or comp.cls is None or not code.classes:
         return
     name = comp.name
     _, first_node, first_src = code.classes[0]
-    if "process_tick" in code.methods and not issubclass(cls, Spout):
+    tickless = caps.batching is Batching.TICKLESS
+    if "process_tick" in code.methods and not caps.spout:
         func, src = code.methods["process_tick"]
         secs = comp.config.get(TICK_KEY)
-        ticks = secs is not None or issubclass(cls, TicklessBatchingBolt)
+        ticks = secs is not None or tickless
         out.add("tick-timing", src, func.lineno, name,
                 f"process_tick() with {TICK_KEY}={secs}" if secs is not None else
                 "process_tick() (ticks only if topology.tick.tuple.freq.secs is set)",
                 severity=None if ticks else Severity.INFO)
-    if issubclass(cls, (BatchingBolt, TicklessBatchingBolt)):
-        base = "TicklessBatchingBolt" if issubclass(cls, TicklessBatchingBolt) else "BatchingBolt"
+    if caps.batching is not Batching.NONE:
+        base = "TicklessBatchingBolt" if tickless else "BatchingBolt"
         out.add("batching-bolt", first_src, first_node.lineno, name,
-                f"{cls.__name__} is a {base}")
-    if issubclass(cls, Spout) and "fail" in code.methods:
+                f"{comp.cls.__name__} is a {base}")
+    if caps.spout and "fail" in code.methods:
         func, src = code.methods["fail"]
         fail_nodes = [n for u in code.reach(("fail",), sources) for n in ast.walk(u.func)]
         emits = any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute)
@@ -55,9 +53,9 @@ def shape_findings(code: ComponentCode, sources: Sources, out: Collector) -> Non
                    else "fail() overridden")
         out.add("fail-replay" if emits or queued else "spout-fail", src, func.lineno, name,
                 message)
-    elif issubclass(cls, ReliableSpout):
+    elif caps.reliable:
         out.add("fail-replay", first_src, first_node.lineno, name,
-                f"{cls.__name__} is a ReliableSpout (re-emits from fail())")
+                f"{comp.cls.__name__} is a ReliableSpout (re-emits from fail())")
 
 
 def _changed_attrs(nodes: list[ast.AST]) -> set[str]:

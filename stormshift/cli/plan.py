@@ -10,8 +10,6 @@ gives the key that verifies the snapshots.
 from __future__ import annotations
 
 import json
-import os
-from pathlib import Path
 
 import click
 from rich.console import Console
@@ -42,28 +40,17 @@ def plan_command(path: str, name: str | None, environment: str | None,
                  checkpoint_dir: str | None, namespace: str | None, redis_url: str | None,
                  as_json: bool) -> None:
     """Show what the code at PATH does to the state a run left in Redis (exit 2: refused)."""
-    from stormshift.engines.spark.driver.engine import SparkEngine
-    from stormshift.engines.spark.driver.upgrade import plan_upgrade, refusal_text
-    from stormshift.errors import StormshiftError
-    from stormshift.state.connection import connect
-    from stormshift.state.snapshots import HMAC_ENV, SnapshotStore
+    from stormshift.engines.spark import refusal_text, stored_upgrade_plan
 
     graph = load_graph(path, name, environment, config_options, pars)
-    engine = SparkEngine(graph, checkpoint_dir=checkpoint_dir, redis_url=redis_url,
-                         namespace=namespace)
-    key_file = Path(engine.checkpoint_dir) / "stormshift-state.key"
-    if not (os.environ.get(HMAC_ENV) or graph.config.get("state.hmac_key") or key_file.exists()):
-        raise StormshiftError(f"no state key at {key_file}: nothing has run with this "
-                              "checkpoint. Fix: pass the run's --checkpoint DIR")
-    key, _ = engine._state_key()
-    r = connect(redis_url)
-    plan = plan_upgrade(r, SnapshotStore(r, engine.namespace, key), graph)
+    namespace, plan = stored_upgrade_plan(graph, checkpoint_dir=checkpoint_dir,
+                                          redis_url=redis_url, namespace=namespace)
     out = Console()
     if as_json:
-        out.print_json(json.dumps({"namespace": engine.namespace, "txid": plan.txid,
+        out.print_json(json.dumps({"namespace": namespace, "txid": plan.txid,
                                    "components": [c.to_dict() for c in plan.components]}))
     else:
-        out.print(f"plan for {graph.name} on namespace {engine.namespace} "
+        out.print(f"plan for {graph.name} on namespace {namespace} "
                   f"(committed txid {plan.txid}):", markup=False, highlight=False)
         if not plan.components:
             out.print("  no bolt has stored state: nothing to carry over", markup=False)

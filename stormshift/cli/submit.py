@@ -63,7 +63,7 @@ def submit_command(path: str, name: str | None, environment: str | None,
                    no_ship_stormshift: bool, spark_submit: str | None, confs: tuple[str, ...],
                    spark_args: tuple[str, ...]) -> None:
     """Ship a streamparse project to a Spark cluster with spark-submit."""
-    from stormshift.engines.spark.driver.submit import build_submit_plan, run_submit
+    from stormshift.engines.spark import build_submit_plan, run_submit
 
     mode = state_mode(reset_state, adopt_state)
     parse_overrides(config_options)  # checked here; the driver parses them again

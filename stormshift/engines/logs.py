@@ -25,6 +25,7 @@ from typing import Any, Self
 
 from stormshift.display import visible
 from stormshift.errors import TopologyError
+from stormshift.topology.overrides import LOG_LEVELS
 
 __all__ = ["LEVELS", "LIMIT_KEY", "MAX_LINES_PER_TASK", "ComponentLogs", "dropped_warning",
            "forward_logs", "max_lines_per_task"]
@@ -32,15 +33,7 @@ __all__ = ["LEVELS", "LIMIT_KEY", "MAX_LINES_PER_TASK", "ComponentLogs", "droppe
 ROOT = "stormshift.component"
 MAX_LINES_PER_TASK = 2000
 LIMIT_KEY = "stormshift.logs.max_lines_per_task"
-LEVELS = {
-    "TRACE": 5,
-    "DEBUG": logging.DEBUG,
-    "INFO": logging.INFO,
-    "WARN": logging.WARNING,
-    "WARNING": logging.WARNING,
-    "ERROR": logging.ERROR,
-    "CRITICAL": logging.CRITICAL,
-}
+LEVELS = LOG_LEVELS  # one table, kept where the config check (topology/) can see it
 
 
 def max_lines_per_task(conf: Mapping[str, Any], component: str | None = None) -> int:

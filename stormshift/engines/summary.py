@@ -55,7 +55,7 @@ in emit order, so the CLI can show final results and tests can compare;
 ``--sink`` takes it; None: kept in memory only, or dropped).
 ``final_state`` (per bolt, when the engine was asked for it: shadow runs)
 holds what the bolt's tasks kept at the end: each task's user attributes
-(``adapters/attributes.py``) and the bolt's keyed state maps by name.
+(``state/component/attributes.py``) and the bolt's keyed state maps by name.
 """
 
 from __future__ import annotations

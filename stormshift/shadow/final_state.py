@@ -15,7 +15,7 @@ Vocabulary:
   (value 1); any other value is the one key ``(value)``.
 - *user state only*: attributes pystorm, streamparse or stormshift set (a
   ``BatchingBolt``'s ``_batches``, ``_tick_counter``) are never entries
-  (``adapters/attributes.py``, the same list the snapshots use).
+  (``state/component/attributes.py``, the definition the snapshots use).
 - *merging tasks*: the entry of a component is its tasks' entries merged, so
   it does not depend on which task held what (the engines shuffle
   differently): a key held by several tasks gets the sum of their values
@@ -40,7 +40,6 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any
 
-from stormshift.adapters.attributes import is_user_attribute
 from stormshift.errors import StormshiftError
 from stormshift.shadow.compare import (
     Divergence,
@@ -49,6 +48,7 @@ from stormshift.shadow.compare import (
     Tolerance,
     key_text,
 )
+from stormshift.state.component import is_user_attribute
 from stormshift.state.maps import MapHandle
 
 __all__ = ["STATE_KEY", "StateComparison", "compare_state", "entries_of", "ignored"]

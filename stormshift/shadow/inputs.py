@@ -30,6 +30,7 @@ from typing import Any
 
 from stormshift.errors import StormshiftError
 from stormshift.topology.graph import ComponentDef, TopologyGraph, freeze
+from stormshift.topology.loader import with_class
 
 __all__ = ["InputSpec", "apply_input", "parse_input", "snapshot_stream"]
 
@@ -118,7 +119,7 @@ def _replaced(graph: TopologyGraph, spout: ComponentDef, class_path: str, prefix
     field_key = f"{prefix}.fields" if prefix == "jsonlines" else f"{prefix}.json_fields"
     if len(fields) > 1 and field_key not in graph.config and not config.get(f"{prefix}.fields"):
         config[field_key] = list(fields)
-    return dataclasses.replace(spout, class_path=class_path, config=freeze(config),
+    return dataclasses.replace(with_class(spout, class_path, graph.source_dirs, config),
                                replaces=spout.class_path)
 
 

@@ -41,7 +41,7 @@ from stormshift.state import keys as K
 from stormshift.state.connection import Call, retrying
 from stormshift.state.lua_ns import DLQ_ADD, DLQ_DISCARD
 
-__all__ = ["DeadLetter", "DeadLetters", "decode_entry", "entry", "fenced_add_call"]
+__all__ = ["DeadLetter", "DeadLetters", "decode_entry", "entry", "fenced_add_call", "plain"]
 
 
 @dataclass(frozen=True)
@@ -67,6 +67,17 @@ class DeadLetter:
             "txid": self.txid, "source": self.source, "tuple_key": self.tuple_key,
             "task": self.task, "reason": self.reason,
         }
+
+
+def plain(values: Any) -> Any:
+    """``values`` if msgpack can keep them, else their reprs, one per value when they are a
+    list (a dead letter is never lost, and keeps what can be kept). Every engine's
+    dead-letterer (a stage task, a spout's planner or read) passes values through it."""
+    try:
+        msgpack.packb(values, use_bin_type=True)
+        return values
+    except (TypeError, ValueError, OverflowError):
+        return [repr(v) for v in values] if isinstance(values, (list, tuple)) else repr(values)
 
 
 def _pack(values: Any) -> bytes:

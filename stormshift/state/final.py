@@ -1,7 +1,7 @@
 """Read-only: a bolt's state as its last committed batch left it (shadow runs, tests).
 
 ``committed_attributes`` gives a legacy bolt task's attributes at its newest
-committed snapshot version: the base folded with its deltas (``state/deltas.py``;
+committed snapshot version: the base folded with its deltas (``state/component/deltas.py``;
 every version verified by ``SnapshotStore`` before anything is unpickled, so a
 tampered Redis is refused, never unpickled);
 ``committed_maps`` a component's keyed state maps, name -> key -> value
@@ -14,7 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from stormshift.state.commit import CommitLog
-from stormshift.state.deltas import fold_payloads
+from stormshift.state.component import state_at
 from stormshift.state.inspect import map_items, map_kinds
 from stormshift.state.snapshots import SnapshotStore
 
@@ -26,7 +26,7 @@ def committed_attributes(r: Any, namespace: str, hmac_key: bytes | str | None, c
     """Attributes by name of the newest committed snapshot of one task ({} if none)."""
     store = SnapshotStore(r, namespace, hmac_key)
     point = store.load(component, task_index, CommitLog(r, namespace).committed() + 1)
-    return fold_payloads(point.base, point.deltas) if point is not None else {}
+    return state_at(point)
 
 
 def committed_maps(r: Any, namespace: str, component: str) -> dict[str, dict[Any, Any]]:

@@ -3,7 +3,7 @@
 A windowed bolt keeps its windows in one attribute (``WindowedBolt.windowing_state``),
 not a dict, yet most of it is per key: each key's windows, timers and what its panes
 emitted. An attribute whose value follows the ``KeyedState`` protocol below is stored
-that way in a task's snapshot chain (``state/deltas.py``): a base holds
+that way in a task's snapshot chain (``state/component/deltas.py``): a base holds
 ``KeyedParts(cls, shared, entries)``; a delta holds the shared part and only the
 entries a batch changed or deleted, so a batch writes what it touched, not the
 number of open windows, and a rescale (``state/rescale.py``) sends each entry to the
@@ -25,11 +25,18 @@ Protocol, in call order:
 
 *Packed* entries: the engine's ``Snapshotter`` stores each entry as its own pickle,
 made once when the entry changed (``KeyedParts.packed``; a delta's keyed section likewise,
-``state/deltas.py``), so a new base reuses the bytes of every entry no batch touched
+``state/component/deltas.py``), so a new base reuses the bytes of every entry no batch touched
 since, instead of pickling the whole state again; they are unpickled when the object is
 built (``unpack``: bytes a verified payload held, never bytes from elsewhere).
 
-No Redis; the engine's ``Snapshotter`` and ``deltas.fold`` use it.
+In bytewax's words (``state/component``): ``keyed_parts`` is ``snapshot()``,
+``from_keyed`` is ``build(resume_state)``, ``keyed_delta`` / ``keyed_mark`` the delta
+between two snapshots, ``keyed_apply`` a catch-up; ``keyed_key`` / ``keyed_merge`` are
+what a snapshot needs on top to be re-split over another par.
+
+No Redis; ``state/component`` (its ``Snapshotter``, ``deltas.fold``) uses it. Stored
+bases pickle ``KeyedParts`` by reference: this module's path is part of the stored
+format (moving it would make every stored windowed state unreadable).
 """
 
 from __future__ import annotations

@@ -88,7 +88,7 @@ def metrics_key(ns: str) -> str:
 def source_lag_key(ns: str) -> str:
     """Replayable sources' lag behind their head (hash spout -> JSON ``SourceLag``),
     written by each source's planner after it plans a batch, read by the driver with the
-    batch (``state/runrecords.py``); a report, not state."""
+    batch (``engines/spark/records/runrecords.py``); a report, not state."""
     return ns_key(ns, "spark:source-lag")
 
 
@@ -129,7 +129,7 @@ def ticks_key(ns: str) -> str:
 
 def window_times_key(ns: str) -> str:
     """Hash txid -> the time and watermarks the Spark driver recorded for that batch
-    (``engines/spark/driver/windows.py``; ``state/watermarks.py``)."""
+    (``engines/spark/driver/windows.py``; ``engines/spark/records/watermarks.py``)."""
     return ns_key(ns, "spark:window-times")
 
 
@@ -209,7 +209,7 @@ def task_key(ns: str, component: str, task_index: int, suffix: str) -> str:
 
 
 def wal_key(ns: str, component: str, task_index: int) -> str:
-    """Stream: the write-ahead log of one spout task (``state/wal.py``)."""
+    """Stream: the write-ahead log of one spout task (``engines/spark/records/wal.py``)."""
     return task_key(ns, component, task_index, "wal")
 
 
@@ -219,7 +219,7 @@ def wal_seen_key(ns: str, component: str, task_index: int, bucket: int | str) ->
 
 
 def chunk_key(ns: str, component: str, task_index: int, part: str) -> str:
-    """An executor-side spout task's chunk log (``state/chunks.py``): ``heads`` (hash chunk
+    """An executor-side spout task's chunk log (``engines/spark/records/chunks.py``): ``heads`` (hash chunk
     number -> header), ``data`` (hash chunk number -> tuples) and ``acked`` (the ack mark)."""
     return task_key(ns, component, task_index, f"chunk-{part}")
 
@@ -291,5 +291,5 @@ __all__ = [
 
 def query_start_key(ns: str, checkpoint_id: str, spout: str) -> str:
     """Where a replayable spout's query started for one checkpoint (JSON offsets, written
-    once: ``state/starts.py``)."""
+    once: ``engines/spark/records/starts.py``)."""
     return ns_key(ns, f"spark:start:{check_name('checkpoint id', checkpoint_id)}:{spout}")

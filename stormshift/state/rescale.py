@@ -32,7 +32,7 @@ from stormshift.adapters.routing import choose_tasks
 from stormshift.errors import StateError
 from stormshift.state import keys as K
 from stormshift.state.commit import CommitLog
-from stormshift.state.deltas import fold_payloads
+from stormshift.state.component import state_at
 from stormshift.state.keyed import is_keyed, stored
 from stormshift.state.snapshots import SnapshotStore, field_name
 from stormshift.topology.graph import ComponentDef, Grouping, GroupingKind
@@ -208,7 +208,7 @@ def plan(r: Any, store: SnapshotStore, comp: ComponentDef, old: int) -> Plan:
     states = []
     for task in range(old):
         point = store.load(comp.name, task, committed + 1)
-        states.append(fold_payloads(point.base, point.deltas) if point is not None else {})
+        states.append(state_at(point))
     new, moved = split(comp, old, states)
     return Plan(comp.name, old, comp.par, committed, tuple(new), moved)
 

@@ -2,7 +2,7 @@
 
 A task's snapshot is a chain of versions in one Redis hash (``keys.snapshot_key``):
 field ``b:<txid>`` a *base* (the whole state), ``d:<txid>:<prev>`` a *delta* on
-version ``prev`` (what batch ``txid`` changed: ``state/deltas.py``); a field named
+version ``prev`` (what batch ``txid`` changed: ``state/component/deltas.py``); a field named
 by a bare txid is a base written by format 1 and is read as one. A batch writes
 one version under its txid (fenced: ``lua.SNAPSHOT_PUT``); a replay of the txid
 replaces it. The restore point below txid N is the newest committed version
@@ -26,11 +26,11 @@ import logging
 import os
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from stormshift.errors import StateError
 from stormshift.state import keys as K
+from stormshift.state.component.build import RestorePoint
 from stormshift.state.connection import retrying, run_scripts
 
 log = logging.getLogger("stormshift.state.snapshots")
@@ -82,20 +82,6 @@ def parse_field(field: str) -> tuple[int, int] | None:
     if m.group(3) is not None:
         return int(m.group(3)), int(m.group(4))
     return int(m.group(1) or m.group(2)), -1
-
-
-@dataclass(frozen=True)
-class RestorePoint:
-    """Verified payloads of one restore point: ``base`` then ``deltas`` oldest first;
-    ``version`` is the txid of the newest (the state they fold to is the state at it)."""
-
-    version: int
-    base: bytes
-    deltas: tuple[bytes, ...] = ()
-
-    @property
-    def delta_bytes(self) -> int:
-        return sum(len(d) for d in self.deltas)
 
 
 def chain_of(fields: Sequence[str], below: int, committed: int) -> list[str]:

@@ -12,7 +12,8 @@ Call order, one step each (``Status`` refuses a call in the wrong state):
 5. ``dead_letter``: each tuple the attempt dead-letters;
 6. ``sink``: its leaf emits for a ``redis:`` sink, guarded by the sink marker
    (``state/sinkstream.py``);
-7. ``counters``: its counters record for the driver (``state/batchstats.py``);
+7. ``counters``: its counters record for the engine's driver (an opaque blob in
+   ``keys.stats_key``; the engine reads it: ``engines/spark/records/batchstats.py``);
 8. ``commit``: steps 3-7 as ONE pipelined round of EVALSHA calls, in that order.
 
 The idempotence rule (the one rule for all of them): every write of attempt
@@ -45,7 +46,6 @@ from typing import Any
 
 from stormshift.errors import StateError
 from stormshift.state import keys as K
-from stormshift.state.batchstats import stats_call
 from stormshift.state.connection import Call, run_scripts
 from stormshift.state.deadletter import entry, fenced_add_call
 from stormshift.state.fencing import acquire_epoch
@@ -53,7 +53,15 @@ from stormshift.state.scope import TaskScope
 from stormshift.state.sinkstream import sink_call
 from stormshift.state.snapshots import written_head
 
-__all__ = ["Status", "TaskTxn"]
+__all__ = ["STATS_TTL_SECS", "Status", "TaskTxn", "stats_call"]
+
+STATS_TTL_SECS = 86400  # a batch's counters records, if its driver never reads them
+
+
+def stats_call(namespace: str, epoch: int, txid: int, who: str, field: str, record: bytes) -> Call:
+    """The fenced script call writing one task's counters record of ``txid`` (pure)."""
+    keys = [K.epochs_key(namespace), K.commit_key(namespace), K.stats_key(namespace, txid)]
+    return ("stats_put", keys, [epoch, txid, who, STATS_TTL_SECS, field, record])
 
 
 class Status(enum.Enum):

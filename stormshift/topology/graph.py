@@ -20,6 +20,8 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from stormshift.topology.capabilities import Capabilities
+
 
 class GroupingKind(str, enum.Enum):
     """How a consumer's tasks share a stream (Storm's groupings)."""
@@ -79,7 +81,9 @@ class ComponentDef:
     ``translated`` maps each config key the replacement took from the Java
     declaration to where it came from (``args_list[1]``, ``config 'group.id'``).
     ``config`` is the topology config overlaid with the component's own
-    config (component wins), as Storm merges them.
+    config (component wins), as Storm merges them. ``capabilities`` is what the
+    class can do (ticks, batching, hooks, replay), read once at load
+    (``capabilities.py``): nothing after the loader inspects the class.
     """
 
     name: str
@@ -92,6 +96,7 @@ class ComponentDef:
     first_task_id: int = 1
     replaces: str | None = None
     translated: Mapping[str, str] = field(default_factory=dict)
+    capabilities: Capabilities = field(default_factory=Capabilities)
 
     @property
     def task_ids(self) -> tuple[int, ...]:

@@ -31,8 +31,9 @@ from streamparse.dsl.spout import JavaSpoutSpec
 from streamparse.dsl.topology import Topology, TopologyType
 
 from stormshift.errors import TopologyError
+from stormshift.topology.capabilities import capabilities_of
 from stormshift.topology.classes import check_importable, class_path_of, import_component_class
-from stormshift.topology.graph import ComponentDef, TopologyGraph, freeze
+from stormshift.topology.graph import ComponentDef, ComponentKind, TopologyGraph, freeze
 from stormshift.topology.overrides import refuse_bad_values, unknown_key_warnings
 from stormshift.topology.project import (
     Layout,
@@ -68,7 +69,8 @@ from stormshift.topology.specs import (
 )
 from stormshift.topology.validate import topological_order, validate_components
 
-__all__ = ["graph_from_topology_class", "import_component_class", "import_topology", "load_topology"]
+__all__ = ["graph_from_topology_class", "import_component_class", "import_topology", "load_topology",
+           "with_class"]
 
 Target = type | str | os.PathLike[str]
 
@@ -178,7 +180,7 @@ def component_from_spec(spec: ComponentSpec, ctx: _Context) -> ComponentDef:
     own_config = parse_config(name, spec.config)
     replaces = None
     translated: dict[str, str] = {}
-    cls = python_class(spec)
+    cls: type | None = python_class(spec)
     if cls is not None:
         class_path = _python_class_path(cls, name, ctx)
     else:
@@ -194,17 +196,29 @@ def component_from_spec(spec: ComponentSpec, ctx: _Context) -> ComponentDef:
             translated = {k: v for k, v in translated.items() if k not in replacement.config}
             own_config = {**own_config, **java_config}
         own_config = {**own_config, **replacement.config}
+        cls = replacing
+    config = component_config(ctx.topology_config, own_config)
     return ComponentDef(
         name=name,
         kind=kind,
         class_path=class_path,
         par=par,
-        config=freeze(component_config(ctx.topology_config, own_config)),
+        config=freeze(config),
         outputs=freeze(outputs),
         inputs=inputs,
         replaces=replaces,
         translated=freeze(translated),
+        capabilities=capabilities_of(cls, config, spout=kind is ComponentKind.SPOUT),
     )
+
+
+def with_class(comp: ComponentDef, class_path: str, source_dirs: Sequence[str],
+               config: Mapping[str, Any]) -> ComponentDef:
+    """``comp`` run by another class (a shadow's replay spout) with ``config``: its
+    capabilities read again from that class, as loading would."""
+    cls = check_importable(class_path, source_dirs, comp.name)
+    return dataclasses.replace(comp, class_path=class_path, config=freeze(dict(config)),
+                               capabilities=capabilities_of(cls, config, spout=comp.is_spout))
 
 
 def component_config(topology_config: Mapping[str, Any], own: Mapping[str, Any]) -> dict[str, Any]:

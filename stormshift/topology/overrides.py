@@ -25,7 +25,19 @@ from typing import Any
 
 from stormshift.errors import TopologyError
 
-__all__ = ["OWN_KEYS", "config_keys_read", "keys_read", "refuse_bad_values",
+LOG_LEVELS = {  # the log level names a topology's config may use -> Python's levels
+    "TRACE": 5,
+    "DEBUG": 10,
+    "INFO": 20,
+    "WARN": 30,
+    "WARNING": 30,
+    "ERROR": 40,
+    "CRITICAL": 50,
+}
+"""Here, at the bottom layer, so the config check needs no engine; ``engines/logs.py``
+maps a component's log lines with it."""
+
+__all__ = ["LOG_LEVELS", "OWN_KEYS", "config_keys_read", "keys_read", "refuse_bad_values",
            "unknown_key_warnings"]
 
 
@@ -58,9 +70,7 @@ def _text(v: Any) -> bool:
 
 
 def _level(v: Any) -> bool:
-    from stormshift.engines.logs import LEVELS
-
-    return str(v).upper() in LEVELS
+    return str(v).upper() in LOG_LEVELS
 
 
 # key -> (test, what is expected, an example); None ("null") always means "the default"

@@ -3,7 +3,8 @@
 A scenario (``scenarios/NAME.json``) names a topology of the project under
 ``projects/features`` (``NAME`` or ``FILE:Class``), its input (``count`` rows
 ``[n, "k{n % keys}"]``), the oracle that computes the expected results
-(``oracle.ORACLES``), the checks to compare, and optionally ``xfail``:
+(``oracle.ORACLES``), the checks to compare, optionally ``config`` (topology config
+overrides, e.g. where a spout runs), and optionally ``xfail``:
 ``{engine: reason}`` for a known divergence of one engine (run strict: a fix makes it fail).
 
 A check is ``"component:stream VIEW"`` over a leaf stream (``VIEWS``),
@@ -53,7 +54,7 @@ def rows_of(scenario: dict[str, Any]) -> list[list[Any]]:
 
 def graph_of(scenario: dict[str, Any]) -> Any:
     return load_topology(PROJECT, scenario["topology"],
-                         overrides={"conform.rows": rows_of(scenario)})
+                         overrides={"conform.rows": rows_of(scenario), **scenario.get("config", {})})
 
 
 def cuts(name: str, engine: str) -> dict[str, int]:

@@ -87,7 +87,7 @@ def encoder_rows(layout, numbers):
     then one tuple ``[n, "k<n % 2>"]`` per number (record batches)."""
     import msgpack
 
-    from stormshift.engines.spark import rows as R
+    from stormshift.engines.spark.protocol import rows as R
 
     out = R.RowBuilder()
     head = layout.first_task("encoder")

@@ -5,7 +5,7 @@ redis-server (appendonly, fsync always, restarted by a supervisor thread when
 a fault kills it), its own checkpoint and sink directories, and runs the
 topology until it exits cleanly -- restarting it after each crash, as an
 operator or a cluster manager would. Faults are planned through
-``STORMSHIFT_FAULTS`` (``stormshift/engines/spark/faults.py``).
+``STORMSHIFT_FAULTS`` (``stormshift/engines/spark/diagnostics/faults.py``).
 """
 
 from __future__ import annotations
@@ -226,7 +226,7 @@ class Case:
 
     def _chunk_stats(self, r: Any) -> dict[str, int]:
         """Executor-side spouts' catch-up counters, summed over spouts and tasks."""
-        from stormshift.state.chunks import ChunkLog
+        from stormshift.engines.spark.records.chunks import ChunkLog
 
         total: dict[str, int] = {}
         for spout in self.graph.spouts:
@@ -237,7 +237,7 @@ class Case:
 
     def _snapshots(self, r: Any, committed: int) -> dict[str, dict[str, Any]]:
         """Every bolt task's committed snapshot, merged per component (dict attrs by key)."""
-        from stormshift.state.deltas import fold_payloads
+        from stormshift.state.component.deltas import fold_payloads
         from stormshift.state.snapshots import SnapshotStore
         from stormshift.topology.sources import use_sources
         from stormshift.windows.state import WindowingState

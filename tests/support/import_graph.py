@@ -59,14 +59,16 @@ def _imported(node: ast.AST, here: str, is_package: bool, known: dict[str, Path]
             yield sub if sub in known else module
 
 
-def import_edges(known: dict[str, Path]) -> list[Edge]:
-    """Every import between two modules of ``known`` (see the module doc for what counts)."""
+def import_edges(known: dict[str, Path], *, outside: bool = False) -> list[Edge]:
+    """Every import between two modules of ``known`` (see the module doc for what counts);
+    with ``outside``, every import of a module of ``known``, whatever it imports (a
+    third-party module, ``pyspark.sql``, ``redis``), named as the statement names it."""
     edges: dict[Edge, None] = {}  # one edge per statement, however many names it imports
     for name, path in known.items():
         tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
         for node in ast.walk(tree):
             for target in _imported(node, name, path.name == "__init__.py", known):
-                if target in known and target != name:
+                if (outside or target in known) and target != name:
                     edges[Edge(name, target, path, getattr(node, "lineno", 0))] = None
     return list(edges)
 

@@ -57,7 +57,6 @@ import time
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, cast
 
-from stormshift.adapters.attributes import user_attributes
 from stormshift.adapters.host import working_dir
 from stormshift.engines.budget import spout_budgets, task_targets
 from stormshift.engines.local.acker import Acker
@@ -66,6 +65,7 @@ from stormshift.engines.local.scheduler import Clock, Periodic, WallClock
 from stormshift.engines.local.tasks import TaskSet
 from stormshift.engines.summary import ComponentState, RunSummary
 from stormshift.metrics.board import Board
+from stormshift.state.component import state_of, user_state
 from stormshift.topology.graph import TopologyGraph
 
 __all__ = ["LocalEngine"]
@@ -149,8 +149,9 @@ class LocalEngine:
         return self.tasks.instances(component)
 
     def snapshots(self, component: str) -> list[dict[str, Any]]:
-        """Shallow copies of each task instance's ``__dict__`` (for tests)."""
-        return [dict(vars(obj)) for obj in self.instances(component)]
+        """Each task instance's state attributes by name, as every engine takes them
+        (``state/component``: not pystorm's own, not what cannot be pickled)."""
+        return [state_of(obj) for obj in self.instances(component)]
 
     @property
     def injected(self) -> list[str]:
@@ -192,7 +193,7 @@ class LocalEngine:
         for comp in self.graph.bolts:
             self.summary.components[comp.name].windows = self.tasks.window_counters(comp.name)
             if self.read_state:
-                tasks = [user_attributes(obj) for obj in self.instances(comp.name)]
+                tasks = [user_state(obj) for obj in self.instances(comp.name)]
                 self.summary.final_state[comp.name] = ComponentState(
                     tasks, self.tasks.maps[comp.name].values())
         if self.on_metrics is not None:
@@ -344,7 +345,8 @@ class LocalEngine:
         idle = f"{self.idle_ms / 1000:g}s"
         for name in self.tasks.unfinished_spouts():
             self.summary.warn(idle_cause(name, self.summary.components[name].gave_up,
-                                         self.conf.get("stormshift.max_replays", 10), idle))
+                                         self.conf.get("stormshift.max_replays", 10), idle,
+                                         self.graph.component(name).capabilities.signals_end))
         return f"sources idle for {idle}"
 
     def _reopened(self) -> bool:
@@ -428,10 +430,12 @@ class LocalEngine:
         self.summary.pending_trees = len(self.acker)
 
 
-def idle_cause(spout: str, gave_up: int, max_replays: Any, idle: str) -> str:
+def idle_cause(spout: str, gave_up: int, max_replays: Any, idle: str,
+               signals_end: bool = True) -> str:
     """Why ``spout`` never signalled end of input, as far as the run can tell: tuples the
     engine gave up replaying (a reliable spout waits for their ack or fail for ever), else
-    a spout that does not raise ``StopIteration`` at the end of its input."""
+    a spout whose code cannot end its input (``Capabilities.signals_end``), else one that
+    does not raise ``StopIteration`` at the end of its input."""
     if gave_up:
         return (f"spout {spout} is still waiting for {gave_up:,} tuple(s) the engine gave up "
                 f"replaying (each failed more than stormshift.max_replays={max_replays} "
@@ -439,8 +443,10 @@ def idle_cause(spout: str, gave_up: int, max_replays: Any, idle: str) -> str:
                 "gets their ack or fail, so it cannot signal end of input; the run ended after "
                 f"{idle} without new tuples. Fix the bolt that fails them, or raise -o "
                 "stormshift.max_replays=N.")
+    never = "" if signals_end else (" (its code never raises StopIteration or EndOfInput, "
+                                    "nor calls next() without a default)")
     return (f"spout {spout} emitted nothing new for {idle} of engine time and never "
-            "signalled end of input: the run ended as if its input were done. Fix: raise "
+            f"signalled end of input{never}: the run ended as if its input were done. Fix: raise "
             "StopIteration (or stormshift.adapters.host.EndOfInput) from next_tuple when the "
             "input is used up (a spout that catches StopIteration itself never ends); or set "
             "-o stormshift.idle_timeout_secs=N for a slower source.")

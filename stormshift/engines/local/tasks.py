@@ -308,28 +308,32 @@ class TaskSet:
     def window_counters(self, component: str) -> dict[str, int]:
         """Windowed bolts' late-data counters, summed over the component's tasks."""
         total: dict[str, int] = {}
+        if not self.graph.component(component).capabilities.windowed:
+            return total
         for inst in self.instances(component):
-            counters = getattr(inst, "window_counters", None)
-            if callable(counters) and getattr(inst, "windowing_state", None) is not None:
-                for name, n in counters().items():
+            if inst.windowing_state is not None:  # None: no tuple or pane yet
+                for name, n in inst.window_counters().items():
                     total[name] = total.get(name, 0) + n
         return total
 
     def window_watermark_ms(self, component: str) -> int | None:
         """A windowed bolt's watermark: the lowest of its tasks' (each task tracks its own
         inputs here; the Spark engine keeps one tracker per bolt), None if not windowed."""
+        if not self.graph.component(component).capabilities.windowed:
+            return None
         marks = [inst.watermark_ms for inst in self.instances(component)
-                 if getattr(inst, "windowing_state", None) is not None]
+                 if inst.windowing_state is not None]
         return min(marks) if marks else None
 
     def source_lags(self, component: str) -> list[Any]:
         """A replayable spout's lag per task at its cursor (``spouts/lag.py``); empty for
         other spouts, or a replayable spout of the user's that cannot count it."""
-        lags = []
+        lags: list[Any] = []
+        if not self.graph.component(component).capabilities.has("local_lag"):
+            return lags
         for inst in self.instances(component):
-            measure = getattr(inst, "local_lag", None)
             try:
-                lag = measure() if callable(measure) else None
+                lag = inst.local_lag()
             except NotImplementedError:
                 lag = None
             if lag is not None:

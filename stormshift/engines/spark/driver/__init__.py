@@ -20,7 +20,7 @@ which builds the spark-submit command that starts a driver on a cluster).
 
 Crosses the boundary: OUT a pickled ``task.stage.StageJob`` per stage (with the
 ``layout.Layout``) inside the ``mapInArrow`` function, small DataFrames of
-beacons and redriven rows (``rows.py``), string options for each source;
+beacons and redriven rows (``protocol/rows.py``), string options for each source;
 IN offsets JSON through Spark's offset log (``windows.py`` reads a batch's to tell
 the final batch), and Redis (keys in ``state/keys.py``):
 the commit record, the tasks' counters (``task/counters.py``), the spout reports

@@ -38,8 +38,8 @@ from functools import reduce
 from typing import Any
 
 from stormshift.engines.problems import ErrorDigest
-from stormshift.engines.spark import faults
-from stormshift.engines.spark import rows as R
+from stormshift.engines.spark.diagnostics import faults
+from stormshift.engines.spark.diagnostics.profiling import profiled
 from stormshift.engines.spark.driver.redrive import RedrivePlan, plan_redrive
 from stormshift.engines.spark.driver.ticks import TickRecorder
 from stormshift.engines.spark.driver.waves import (
@@ -51,13 +51,13 @@ from stormshift.engines.spark.driver.waves import (
     waves,
 )
 from stormshift.engines.spark.driver.windows import WindowClock
-from stormshift.engines.spark.layout import Layout, Stage
-from stormshift.engines.spark.profiling import profiled
+from stormshift.engines.spark.protocol import rows as R
+from stormshift.engines.spark.protocol.layout import Layout, Stage
+from stormshift.engines.spark.records import batchstats
 from stormshift.engines.spark.task.counters import COUNTERS, MemberStats, read_stats
 from stormshift.engines.spark.task.sink import SinkSpec
 from stormshift.engines.spark.task.stage import StageJob, run_partition
 from stormshift.engines.spark.task.windowing import BatchTime
-from stormshift.state import batchstats
 
 __all__ = ["COUNTERS", "SPOUTS", "BatchResult", "BatchRunner", "BatchStatus", "stage_groups"]
 
@@ -300,8 +300,8 @@ def source_lags(r: Any, namespace: str) -> dict[str, Any]:
     planned last: this batch's end, or the next batch's when Spark planned that already)."""
     import json
 
+    from stormshift.engines.spark.records.runrecords import read_source_lags
     from stormshift.spouts.lag import SourceLag
-    from stormshift.state.runrecords import read_source_lags
 
     return {spout: SourceLag.from_dict(json.loads(raw))
             for spout, raw in read_source_lags(r, namespace).items()}

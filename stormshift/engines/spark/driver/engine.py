@@ -67,7 +67,8 @@ from stormshift.engines.spark.driver.progress import (
 from stormshift.engines.spark.driver.stopping import StopRequests, interrupted_text, stop_query
 from stormshift.engines.spark.driver.ticks import TickRecorder, drain_ticks, tick_intervals_ms
 from stormshift.engines.spark.driver.windows import WindowClock
-from stormshift.engines.spark.layout import Layout
+from stormshift.engines.spark.protocol.layout import Layout
+from stormshift.engines.spark.records.runrecords import clear_source_lags, clear_stop
 from stormshift.engines.spark.source.options import now_ms, source_options
 from stormshift.engines.spark.source.source import SOURCE_NAME, SpoutSource
 from stormshift.engines.spark.source.spout_report import clear_spout_reports, read_spout_reports
@@ -77,7 +78,6 @@ from stormshift.errors import StormshiftError
 from stormshift.metrics.board import Board
 from stormshift.metrics.feed import fold_batch, fold_spout_dead_letters
 from stormshift.metrics.records import write_board
-from stormshift.state.runrecords import clear_source_lags, clear_stop
 
 __all__ = ["SparkEngine"]
 

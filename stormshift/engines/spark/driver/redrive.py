@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from stormshift.adapters.routing import choose_tasks
-from stormshift.engines.spark import rows as R
-from stormshift.engines.spark.layout import Layout
+from stormshift.engines.spark.protocol import rows as R
+from stormshift.engines.spark.protocol.layout import Layout
 from stormshift.state.deadletter import DeadLetter
 from stormshift.topology.graph import GroupingKind
 

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from types import FrameType, TracebackType
 from typing import Any, Self
 
-from stormshift.state.runrecords import clear_stop, request_stop
+from stormshift.engines.spark.records.runrecords import clear_stop, request_stop
 
 __all__ = ["StopRequests", "interrupted_text", "stop_query"]
 
@@ -51,7 +51,7 @@ class StopRequests:
 def stop_query(query: Any, runner: Any, r: Any, namespace: str, stops: StopRequests, *,
                clean: bool, timeout_secs: float, poll_secs: float,
                trigger_active: Callable[[Any], bool]) -> bool:
-    """Stop the query between batches: sources plan no new batch (the stop flag, ``state/runrecords.py``), the
+    """Stop the query between batches: sources plan no new batch (the stop flag, ``engines/spark/records/runrecords.py``), the
     batch in flight commits, then ``query.stop()`` finds the stream thread idle (a stop
     in the middle of planning made the JVM print a stack overflow). A second Ctrl-C or
     SIGTERM while waiting, or ``timeout_secs``, abandons the batch in flight instead

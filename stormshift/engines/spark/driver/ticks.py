@@ -9,7 +9,7 @@ same ticks. A tick is delivered after the task's tuples of the batch.
 
 After end of input the sources plan ``drain_ticks`` more batches, one per tick
 interval of their own clock, so that ticking bolts flush what they hold
-(``source/offsets.py`` ``after_done``). Those drain steps tick by their number,
+(``source/planner/offsets.py`` ``after_done``). Those drain steps tick by their number,
 not by the driver's clock (``plan_drain_ticks``): the two clocks disagree by
 up to a batch, and a step the driver's clock found too early delivered no
 tick, so a BatchingBolt could reach the end of the run still holding tuples.
@@ -21,31 +21,18 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from stormshift.state.runrecords import record_ticks, recorded_ticks
+from stormshift.engines.spark.records.runrecords import record_ticks, recorded_ticks
 
 __all__ = ["TickRecorder", "drain_ticks", "plan_drain_ticks", "plan_ticks", "tick_intervals_ms"]
 
-TICK_KEY = "topology.tick.tuple.freq.secs"
-
-
 def tick_intervals_ms(graph: Any) -> dict[str, int]:
-    """Bolt -> tick interval in ms, for bolts that get ticks."""
-    from stormshift.topology.classes import import_component_class
-
+    """Bolt -> tick interval in ms, for bolts that get ticks (``Capabilities.tick_interval_ms``:
+    the configured frequency, else a TicklessBatchingBolt's ``secs_between_batches``)."""
     out: dict[str, int] = {}
     for comp in graph.bolts:
-        secs = comp.config.get(TICK_KEY)
-        if secs is None:
-            try:
-                cls = import_component_class(comp.class_path, graph.source_dirs)
-            except Exception:  # noqa: BLE001 - loader already validated the class
-                cls = None
-            from pystorm.bolt import TicklessBatchingBolt
-
-            if cls is not None and issubclass(cls, TicklessBatchingBolt):
-                secs = getattr(cls, "secs_between_batches", 2)
-        if secs is not None and float(secs) > 0:
-            out[comp.name] = int(float(secs) * 1000)
+        every = comp.capabilities.tick_interval_ms
+        if every is not None:
+            out[comp.name] = every
     return out
 
 
@@ -54,29 +41,18 @@ def drain_ticks(graph: Any, intervals_ms: Mapping[str, int]) -> int:
     every ticking bolt to flush what it holds, and no more (each is an empty batch).
 
     A BatchingBolt flushes on its ``ticks_between_batches + 1``-th tick, other ticking
-    bolts need one; a bolt ticking every k shortest intervals needs k times as many; a
-    ticking bolt downstream of another needs its own after its upstream's (path sums).
+    bolts need one (``Capabilities.ticks_to_flush``); a bolt ticking every k shortest
+    intervals needs k times as many; a ticking bolt downstream of another needs its own
+    after its upstream's (path sums).
     """
     if not intervals_ms:
         return 0
-    from pystorm.bolt import BatchingBolt, TicklessBatchingBolt
-
-    from stormshift.topology.classes import import_component_class
-
     shortest = min(intervals_ms.values())
     need: dict[str, int] = {}
     for comp in graph.bolts:  # topological order: upstream bolts first
         own = 0
         if comp.name in intervals_ms:
-            ticks = 1
-            try:
-                cls = import_component_class(comp.class_path, graph.source_dirs)
-            except Exception:  # noqa: BLE001 - loader already validated the class
-                cls = None
-            if cls is not None and issubclass(cls, BatchingBolt) and \
-                    not issubclass(cls, TicklessBatchingBolt):
-                ticks = int(getattr(cls, "ticks_between_batches", 1)) + 1
-            own = ticks * -(-intervals_ms[comp.name] // shortest)
+            own = comp.capabilities.ticks_to_flush * -(-intervals_ms[comp.name] // shortest)
         upstream = [need.get(i.source, 0) for i in comp.inputs]
         need[comp.name] = own + max(upstream, default=0)
     return max(need.values(), default=0)

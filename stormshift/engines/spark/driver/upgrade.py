@@ -17,11 +17,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from stormshift.adapters.attributes import names_in_code, user_attributes
 from stormshift.errors import StateError, StormshiftError
 from stormshift.state import keys as K
 from stormshift.state.commit import CommitLog
-from stormshift.state.deltas import fold_payloads
+from stormshift.state.component import names_in_code, state_at, user_state
 from stormshift.state.keyed import stored as stored_form
 from stormshift.state.snapshots import SnapshotStore, field_name
 from stormshift.state.upgrade import MIGRATE_HOOK, TaskChanges, compare, merge
@@ -109,14 +108,14 @@ def plan_upgrade(r: Any, store: SnapshotStore, graph: TopologyGraph) -> UpgradeP
         except Exception as exc:  # noqa: BLE001 - its tasks will say it again, with the batch
             result.unchecked[comp.name] = f"{type(exc).__name__}: {exc}"
             continue
-        fresh = user_attributes(instance)
-        hook = getattr(instance, MIGRATE_HOOK, None)
-        changes = TaskChanges(comp.name, migrated=callable(hook))
+        fresh = user_state(instance)
+        hook = getattr(instance, MIGRATE_HOOK) if comp.capabilities.has(MIGRATE_HOOK) else None
+        changes = TaskChanges(comp.name, migrated=hook is not None)
         in_code = names_in_code(type(instance))
         states = []
         for point in points:
-            stored = fold_payloads(point.base, point.deltas) if point is not None else {}
-            migrated = _migrate(comp.name, hook, stored) if callable(hook) else stored
+            stored = state_at(point)
+            migrated = _migrate(comp.name, hook, stored) if hook is not None else stored
             keep = compare(changes, migrated, fresh, in_code)
             changes.rewrite = changes.rewrite or not _same(keep, stored)
             states.append(keep)

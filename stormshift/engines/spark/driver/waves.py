@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from stormshift.engines.spark.layout import Layout, Stage
+from stormshift.engines.spark.protocol.layout import Layout, Stage
 
 __all__ = ["SPOUTS", "IdleWindows", "group_key", "stage_groups", "stage_runs", "waves"]
 

@@ -16,7 +16,7 @@ and every batch, so all tasks of a bolt share one watermark. Call order, per bat
    of the batch before (so from batches <= N-1 only); ``final`` when Spark's offset
    log says every source of this batch id reached end of input (``fin``, not
    ``capped``): then every watermark is ``END_OF_TIME_MS`` and bolts get
-   ``end_of_input()``. Recorded under the txid (``state/watermarks.py``); a re-run
+   ``end_of_input()``. Recorded under the txid (``engines/spark/records/watermarks.py``); a re-run
    of the batch reads it back and fires exactly the same panes.
 2. ``fold(txid, time, reports)`` (step 4, after the stages, before the commit): the
    trackers as of the batch before, with this batch's watermark and reports
@@ -35,9 +35,9 @@ from collections.abc import Mapping
 from typing import Any
 
 from stormshift.engines.spark.driver.offset_log import batch_offsets
+from stormshift.engines.spark.records import watermarks
 from stormshift.engines.spark.task.windowing import BatchTime
 from stormshift.errors import StormshiftError
-from stormshift.state import watermarks
 from stormshift.windows.state import COUNTERS
 from stormshift.windows.watermark import WatermarkTracker
 from stormshift.windows.window import END_OF_TIME_MS, START_OF_TIME_MS
@@ -46,18 +46,9 @@ __all__ = ["WindowClock", "final_batch", "time_bolts"]
 
 
 def time_bolts(graph: Any) -> tuple[list[str], bool]:
-    """``(windowed bolts, whether any bolt defines end_of_input)`` from their classes."""
-    from stormshift.topology.classes import import_component_class
-
-    windowed, ends = [], False
-    for comp in graph.bolts:
-        try:
-            cls: Any = import_component_class(comp.class_path, graph.source_dirs)
-        except Exception:  # noqa: BLE001 - the loader already validated the class
-            cls = None
-        if callable(getattr(cls, "start_batch", None)) and callable(getattr(cls, "batch_report", None)):
-            windowed.append(comp.name)
-        ends = ends or callable(getattr(cls, "end_of_input", None))
+    """``(windowed bolts, whether any bolt defines end_of_input)`` from their capabilities."""
+    windowed = [c.name for c in graph.bolts if c.capabilities.windowed]
+    ends = any(c.capabilities.end_of_input for c in graph.bolts)
     return windowed, ends or bool(windowed)
 
 

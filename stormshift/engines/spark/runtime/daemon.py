@@ -79,7 +79,7 @@ PRELOAD = (
     "tenacity",
     "streamparse",
     "stormshift.adapters.host",
-    "stormshift.engines.spark.layout",
+    "stormshift.engines.spark.protocol.layout",
     "stormshift.engines.spark.task.taskstate",
     "stormshift.engines.spark.runtime.worker",
     "stormshift.spouts.base",
@@ -96,7 +96,7 @@ AFTER_FORK = (
     "pyspark.sql.pandas.serializers",
     "stormshift.engines.spark.task.stage",
     "stormshift.engines.spark.source.source",
-    "stormshift.engines.spark.spoutrange",
+    "stormshift.engines.spark.protocol.spoutrange",
     "stormshift.engines.spark.task.headinput",
 )
 """Imported before the fork where ``THREAD_FREE_ENV`` holds, else by each fork before its
@@ -251,7 +251,7 @@ def prepare(environ: dict[str, str] | os._Environ[str]) -> bool:
 
 
 def main() -> None:
-    # the workers' spout hosts live as long as this daemon (source/host_client.py: OWNER_ENV)
+    # the workers' spout hosts live as long as this daemon (runtime/hosts.py: OWNER_ENV)
     os.environ["STORMSHIFT_SPOUT_OWNER"] = str(os.getpid())
     prepare(os.environ)
     if thread_count() > 1:  # pragma: no cover - a dependency started a thread on import

@@ -1,6 +1,6 @@
 """The life of a long-lived host process beside Spark's Python workers.
 
-Spout hosts (``source/spout_host.py``) and task hosts (``task/task_host.py``) are
+Spout hosts (``source/spouthost/spout_host.py``) and task hosts (``task/task_host.py``) are
 the same kind of process: started detached by the first worker that needs one,
 reached over a unix socket in a directory only this user can enter (requests
 carry pickles), one per socket path (a lock file), gone when their owner (the
@@ -25,7 +25,25 @@ from pathlib import Path
 
 from stormshift.errors import StormshiftError
 
-__all__ = ["connect", "detach", "dial", "owner_alive", "private_dir", "serve"]
+__all__ = ["OWNER_ENV", "connect", "detach", "dial", "owner_alive", "owner_pid", "private_dir",
+           "serve"]
+
+OWNER_ENV = "STORMSHIFT_SPOUT_OWNER"  # set by stormshift's worker daemon: its pid
+
+
+def owner_pid() -> int:
+    """The process whose life bounds the host's: stormshift's worker daemon (``OWNER_ENV``),
+    else the parent of a Spark task's worker (pyspark's daemon), else this process."""
+    if os.environ.get(OWNER_ENV, "").isdigit():
+        return int(os.environ[OWNER_ENV])
+    try:
+        from pyspark import TaskContext
+
+        if TaskContext.get() is not None:
+            return os.getppid()
+    except ImportError:
+        pass
+    return os.getpid()
 
 
 def private_dir(top: Path, what: str) -> None:

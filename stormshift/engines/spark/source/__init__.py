@@ -1,34 +1,34 @@
 """engines/spark/source: each spout as a PySpark Python streaming data source.
 
-Runs in three places (pyspark 4.3, ``python_streaming_source_runner``):
+Runs in three kinds of process (pyspark 4.3, ``python_streaming_source_runner``),
+one sub-folder each:
 
-- the driver creates ``source.SpoutSource`` from string options (``options.py``);
-- ONE long-lived planning Python process per source runs the stream reader's
-  ``latestOffset`` / ``partitions`` / ``commit`` (``planner.py``): the spout
-  instances live there, generic spouts' emits go to the write-ahead log before
-  an offset is returned, committed batches are acked; problems, warnings and
-  log lines go to the driver through ``spout_report.py``;
-- with ``stormshift.spout.executor`` a generic spout's planner (``chunk_planner.py``)
-  hosts no instance: it numbers chunks, and the executors' reads run the spout
-  (``live_spout.py``), the task's live instance kept in a spout host process
-  (``spout_host.py``) that every Python worker of the executor asks through
-  ``host_client.py``, or with ``stormshift.spout.host`` false in each Python
-  worker; both find instances in ``live_registry.py``;
-- executors run ``read`` on a pickled copy of the reader, which reads its
-  partition's range through ``../spoutrange.py`` (a stage head that reads its
-  spout's ranges itself uses the same reader inside its task).
+- ``planner/``: ONE long-lived planning Python process per source runs the
+  stream reader's ``latestOffset`` / ``partitions`` / ``commit``: generic
+  spouts' instances live there and their emits go to the write-ahead log before
+  an offset is returned; an executor-side spout's chunks are numbered there;
+- ``read/``: executors run ``read`` on a pickled copy of the reader, which reads
+  its partition's range (``protocol/spoutrange.py``) and, for an executor-side
+  spout (``stormshift.spout.executor``), runs the spout and logs its chunk;
+- ``spouthost/``: the spout host, a process per spout task and executor that
+  keeps the task's live instance for every Python worker of the executor.
+
+What they share, at this level: ``source.py`` (the ``DataSource`` and its
+stream reader: the driver creates it from string options, the planner and the
+reads call its methods; it imports ``planner/`` and ``read/`` lazily, in the
+process that runs them), ``options.py`` (those options parsed, the input
+partitions the planner returns and ``read`` gets, the planning clock),
+``live_registry.py`` and ``live_spout.py`` (an executor-side spout task's live
+instances, their key, and how one is caught up and emits a chunk: run by the
+read's worker or by the spout host), ``host_wire.py`` (the frames both ends of a
+spout host's socket speak), ``spout_report.py`` (what a spout's process tells the
+driver: written by the planner, a read or a host, read and cleared by the driver).
 
 Crosses the boundary: offsets as JSON (Spark's offset log: ``t`` / ``p``,
 ``done``, ``fin``, ``k``, ``n``, ``capped``; see ``source.py``), input partitions
 pickled to the executors (``options.WalPartition`` / ``ReplayPartition`` /
-``ChunkPartition``),
-Arrow rows out of ``read`` (``rows.py``: ``BEACON``, ``TUPLE`` and ``READ`` rows), and Redis:
-the write-ahead log and dead letters (``state/``), the spout reports
-(``state/keys.py`` ``spout_report_key``: written by the planner, read and
-cleared by the driver, so the record's both halves live here with its writer).
-``source.py`` imports ``planner.py`` (lazily, in the planner process only);
-both import ``options.py``. ``live_spout.py`` (the read) and ``spout_host.py``
-(the host process) both import ``live_registry.py`` and ``host_client.py``, and
-the host imports the read's catch-up: no cycle (tests/test_code_quality.py
-checks the whole package).
+``ChunkPartition``), Arrow rows out of ``read`` (``protocol/rows.py``: ``BEACON``,
+``TUPLE`` and ``READ`` rows), and Redis: the write-ahead log and chunk log
+(``records/``), dead letters (``state/``), the spout reports
+(``state/keys.py`` ``spout_report_key``).
 """

@@ -2,11 +2,11 @@
 
 Why a module of its own: an executor-side spout's live instance
 (``live_spout.LiveSpout``) is kept in whichever process runs it -- a Python
-worker (``live_spout.py``) or a spout host (``spout_host.py``) -- and both
+worker (``read/chunk_read.py``) or a spout host (``spouthost/spout_host.py``) -- and both
 find it by the same key, which also names the host's socket
-(``host_client.socket_path``). Keeping the registry, its key and the error a
-catch-up raises here lets ``live_spout.py``, ``host_client.py`` and
-``spout_host.py`` import it without importing each other in a circle.
+(``read/host_client.socket_path``). Keeping the registry, its key and the error a
+catch-up raises here lets ``live_spout.py``, ``read/`` and ``spouthost/`` import it
+without importing each other in a circle.
 
 Words: a *live key* is (namespace, spout, task, class path, topology config,
 component config, wiring): an instance built for another key (a redeploy with

@@ -1,28 +1,21 @@
-"""A generic spout's task run on an executor: the first read of a batch logs its chunk.
+"""An executor-side spout task's live instance: built, brought to its log's head, emitting a chunk.
 
-Executor mode (``stormshift.spout.executor``, ``chunk_planner.py``): the planner
-only numbers chunks; the read of task *i*'s partition for chunk *k*
-(``chunk_entries``) runs here, in a Spark Python worker:
+Shared by the two processes that keep live instances (``live_registry.py``): a
+Spark Python worker (the read, ``read/chunk_read.py``, with ``stormshift.spout.host``
+false) and a spout host (``spouthost/spout_host.py``, the default). Both call
+``emit_chunk`` for chunk *k* and, once the chunk is logged as it was emitted,
+``keep``.
 
-1. take a new epoch for the task (a zombie attempt's write is refused);
-2. chunk *k* is logged (a retried task, a batch re-run after a crash): re-read it;
-3. else bring this worker's live instance of the task to the log's head, ack
-   what committed batches hold (the ack mark, ``state/chunks.py``), run
-   ``next_tuple`` until the chunk's limit, the spout's end of input or
-   ``budget_ms`` of spout time, and log the chunk (first writer wins).
-
-Live instances are kept per (namespace, spout task, topology wiring) in the
-process that runs them: by default a spout host that every Python worker of
-the executor asks (``spout_host.py``: step 3 runs there, the worker logs the
-chunk), else (``stormshift.spout.host`` false) the worker itself. An instance
-is *at the head* when it produced (or re-produced) exactly chunks ``0 .. k-1``.
-One that is behind -- a fresh process, or one that ran the task's earlier
-chunks but not the last ones -- is brought to the head: with the spout's ``resume(last_msg_id)`` hook if
-its class defines one, else by running ``next_tuple`` and discarding the emits
-while checking them against the logged chunks (same count, same msg ids in the
-same order, ``ChunkHead.digest``). A spout that emits anything else is not
-deterministic: ``SpoutNotDeterministic`` says so and how to run it instead.
-A next_tuple call that emits past the limit keeps the rest for the next chunk
+An instance is *at the head* when it produced (or re-produced) exactly chunks
+``0 .. k-1``. One that is behind -- a fresh process, or one that ran the task's
+earlier chunks but not the last ones -- is brought to the head: with the spout's
+``resume(last_msg_id)`` hook if its class defines one, else by running
+``next_tuple`` and discarding the emits while checking them against the logged
+chunks (same count, same msg ids in the same order, ``ChunkHead.digest``). A
+spout that emits anything else is not deterministic: ``SpoutNotDeterministic``
+says so and how to run it instead. Before a chunk it gets the acks of what
+committed batches hold (the ack mark, ``engines/spark/records/chunks.py``). A
+next_tuple call that emits past the limit keeps the rest for the next chunk
 (``carry``), so a chunk never holds more than its limit (``--max-tuples``).
 """
 
@@ -34,23 +27,19 @@ from typing import Any
 
 import msgpack
 
-from stormshift.engines.spark import faults
+from stormshift.engines.spark.records.chunks import ChunkHead, ChunkLog, ids_digest
 from stormshift.engines.spark.source.live_registry import (
     LIVE,
     SpoutNotDeterministic,
     forget_live_spouts,
     live_key,
 )
-from stormshift.errors import StormshiftError
-from stormshift.state.chunks import ChunkHead, ChunkLog, ids_digest
 
-__all__ = ["HOST_KEY", "LiveSpout", "SpoutNotDeterministic", "chunk_entries", "drain_acks", "emit_chunk",
-           "forget_live_spouts", "host_mode", "keep"]
+__all__ = ["LiveSpout", "SpoutNotDeterministic", "emit_chunk", "forget_live_spouts", "keep"]
 
 _EMPTY_SLEEP_SECS = 0.001
 CATCH_UP_STALL_SECS = 60.0  # a replay that gets no emit for this long is not deterministic
 Item = tuple[tuple[int, list[int], bytes], Any]  # (WAL entry, msg id)
-HOST_KEY = "stormshift.spout.host"
 
 
 class LiveSpout:
@@ -189,14 +178,14 @@ def not_deterministic(spout: str, task: int, number: int, head: ChunkHead, got: 
             "continue after that msg id (seek a file offset, a consumer position).")
 
 
-# ----------------------------------------------------------- per worker -----
+# ------------------------------------------------ per process (worker or host) -----
 
-# the instances live in ``live_registry.LIVE`` (shared with ``spout_host.py``)
+# the instances live in ``live_registry.LIVE``
 
 
 def _fresh(opts: Any, task: int, log: ChunkLog) -> LiveSpout:
     from stormshift.adapters.host import SpoutHost
-    from stormshift.engines.spark.layout import Layout
+    from stormshift.engines.spark.protocol.layout import Layout
     from stormshift.engines.spark.runtime.worker import redis_for
     from stormshift.engines.spark.source.spout_report import SpoutReport
 
@@ -214,8 +203,7 @@ def _fresh(opts: Any, task: int, log: ChunkLog) -> LiveSpout:
 def _dead_letterer(opts: Any, task: int) -> Any:
     def dead_letter(err: Any, trace: str, reason: str, seq: int) -> None:
         from stormshift.engines.spark.runtime.worker import redis_for
-        from stormshift.engines.spark.task.poison import plain
-        from stormshift.state.deadletter import DeadLetters
+        from stormshift.state.deadletter import DeadLetters, plain
 
         ident = repr(err.msg_id) if err.msg_id is not None else f"at-{seq}"
         DeadLetters(redis_for(opts.redis_url), opts.namespace).add(
@@ -232,9 +220,8 @@ def _at_head(opts: Any, task: int, number: int, log: ChunkLog) -> LiveSpout:
     if live is None or live.number > number:
         live = _fresh(opts, task, log)
         stats["fresh"] = 1
-        resume = getattr(live.host.instance, "resume", None)
-        if callable(resume) and number > 0:
-            _resume(live, resume, number, log)
+        if live.host.capabilities.has("resume") and number > 0:
+            _resume(live, live.host.instance.resume, number, log)
             stats["resumed"] = 1
     if live.number < number:
         seq = live.seq
@@ -266,27 +253,6 @@ def _resume(live: LiveSpout, resume: Any, number: int, log: ChunkLog) -> None:
     live.number, live.seq = number, end
 
 
-def chunk_entries(opts: Any, task: int, number: int, limit: int) -> list[Any]:
-    """The entries of chunk ``number`` of spout task ``task``: logged by this read if it is
-    the first, else re-read (module doc). With a spout host (``host_client.py`` /
-    ``spout_host.py``, the default) the live instance lives there, else in this worker."""
-    from stormshift.engines.spark.runtime.worker import redis_for
-
-    log = ChunkLog(redis_for(opts.redis_url), opts.namespace, opts.spout, task)
-    log.take_epoch()
-    got = log.payload(number)
-    if got is not None:
-        return got[0]
-    if host_mode(opts):
-        from stormshift.engines.spark.source.host_client import chunk_from_host
-
-        entries = chunk_from_host(opts, task, number, limit, log)
-    else:
-        entries = _chunk_here(opts, task, number, limit, log)
-    faults.hit("source.after_chunk_log", spout=opts.spout, task=task, chunk=number)
-    return entries
-
-
 def emit_chunk(opts: Any, task: int, number: int, limit: int, acked: int,
                log: ChunkLog) -> tuple[LiveSpout, list[Any], list[Any], ChunkHead]:
     """Chunk ``number``'s emits by this process's live instance of the task, brought to the
@@ -306,42 +272,3 @@ def keep(opts: Any, task: int, live: LiveSpout, number: int, msg_ids: list[Any])
     the log's head again and goes back to the cache."""
     live.advance(number, msg_ids)
     LIVE[live_key(opts, task)] = live
-
-
-def _chunk_here(opts: Any, task: int, number: int, limit: int, log: ChunkLog) -> list[Any]:
-    live, entries, msg_ids, head = emit_chunk(opts, task, number, limit, log.acked(), log)
-    # an instance whose emits did not reach the log (another attempt logged the chunk
-    # first, or the put raised) is off the log: it stays out of the cache
-    if not log.put(number, head, entries, msg_ids):
-        got = log.payload(number)
-        if got is None:
-            raise StormshiftError(f"spout {opts.spout!r} task {task}: chunk {number} vanished")
-        return got[0]
-    keep(opts, task, live, number, msg_ids)
-    return entries
-
-
-def host_mode(opts: Any) -> bool:
-    """Whether the task's live instance runs in a spout host process (``spout_host.py``):
-    ``stormshift.spout.host``, the spout's config else the topology's (default yes); not
-    for options built in-process (no string form to send the host)."""
-    if not getattr(opts, "raw", None):
-        return False
-    comp = opts.graph.component(opts.spout)
-    value = comp.config.get(HOST_KEY, opts.graph.config.get(HOST_KEY, True))
-    return value is True or str(value).lower() in ("true", "1", "yes")
-
-
-def drain_acks(opts: Any, task: int) -> None:
-    """A read with no chunk (the task ended, or the batch that ends the run): the task's
-    instance on this worker, if any, still gets the acks of committed chunks."""
-    if host_mode(opts):
-        from stormshift.engines.spark.source.host_client import acks_to_host
-
-        acks_to_host(opts, task)
-        return
-    live = LIVE.get(live_key(opts, task))
-    if live is not None and live.unacked:
-        from stormshift.engines.spark.runtime.worker import redis_for
-
-        live.drain_acks(ChunkLog(redis_for(opts.redis_url), opts.namespace, opts.spout, task).acked())

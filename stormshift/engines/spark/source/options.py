@@ -65,7 +65,7 @@ class WalPartition(InputPartition):
 
 class ChunkPartition(InputPartition):
     """An executor-side spout task's input of one batch: chunk ``number`` (-1: none) of at
-    most ``limit`` tuples (``chunk_planner.py``)."""
+    most ``limit`` tuples (``planner/chunk_planner.py``)."""
 
     def __init__(self, task: int, number: int, limit: int):
         super().__init__((task, number, limit))

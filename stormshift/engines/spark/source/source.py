@@ -20,17 +20,17 @@ reached the budget, not end of input: a later run with a larger budget, from
 the same checkpoint, goes on from here).
 
 Generic spouts: ``latestOffset`` runs ``next_tuple()`` within ``budget_ms`` and
-appends the emits to the write-ahead log (``stormshift.state.wal``), or, with
+appends the emits to the write-ahead log (``stormshift.engines.spark.records.wal``), or, with
 ``stormshift.spout.lead_batches`` > 0, a pump thread of the planner process does
-so ahead of the batches (``pump.py``); ``latestOffset`` takes up to ``batch_max``
+so ahead of the batches (``planner/pump.py``); ``latestOffset`` takes up to ``batch_max``
 logged tuples per task, cut at the task's ``--max-tuples`` target. Either way a tuple is logged before an offset covering it leaves.
 ``commit(end)`` acks the tuples of committed batches, then trims the log.
-With ``stormshift.spout.executor`` (``chunk_planner.py``) no spout runs here: the
+With ``stormshift.spout.executor`` (``planner/chunk_planner.py``) no spout runs here: the
 offset holds chunk numbers (``x``), and the first read of a chunk runs the spout
-and logs it (``live_spout.py``); a re-read reads the log.
+and logs it (``read/chunk_read.py``); a re-read reads the log.
 Replayable spouts (``stormshift.spouts.base``) are read through their replay
 interface and need no log. ``read`` reads its partition's range through the
-one spout-range reader (``spoutrange.py``) and sends its tuples as rows where
+one spout-range reader (``protocol/spoutrange.py``) and sends its tuples as rows where
 they were routed; when every consumer of the spout runs on the source's
 partitions (``Layout.deferred``), it sends only beacons and one ``READ`` row
 per head: the heads' stages read the range themselves.
@@ -42,15 +42,10 @@ from typing import Any
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 
-from stormshift.engines.spark import rows as R
-from stormshift.engines.spark.source.options import (
-    ChunkPartition,
-    Opts,
-    ReplayPartition,
-    WalPartition,
-)
+from stormshift.engines.spark.protocol import rows as R
+from stormshift.engines.spark.source.options import Opts
 
-__all__ = ["SOURCE_NAME", "SpoutSource", "read_partition"]
+__all__ = ["SOURCE_NAME", "SpoutSource"]
 
 SOURCE_NAME = "stormshift_spout"
 
@@ -74,7 +69,7 @@ class SpoutReader(DataSourceStreamReader):
 
     def _plan(self) -> Any:
         if self._planner is None:
-            from stormshift.engines.spark.source.planner import make_planner
+            from stormshift.engines.spark.source.planner.planner import make_planner
 
             self._planner = make_planner(Opts.parse(self.options))
         return self._planner
@@ -88,8 +83,8 @@ class SpoutReader(DataSourceStreamReader):
         return self._plan().latest_offset(start)
 
     def _stopping(self) -> bool:
+        from stormshift.engines.spark.records.runrecords import stop_requested
         from stormshift.engines.spark.runtime.worker import redis_for
-        from stormshift.state.runrecords import stop_requested
 
         opts = Opts.parse(self.options)
         return stop_requested(redis_for(opts.redis_url), opts.namespace)
@@ -109,62 +104,7 @@ class SpoutReader(DataSourceStreamReader):
         from stormshift.engines.spark.runtime.worker import ensure_paths
 
         ensure_paths(opts.graph)
-        from stormshift.engines.spark.profiling import profiled
+        from stormshift.engines.spark.diagnostics.profiling import profiled
+        from stormshift.engines.spark.source.read.partition import read_partition
 
         yield from profiled(f"source-{opts.spout}", read_partition(opts, partition))
-
-
-def spout_range(spout: str, partition: InputPartition) -> Any:
-    """The ``spoutrange.SpoutRange`` of one of the planner's input partitions."""
-    from stormshift.engines.spark.spoutrange import SpoutRange
-
-    if isinstance(partition, WalPartition):
-        return SpoutRange(spout, partition.task, wal=(partition.start, partition.end))
-    if isinstance(partition, ReplayPartition):
-        return SpoutRange(spout, partition.task, replay=tuple(tuple(r) for r in partition.ranges))
-    if isinstance(partition, ChunkPartition):
-        if partition.number < 0:
-            return SpoutRange(spout, partition.task, wal=(0, 0))  # nothing this batch
-        return SpoutRange(spout, partition.task, chunk=partition.number)
-    raise TypeError(f"{spout}: unknown input partition {type(partition).__name__}")
-
-
-def read_partition(opts: Opts, partition: InputPartition) -> Any:
-    """The rows of one input partition: the beacons of the heads colocated with the spout,
-    then one ``READ`` row per head (a deferred spout) or the range's tuples as ``TUPLE``
-    rows for the tasks they were routed to (``spoutrange`` doc)."""
-    import msgpack
-
-    from stormshift.engines.spark.layout import Layout
-    from stormshift.engines.spark.spoutrange import read_range
-
-    rng = spout_range(opts.spout, partition)
-    entries = None
-    if rng.chunk is not None:  # an executor-side spout: its first read logs the chunk
-        from stormshift.engines.spark.source.live_spout import chunk_entries
-
-        assert isinstance(partition, ChunkPartition)
-        entries = chunk_entries(opts, rng.task, rng.chunk, partition.limit)
-    elif isinstance(partition, ChunkPartition):
-        from stormshift.engines.spark.source.live_spout import drain_acks
-
-        drain_acks(opts, rng.task)
-    layout = Layout(opts.graph)
-    src = opts.graph.component(opts.spout).task_id(rng.task)
-    heads = sorted(layout.colocated(opts.spout))
-    out = R.RowBuilder()
-    for head in heads:
-        out.beacon(layout.first_task(head) + rng.task)
-    if layout.deferred(opts.spout):
-        for head in heads:
-            out.read(layout.first_task(head) + rng.task, src, rng.cell(head))
-        return out.batches()
-    pack = msgpack.Packer(use_bin_type=True).pack
-    add = out.add
-    for run in read_range(rng, layout, opts.redis_url, opts.namespace, entries):
-        seq, code, dests = run.first, run.code, run.dests
-        for packed in run.packed_values(pack):
-            for dest in dests:
-                add(dest, src, seq, code, packed)
-            seq += 1
-    return out.batches()

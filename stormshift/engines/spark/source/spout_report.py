@@ -5,7 +5,7 @@ process of its own: what it raises (Storm keeps calling ``next_tuple``, and so
 do we) and what it logs would be lost there. ``SpoutReport`` (planner side)
 writes both to Redis beside the state; ``read_spout_reports`` (driver side)
 takes them after each batch into the run summary, the error digest and the log
-file. Where they live in Redis: ``state/runrecords.py``.
+file. Where they live in Redis: ``engines/spark/records/runrecords.py``.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import json
 from typing import Any
 
 from stormshift.engines.logs import forward_logs, max_lines_per_task
-from stormshift.state.runrecords import SpoutReportRecord, clear_spout_reports
+from stormshift.engines.spark.records.runrecords import SpoutReportRecord, clear_spout_reports
 
 __all__ = ["SpoutReport", "clear_spout_reports", "read_spout_reports"]
 

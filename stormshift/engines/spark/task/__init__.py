@@ -24,10 +24,10 @@ input of N) and every write is fenced or idempotent.
   transaction, read by the driver after the batch's last stage).
 
 Crosses the boundary: IN a pickled ``StageJob`` per stage (the ``layout.Layout``,
-txid, namespace, sink, Redis URL) and Arrow rows (``rows.py``: chunks from the
+txid, namespace, sink, Redis URL) and Arrow rows (``protocol/rows.py``: chunks from the
 source's ``read``, an upstream stage or the driver's redrive, or ``READ`` rows
 naming spout ranges that ``headinput.py`` reads here through
-``../spoutrange.py``); OUT Arrow rows for the next stage and
+``../protocol/spoutrange.py``); OUT Arrow rows for the next stage and
 Redis writes through ``state/`` (a ``TaskTxn`` per member: epochs and fences,
 maps, snapshots, dead letters, the sink marker, stats; attempt counters).
 """

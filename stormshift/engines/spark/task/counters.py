@@ -4,7 +4,7 @@ Each hosted member of a stage task commits one packed record (``pack``) with its
 task transaction (``state/task_txn.py`` step 7); the driver reads them all after
 the batch's last stage (``read_stats``) for the progress line and the run
 summary. Both sides of the record's layout live here, so they cannot drift
-apart; where the records live in Redis is ``state/batchstats.py``'s business.
+apart; where the records live in Redis is ``engines/spark/records/batchstats.py``'s business.
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from typing import Any
 
 import msgpack
 
+from stormshift.engines.spark.records.batchstats import read_records
 from stormshift.metrics.latency import LatencyHistogram
-from stormshift.state.batchstats import read_records
 
 __all__ = ["COUNTERS", "MemberStats", "read_stats"]
 

@@ -14,8 +14,8 @@ from typing import Any
 
 import pyarrow as pa
 
-from stormshift.engines.spark import rows as R
-from stormshift.engines.spark.spoutrange import SpoutRange, read_range
+from stormshift.engines.spark.protocol import rows as R
+from stormshift.engines.spark.protocol.spoutrange import SpoutRange, read_range
 
 __all__ = ["HeadInput"]
 

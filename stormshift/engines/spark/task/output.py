@@ -27,7 +27,7 @@ from typing import Any
 
 import msgpack
 
-from stormshift.engines.spark import rows as R
+from stormshift.engines.spark.protocol import rows as R
 
 __all__ = ["MemberOutput"]
 

@@ -10,11 +10,10 @@ from __future__ import annotations
 import traceback as tb
 from typing import Any
 
-import msgpack
-
 from stormshift.errors import TupleError
+from stormshift.state.deadletter import plain
 
-__all__ = ["drop_held", "encode_error", "format_trace", "held_tuples", "plain", "stage_dead_letter"]
+__all__ = ["drop_held", "encode_error", "format_trace", "held_tuples", "stage_dead_letter"]
 
 
 def held_tuples(instance: Any) -> dict[str, Any]:
@@ -42,15 +41,6 @@ def encode_error(component: str, exc: BaseException) -> TupleError:
         "(str, int, float, bool, None, bytes, lists, dicts)",
         component=component,
     )
-
-
-def plain(values: Any) -> Any:
-    """``values`` if msgpack can keep them, else their reprs (a dead letter is never lost)."""
-    try:
-        msgpack.packb(values, use_bin_type=True)
-        return values
-    except (TypeError, ValueError, OverflowError):
-        return [repr(v) for v in values] if isinstance(values, (list, tuple)) else repr(values)
 
 
 def format_trace(error: BaseException) -> str:

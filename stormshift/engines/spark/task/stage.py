@@ -47,9 +47,10 @@ from stormshift.adapters.attempts import AttemptStatus, MemberAttempts
 from stormshift.adapters.kernel import Kernel
 from stormshift.adapters.retry_policy import Action, Outcome, RetryPolicy
 from stormshift.engines.logs import max_lines_per_task
-from stormshift.engines.spark import faults
-from stormshift.engines.spark import rows as R
-from stormshift.engines.spark.layout import Layout, Stage
+from stormshift.engines.spark.diagnostics import faults
+from stormshift.engines.spark.protocol import rows as R
+from stormshift.engines.spark.protocol.layout import Layout, Stage
+from stormshift.engines.spark.records import batchstats
 from stormshift.engines.spark.runtime.worker import ensure_paths, redis_for
 from stormshift.engines.spark.task.counters import MemberStats
 from stormshift.engines.spark.task.headinput import HeadInput
@@ -58,7 +59,6 @@ from stormshift.engines.spark.task.poison import (
     drop_held,
     format_trace,
     held_tuples,
-    plain,
     stage_dead_letter,
 )
 from stormshift.engines.spark.task.poison import encode_error as _encode_error
@@ -75,7 +75,7 @@ from stormshift.engines.spark.task.windowing import finish as finish_windows
 from stormshift.engines.spark.task.windowing import report as report_windows
 from stormshift.engines.spark.task.windowing import start as start_windows
 from stormshift.errors import ComponentFailure, TupleError
-from stormshift.state import batchstats
+from stormshift.state.deadletter import plain
 
 __all__ = ["StageJob", "run_partition", "run_task"]
 

@@ -26,7 +26,7 @@ waits for the host, which serves one connection at a time). A host that dies
 mid-batch loses nothing committed: the worker sees the connection close and
 fails the attempt; the retry starts a new host, which restores from Redis
 (counted ``restored``). Hosts are found at a Unix socket per slot in a private
-directory of their *owner* (the executor's Python daemon, ``spout_host.owner_pid``),
+directory of their *owner* (the executor's Python daemon, ``runtime/hosts.owner_pid``),
 started by the first request that finds none, and exit when the owner is gone,
 after ``IDLE_SECS`` without a request, or on ``stop``. Messages are pickles
 with an 8-byte length: the socket is this user's only, as the spout hosts'.
@@ -170,8 +170,8 @@ def run_on_host(payload: bytes, digest: str, dest: int, job: Any, task: int, tab
                 attempt: int) -> list[pa.RecordBatch]:
     """Steps 1 and 3 of the module doc: the output rows of the stage task ``dest``, run
     by its slot's host."""
-    from stormshift.engines.spark import faults
-    from stormshift.engines.spark.source.host_client import owner_pid
+    from stormshift.engines.spark.diagnostics import faults
+    from stormshift.engines.spark.runtime.hosts import owner_pid
 
     owner = owner_pid()
     slot = slot_of(dest, job.task_hosts)
@@ -235,9 +235,9 @@ class _Host:
 
     def run(self, msg: dict[str, Any]) -> bytes:
         """Step 2 of the module doc: the stage's members for task ``dest``, here."""
-        from stormshift.engines.spark import faults
-        from stormshift.engines.spark import rows as R
-        from stormshift.engines.spark.profiling import profiled
+        from stormshift.engines.spark.diagnostics import faults
+        from stormshift.engines.spark.diagnostics.profiling import profiled
+        from stormshift.engines.spark.protocol import rows as R
         from stormshift.engines.spark.runtime.worker import ensure_paths, redis_for
         from stormshift.engines.spark.task.stage import run_task
 

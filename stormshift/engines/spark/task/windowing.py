@@ -41,15 +41,15 @@ class BatchTime:
     final: bool = False  # end of input: ``end_of_input()`` after the batch's tuples
 
 
-def is_windowed(instance: Any) -> bool:
-    return callable(getattr(instance, "start_batch", None)) and \
-        callable(getattr(instance, "batch_report", None))
+def is_windowed(member: Any) -> bool:
+    """Whether the member's bolt is windowed (its capabilities, read at load)."""
+    return bool(member.host.capabilities.windowed)
 
 
 def start(member: Any, time: BatchTime | None) -> None:
     """Step 1 (module doc)."""
     host = member.host
-    if time is None or not is_windowed(host.instance):
+    if time is None or not is_windowed(member):
         return
     member.window_counters = host.instance.window_counters()
     watermark = time.watermarks.get(member.name, START_OF_TIME_MS)
@@ -58,14 +58,14 @@ def start(member: Any, time: BatchTime | None) -> None:
 
 def finish(member: Any, time: BatchTime | None) -> None:
     """Step 3 (module doc)."""
-    if time is not None and time.final and member.host.wants_end_of_input:
+    if time is not None and time.final and member.host.capabilities.end_of_input:
         member.tick(member.host.end_of_input)
 
 
 def report(member: Any) -> dict[str, Any] | None:
     """Step 4 (module doc): None for a member that is no windowed bolt."""
     inst = member.host.instance
-    if member.window_counters is None or not is_windowed(inst):
+    if member.window_counters is None or not is_windowed(member):
         return None
     out = dict(inst.batch_report())
     now = inst.window_counters()

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from stormshift.engines.spark.source.chunk_planner import ChunkPlanner, executor_mode
-from stormshift.engines.spark.source.offsets import (
+from stormshift.engines.spark.source.options import Opts, ReplayPartition
+from stormshift.engines.spark.source.planner.chunk_planner import ChunkPlanner, executor_mode
+from stormshift.engines.spark.source.planner.offsets import (
     after_done,
     counts_of,
     limits,
@@ -20,20 +21,16 @@ from stormshift.engines.spark.source.offsets import (
     over_budget,
     resume,
 )
-from stormshift.engines.spark.source.options import Opts, ReplayPartition
-from stormshift.engines.spark.source.wal_planner import WalPlanner
+from stormshift.engines.spark.source.planner.wal_planner import WalPlanner
 
 __all__ = ["ChunkPlanner", "ReplayPlanner", "WalPlanner", "make_planner"]
 
 
 def make_planner(opts: Opts) -> Any:
     from stormshift.engines.spark.runtime.worker import ensure_paths
-    from stormshift.topology.classes import import_component_class
 
     ensure_paths(opts.graph)
-    comp = opts.graph.component(opts.spout)
-    cls = import_component_class(comp.class_path, opts.graph.source_dirs)
-    if hasattr(cls, "replay_partitions"):
+    if opts.graph.component(opts.spout).capabilities.replayable:
         return ReplayPlanner(opts)
     if executor_mode(opts.graph, opts.spout):
         return ChunkPlanner(opts)
@@ -53,12 +50,12 @@ class ReplayPlanner:
         self.spout = self.host.instance
 
     def initial_offset(self) -> dict:
-        """Where the query starts: resolved once per checkpoint (``state/starts.py``), so a
+        """Where the query starts: resolved once per checkpoint (``engines/spark/records/starts.py``), so a
         driver restarted before batch 0 committed re-plans batch 0 from the same offsets."""
         starts = self.spout.replay_initial_offsets
         if self.opts.checkpoint_id:
+            from stormshift.engines.spark.records.starts import query_start
             from stormshift.engines.spark.runtime.worker import redis_for
-            from stormshift.state.starts import query_start
 
             offsets = query_start(redis_for(self.opts.redis_url), self.opts.namespace,
                                   self.opts.checkpoint_id, self.opts.spout, starts)
@@ -91,8 +88,8 @@ class ReplayPlanner:
         driver to take with its next batch: a report beside the state, never part of it."""
         import json
 
+        from stormshift.engines.spark.records.runrecords import write_source_lag
         from stormshift.engines.spark.runtime.worker import redis_for
-        from stormshift.state.runrecords import write_source_lag
 
         try:
             lag = self.spout.replay_lag(end)
@@ -120,9 +117,8 @@ class ReplayPlanner:
         """Offsets are the spout's acks (Spark's offset log holds them); a spout that keeps
         them elsewhere too (KafkaSpout: a consumer group, for lag monitoring, never the
         source of truth) is told once the batch ending at ``end`` committed."""
-        commit = getattr(self.spout, "replay_commit", None)
-        if commit is not None and end.get("p") is not None:
-            commit(end["p"])
+        if self.comp.capabilities.has("replay_commit") and end.get("p") is not None:
+            self.spout.replay_commit(end["p"])
 
     def close(self) -> None:
         return None

@@ -1,7 +1,7 @@
 """The Redis side of what Spark tasks report to the driver: batch counters and attempt counts.
 
 Task side, a member's counters record goes in with its task transaction
-(``stats_call``, ``state/task_txn.py``); the driver reads every record of a
+(``state/task_txn.py`` step 7, fenced with the rest of its writes); the driver reads every record of a
 batch after its last stage (``read_records``) and drops them (``drop``). The
 record's own layout (msgpack of the counters) is the engine's:
 ``engines/spark/task/counters.py``. Attempt counts are for reporting only:
@@ -15,19 +15,11 @@ from __future__ import annotations
 from typing import Any
 
 from stormshift.state import keys as K
-from stormshift.state.connection import Call, retrying
+from stormshift.state.connection import retrying
 
-__all__ = ["ATTEMPTS_TTL_SECS", "STATS_TTL_SECS", "count_attempt", "drop", "note",
-           "read_records", "stats_call"]
+__all__ = ["ATTEMPTS_TTL_SECS", "count_attempt", "drop", "note", "read_records"]
 
-STATS_TTL_SECS = 86400
 ATTEMPTS_TTL_SECS = 7 * 86400
-
-
-def stats_call(namespace: str, epoch: int, txid: int, who: str, field: str, record: bytes) -> Call:
-    """The fenced script call writing one task's counters record of ``txid`` (pure)."""
-    keys = [K.epochs_key(namespace), K.commit_key(namespace), K.stats_key(namespace, txid)]
-    return ("stats_put", keys, [epoch, txid, who, STATS_TTL_SECS, field, record])
 
 
 @retrying

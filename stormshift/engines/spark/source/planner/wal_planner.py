@@ -3,7 +3,7 @@
 ``WalPlanner`` runs in Spark's long-lived planner process of the source
 (``source.py`` doc): it hosts the spout's tasks, runs their ``next_tuple()``,
 appends the emits -- routed by each task's router, with the plan's colocated
-heads (``Layout.colocated``) -- to the write-ahead log (``stormshift.state.wal``),
+heads (``Layout.colocated``) -- to the write-ahead log (``stormshift.engines.spark.records.wal``),
 and acks a batch's tuples once it committed. ``next_tuple`` runs while a batch is
 planned, within ``budget_ms`` (the default), or, with ``stormshift.spout.lead_batches``
 > 0, in the pump thread (``pump.py``), up to that many batches ahead of the planned
@@ -18,9 +18,11 @@ from typing import Any
 
 import msgpack
 
-from stormshift.engines.spark import faults
-from stormshift.engines.spark.layout import Layout
-from stormshift.engines.spark.source.offsets import (
+from stormshift.engines.spark.diagnostics import faults
+from stormshift.engines.spark.protocol.layout import Layout
+from stormshift.engines.spark.records.wal import content_digest
+from stormshift.engines.spark.source.options import Opts, WalPartition
+from stormshift.engines.spark.source.planner.offsets import (
     after_done,
     counts_of,
     limits,
@@ -28,15 +30,13 @@ from stormshift.engines.spark.source.offsets import (
     over_budget,
     resume,
 )
-from stormshift.engines.spark.source.options import Opts, WalPartition
-from stormshift.engines.spark.source.pump import (
+from stormshift.engines.spark.source.planner.pump import (
     DEFAULT_LEAD_BATCHES,
     FULL_WAIT_SECS,
     Pump,
     SpoutLock,
 )
 from stormshift.engines.spark.source.spout_report import SpoutReport
-from stormshift.state.wal import content_digest
 
 __all__ = ["WalPlanner"]
 
@@ -49,8 +49,8 @@ class WalPlanner:
 
     def __init__(self, opts: Opts):
         from stormshift.adapters.host import SpoutHost
+        from stormshift.engines.spark.records.wal import DEFAULT_SEEN_WINDOW, WriteAheadLog
         from stormshift.engines.spark.runtime.worker import redis_for
-        from stormshift.state.wal import DEFAULT_SEEN_WINDOW, WriteAheadLog
 
         self.opts = opts
         self.comp = opts.graph.component(opts.spout)
@@ -128,7 +128,9 @@ class WalPlanner:
         done = capped or all(self._ended(i, t[i]) for i in range(len(self.hosts)))
         self.planned = [max(p, x) for p, x in zip(self.planned, t)]
         self.planned_total = sum(counts)
-        return next_offset(self.opts, start, "t", t, done, t == list(start["t"]), counts, capped)
+        in_flight = any(self.unacked) or any(self.replayed)
+        return next_offset(self.opts, start, "t", t, done, t == list(start["t"]), counts, capped,
+                           in_flight)
 
     def _room(self, i: int) -> int:
         """Tuples the pump may log for task i now: up to ``lead`` ahead of the planned
@@ -163,10 +165,12 @@ class WalPlanner:
         """``--until-done`` with a spout task that logged nothing new for ``idle_ms``: it
         never said its input was done (a spout that swallows its own StopIteration), so
         it is taken as ended, with a warning to the driver, instead of a run that never
-        ends. The decision is made while planning: the offsets Spark logs keep it."""
+        ends. As on the local engine, the clock runs only with nothing in flight: a reliable
+        spout that ends once its last tuples are acked waits on the engine, not on its input.
+        The decision is made while planning: the offsets Spark logs keep it."""
         now = time.monotonic()
-        if self.opts.idle_ms <= 0 or self.hosts[i].exhausted:
-            self.last_new[i] = now
+        if self.opts.idle_ms <= 0 or self.hosts[i].exhausted or self.unacked[i] or self.replayed[i]:
+            self.last_new[i] = now  # tuples in flight: a spout waiting for their acks is not idle
             return
         if (now - self.last_new[i]) * 1000 >= self.opts.idle_ms:
             self.hosts[i].exhausted = True
@@ -269,8 +273,7 @@ class WalPlanner:
         """Dead-letter a spout emit that is no tuple, then ``fail`` its msg id (it can never be
         delivered; a replaying spout may send it again, and it is dead-lettered again)."""
         from stormshift.engines.spark.runtime.worker import redis_for
-        from stormshift.engines.spark.task.poison import plain
-        from stormshift.state.deadletter import DeadLetters
+        from stormshift.state.deadletter import DeadLetters, plain
 
         self.rejected += 1
         task = host.task_index

@@ -1,6 +1,6 @@
 """The chunk log of a spout task that runs on executors: one chunk of tuples per batch.
 
-A generic spout in executor mode (``engines/spark/source/live_spout.py``) runs its
+A generic spout in executor mode (``engines/spark/source/read/chunk_read.py``) runs its
 ``next_tuple`` in the read of its batch's input partition. The first read of
 batch chunk *k* of task *i* logs what the spout emitted here, before any row
 leaves; every later read of chunk *k* (a retried task, a batch re-run after a
@@ -37,10 +37,10 @@ from typing import Any, NamedTuple
 
 import msgpack
 
+from stormshift.engines.spark.records.wal import WAL_TXID
 from stormshift.state import keys as K
 from stormshift.state.connection import run_scripts
 from stormshift.state.fencing import acquire_epoch
-from stormshift.state.wal import WAL_TXID
 
 __all__ = ["ChunkHead", "ChunkLog", "ids_digest"]
 

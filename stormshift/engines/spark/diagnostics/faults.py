@@ -26,9 +26,9 @@ O_EXCL marker file), so a restarted run goes past it. Points:
   the host runs the task);
 - ``source.after_wal_append`` (spout, task, head): a chunk logged, offset not yet planned.
 - ``source.after_chunk_log`` (spout, task, chunk): an executor-side spout's read logged
-  its chunk, no row sent yet (``source/live_spout.py``).
+  its chunk, no row sent yet (``source/read/chunk_read.py``).
 - ``source.spout_host_emitted`` (spout, task, chunk): a spout host emitted a chunk, the
-  worker that asked for it got nothing yet (``source/spout_host.py``).
+  worker that asked for it got nothing yet (``source/spouthost/spout_host.py``).
 
 Actions: ``kill_run`` (SIGKILL the run's whole process group: driver, JVM,
 planner, workers -- the harness starts each run in its own session),

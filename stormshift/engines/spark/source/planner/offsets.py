@@ -36,13 +36,20 @@ def after_done(opts: Opts, start: dict) -> dict:
 
 
 def next_offset(opts: Opts, start: dict, name: str, position: Any, done: bool, empty: bool,
-                counts: list[int], capped: bool) -> dict:
+                counts: list[int], capped: bool, in_flight: bool = False) -> dict:
     """The next offset. End of input (or of the budget) found with nothing new to read
     and no ticks to drain: this empty batch is the ``fin`` batch itself (planning it
-    commits, and so acks, the last data batch), rather than one more empty batch after it."""
+    commits, and so acks, the last data batch), rather than one more empty batch after it.
+
+    Nothing new while planned tuples wait for their acks (``in_flight``): the ack count
+    ``a`` moves, so Spark plans one empty batch, and planning it commits the last data
+    batch, whose acks then reach the spout (Spark commits a source's batch only when it
+    plans the next one; a spout that ends once its tuples are acked would otherwise
+    wait for acks that never come)."""
     fin = done and empty and opts.tick_ms <= 0
     k = start.get("k", 0) if done else _clock(opts, start)
-    return {name: position, "n": counts, "done": done, "fin": fin, "k": k, "capped": capped}
+    a = int(start.get("a", 0)) + (1 if in_flight and empty and not done else 0)
+    return {name: position, "n": counts, "done": done, "fin": fin, "k": k, "capped": capped, "a": a}
 
 
 def counts_of(start: dict, par: int) -> list[int]:

@@ -1,13 +1,13 @@
 """A spout host: one long-lived process per executor host keeps a spout task's live instance.
 
 Why: Spark gives task *i*'s read of chunk *k* to whichever Python worker is idle.
-An instance kept in the worker (``live_spout.py``) is behind the log's head on
+An instance kept in the worker (``../read/chunk_read.py``) is behind the log's head on
 every other worker, which then re-runs the spout from ``initialize()`` to catch
 up: the re-emits grow with the run (quadratic). A spout host holds the one live
 instance of (namespace, spout task, wiring) for every worker of the executor, so
 a read that lands on any worker finds an instance at the head.
 
-Who does what (the read, ``live_spout.chunk_entries``, is unchanged around it):
+Who does what (the read, ``chunk_read.chunk_entries``, is unchanged around it):
 
 1. the worker takes the epoch and re-reads chunk *k* if it is logged;
 2. else it asks the host (``host_client.chunk_from_host``): "chunk *k*, limit *n*, acks below
@@ -24,7 +24,7 @@ The host serves one connection at a time, so concurrent requests for a task
 (a retry, a speculative or zombie attempt) are serialized, and it hands out a
 chunk's emits once: a second request for a chunk the instance already passed
 is told to re-read the log. Where it is found and how it is started is the
-workers' side, ``host_client.py`` (which also frames the messages); it exits
+workers' side, ``../read/host_client.py`` (the frames: ``../host_wire.py``); it exits
 when its owner is gone, when idle for ``IDLE_SECS``, or on ``stop``. Its live
 instances are kept in ``live_registry.LIVE``, as a worker's are.
 """
@@ -36,10 +36,11 @@ import sys
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from stormshift.engines.spark.records.chunks import ChunkHead, ChunkLog
 from stormshift.engines.spark.runtime import hosts
-from stormshift.engines.spark.source.host_client import Conn, redis_of
+from stormshift.engines.spark.runtime.worker import redis_for
+from stormshift.engines.spark.source.host_wire import Conn
 from stormshift.engines.spark.source.live_registry import LIVE, forget_live_spouts, live_key
-from stormshift.state.chunks import ChunkHead, ChunkLog
 
 __all__ = ["IDLE_SECS", "Pending", "next_step", "serve", "settle"]
 
@@ -109,7 +110,7 @@ class _Host:
 
     def serve(self, conn: Conn) -> bool:
         """One connection's requests; False on ``stop``."""
-        from stormshift.engines.spark import faults
+        from stormshift.engines.spark.diagnostics import faults
         from stormshift.engines.spark.source.live_spout import emit_chunk
 
         msg = conn.recv(DONE_WAIT_SECS)
@@ -119,7 +120,7 @@ class _Host:
             conn.send({})
             return False
         opts, task = self._opts(msg["options"]), msg["task"]
-        log = ChunkLog(redis_of(opts), opts.namespace, opts.spout, task)
+        log = ChunkLog(redis_for(opts.redis_url), opts.namespace, opts.spout, task)
         self._settle(task, log)
         live = LIVE.get(live_key(opts, task))
         if msg["op"] == "acks":

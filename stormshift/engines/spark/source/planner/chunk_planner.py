@@ -3,9 +3,9 @@
 Opt in with ``stormshift.spout.executor: true`` (topology config, or the spout's own
 config). The planner process hosts no spout instance and pumps no tuple: each
 batch plans, per spout task, the number of the chunk its read logs and that
-chunk's limit; the spout runs in the read (``live_spout.py``). The next
+chunk's limit; the spout runs in the read (``../read/chunk_read.py``). The next
 ``latestOffset`` reads the heads of the chunks the last batch logged
-(``state/chunks.py``): their counts feed ``--max-tuples`` (``n``) and their
+(``engines/spark/records/chunks.py``): their counts feed ``--max-tuples`` (``n``) and their
 "ended" flags end of input, so both stay exact; a chunk's count is known one batch
 after it ran, so a run's end comes one (empty) batch later than on the planner path.
 
@@ -22,7 +22,8 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from stormshift.engines.spark.source.offsets import (
+from stormshift.engines.spark.source.options import ChunkPartition, Opts
+from stormshift.engines.spark.source.planner.offsets import (
     after_done,
     counts_of,
     limits,
@@ -30,7 +31,6 @@ from stormshift.engines.spark.source.offsets import (
     over_budget,
     resume,
 )
-from stormshift.engines.spark.source.options import ChunkPartition, Opts
 from stormshift.errors import StateError
 
 __all__ = ["EXECUTOR_KEY", "ChunkPlanner", "executor_mode", "initial_chunks", "plan_chunks"]
@@ -85,9 +85,9 @@ class ChunkPlanner:
     """The planner of an executor-side spout (module doc)."""
 
     def __init__(self, opts: Opts):
+        from stormshift.engines.spark.records.chunks import ChunkLog
         from stormshift.engines.spark.runtime.worker import redis_for
         from stormshift.engines.spark.source.spout_report import SpoutReport
-        from stormshift.state.chunks import ChunkLog
 
         self.opts = opts
         r = redis_for(opts.redis_url)
@@ -95,6 +95,9 @@ class ChunkPlanner:
         self.logs = [ChunkLog(r, opts.namespace, opts.spout, i) for i in range(par)]
         self.trimmed = [log.acked() for log in self.logs]
         self.last_new = [time.monotonic()] * par  # planning time a task last logged tuples
+        self.last_full = [-1] * par  # per task, the last chunk known to hold tuples
+        self.planned_x = list(self.trimmed)  # per task, ``x`` of the last offset planned
+        self.acks_read = [-1] * par  # per task, the chunk whose read gives it its last acks
         self.report = SpoutReport(r, opts.namespace, opts.spout, opts.graph.config)
 
     def initial_offset(self) -> dict:
@@ -107,18 +110,25 @@ class ChunkPlanner:
             return after_done(self.opts, start)
         heads = [log.head(n - 1) if pending else None
                  for log, n, pending in zip(self.logs, start["x"], start["w"])]
-        return plan_chunks(self.opts, start, heads, self._idle(heads, start))
+        end = plan_chunks(self.opts, start, heads, self._idle(heads, start))
+        self.planned_x = list(end["x"])
+        return end
 
     def _idle(self, heads: Sequence[Any], start: dict) -> list[bool]:
         """``--until-done``: a task whose chunks held nothing for ``idle_ms`` is taken as
-        ended (``WalPlanner._check_idle``); decided here, kept by Spark's offset log."""
+        ended (``WalPlanner._check_idle``); decided here, kept by Spark's offset log. The
+        clock runs only once every chunk with tuples is acked and a chunk read after those
+        acks reached the instance (at its first read after ``commit``) is counted."""
         now, out = time.monotonic(), []
         for i, h in enumerate(heads):
-            if self.opts.idle_ms <= 0 or start["e"][i] or h is None:
+            if self.opts.idle_ms <= 0 or start["e"][i] or h is None or h.ended:
                 out.append(False)
                 continue
             if h.tuples:
-                self.last_new[i] = now
+                self.last_full[i] = start["x"][i] - 1
+            in_flight = self.trimmed[i] <= self.last_full[i] or start["x"][i] - 1 < self.acks_read[i]
+            if h.tuples or in_flight:
+                self.last_new[i] = now  # new tuples, or tuples in flight (not idle, module doc)
             idle = (now - self.last_new[i]) * 1000 >= self.opts.idle_ms
             if idle:
                 self.report.warning(
@@ -139,6 +149,10 @@ class ChunkPlanner:
         for i, (log, mark) in enumerate(zip(self.logs, end["x"])):
             if mark > self.trimmed[i]:
                 log.ack_through(mark, self.trimmed[i])
+                if mark > self.last_full[i] >= self.trimmed[i]:
+                    # Spark commits batch N while planning N + 1: the chunk planned last is
+                    # read after this, and its read gives the instance these acks
+                    self.acks_read[i] = self.planned_x[i] - 1
                 self.trimmed[i] = mark
 
     def close(self) -> None:

@@ -1,16 +1,15 @@
 """The executor side of a spout host's socket: find (or start) the task's host, ask it for a chunk.
 
-Runs in a Spark Python worker (the read, ``live_spout.chunk_entries``); the host
-process it talks to is ``spout_host.py`` (module doc there: who does what, and
-why a host exists). Split from it so that the read imports only this side, and
-the host process imports the read's catch-up (``live_spout.emit_chunk``)
-without a circle.
+Runs in a Spark Python worker (the read, ``chunk_read.chunk_entries``); the host
+process it talks to is ``../spouthost/spout_host.py`` (module doc there: who does what, and
+why a host exists). What both ends share is at ``source/``: the wire
+(``../host_wire.py``), the live instances' registry and the instance's own code
+(``../live_registry.py``, ``../live_spout.py``).
 
 Where: a Unix socket named after the task's live key (``live_registry``) in a
 directory of the host's *owner* (the executor's Python daemon, whose workers all
-share it: ``owner_pid``). The first read that finds none starts one
-(``connect``: ``python -m`` ``HOST_MODULE``, detached). Messages are msgpack
-frames with a 4-byte length (``encode_frame``), the same both ways.
+share it: ``runtime/hosts.owner_pid``). The first read that finds none starts one
+(``connect``: ``python -m`` ``HOST_MODULE``, detached).
 """
 
 from __future__ import annotations
@@ -18,64 +17,26 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import os
-import socket
-import struct
 import tempfile
 from pathlib import Path
 from typing import Any
 
-import msgpack
-
+from stormshift.engines.spark.records.chunks import ChunkHead, ChunkLog
 from stormshift.engines.spark.runtime import hosts
+from stormshift.engines.spark.runtime.hosts import owner_pid
+from stormshift.engines.spark.runtime.worker import redis_for
+from stormshift.engines.spark.source.host_wire import Conn
 from stormshift.engines.spark.source.live_registry import SpoutNotDeterministic, live_key
 from stormshift.errors import StormshiftError
-from stormshift.state.chunks import ChunkHead, ChunkLog
 
-__all__ = ["HOST_MODULE", "OWNER_ENV", "Conn", "acks_to_host", "chunk_from_host", "decode_frames",
-           "encode_frame", "host_dir", "owner_pid", "redis_of", "socket_path", "stop_hosts"]
+__all__ = ["HOST_MODULE", "acks_to_host", "chunk_from_host", "connect", "host_dir", "socket_path",
+           "stop_hosts"]
 
-OWNER_ENV = "STORMSHIFT_SPOUT_OWNER"  # set by stormshift's worker daemon: its pid
-HOST_MODULE = "stormshift.engines.spark.source.spout_host"  # what ``connect`` starts
+HOST_MODULE = "stormshift.engines.spark.source.spouthost.spout_host"  # what ``connect`` starts
 START_WAIT_SECS = 60.0  # how long a worker waits for a host it started to listen
-_HEADER = struct.Struct(">I")
-
-
-# ---------------------------------------------------------------- frames --------
-def encode_frame(obj: Any) -> bytes:
-    """One message: its msgpack length (4 bytes, big-endian), then the msgpack."""
-    body = msgpack.packb(obj, use_bin_type=True, default=repr)
-    return _HEADER.pack(len(body)) + body
-
-
-def decode_frames(buf: bytes) -> tuple[list[Any], bytes]:
-    """The whole messages at the start of ``buf``, and the bytes after them."""
-    out, at = [], 0
-    while len(buf) - at >= _HEADER.size:
-        (size,) = _HEADER.unpack_from(buf, at)
-        if len(buf) - at - _HEADER.size < size:
-            break
-        out.append(msgpack.unpackb(buf[at + _HEADER.size:at + _HEADER.size + size], raw=False,
-                                   strict_map_key=False))
-        at += _HEADER.size + size
-    return out, buf[at:]
 
 
 # ------------------------------------------------------------- where --------
-def owner_pid() -> int:
-    """The process whose life bounds the host's: stormshift's worker daemon (``OWNER_ENV``),
-    else the parent of a Spark task's worker (pyspark's daemon), else this process."""
-    if os.environ.get(OWNER_ENV, "").isdigit():
-        return int(os.environ[OWNER_ENV])
-    try:
-        from pyspark import TaskContext
-
-        if TaskContext.get() is not None:
-            return os.getppid()
-    except ImportError:
-        pass
-    return os.getpid()
-
-
 def host_dir(owner: int) -> Path:
     return Path(tempfile.gettempdir()) / f"stormshift-spouts-{os.getuid()}" / str(owner)
 
@@ -86,34 +47,6 @@ def socket_path(opts: Any, task: int, owner: int) -> Path:
 
 
 # ------------------------------------------------------------- worker side -----
-class Conn:
-    """One end of a host connection: whole frames out, whole frames in."""
-
-    def __init__(self, sock: socket.socket):
-        self.sock, self.buf, self.queue = sock, b"", []  # type: ignore[var-annotated]
-
-    def send(self, obj: Any) -> None:
-        self.sock.sendall(encode_frame(obj))
-
-    def recv(self, timeout: float | None = None) -> Any:
-        """The next message; None at end of stream or after ``timeout`` seconds."""
-        self.sock.settimeout(timeout)
-        while not self.queue:
-            try:
-                data = self.sock.recv(1 << 20)
-            except (TimeoutError, ConnectionError, OSError):
-                return None
-            if not data:
-                return None
-            got, self.buf = decode_frames(self.buf + data)
-            self.queue += got
-        return self.queue.pop(0)
-
-    def close(self) -> None:
-        with contextlib.suppress(OSError):
-            self.sock.close()
-
-
 def _connect(path: Path) -> Conn | None:
     sock = hosts.dial(path)
     return None if sock is None else Conn(sock)
@@ -169,7 +102,7 @@ def acks_to_host(opts: Any, task: int) -> None:
         return
     try:
         conn.send({"op": "acks", "options": opts.raw, "task": task,
-                   "acked": ChunkLog(redis_of(opts), opts.namespace, opts.spout, task).acked()})
+                   "acked": ChunkLog(redis_for(opts.redis_url), opts.namespace, opts.spout, task).acked()})
         conn.recv()
     finally:
         conn.close()
@@ -186,10 +119,3 @@ def stop_hosts(owner: int) -> int:
             conn.close()
             asked += 1
     return asked
-
-
-def redis_of(opts: Any) -> Any:
-    """The Redis client of this process for the options' URL."""
-    from stormshift.engines.spark.runtime.worker import redis_for
-
-    return redis_for(opts.redis_url)

@@ -31,7 +31,7 @@ from typing import Any, NamedTuple
 
 import msgpack
 
-from stormshift.engines.spark import rows as R
+from stormshift.engines.spark.protocol import rows as R
 
 __all__ = ["Run", "SpoutRange", "read_range", "rechunk", "replay_chunks", "replay_host"]
 
@@ -44,7 +44,7 @@ class SpoutRange:
     task: int
     wal: tuple[int, int] | None = None
     replay: tuple[tuple[str, Any, Any], ...] = ()
-    chunk: int | None = None  # an executor-side spout's chunk number (``state/chunks.py``)
+    chunk: int | None = None  # an executor-side spout's chunk number (``engines/spark/records/chunks.py``)
 
     def cell(self, head: str) -> bytes:
         """``v`` of the ``READ`` row for ``head``'s task: a chunk of one item, the range
@@ -94,9 +94,9 @@ def read_range(rng: SpoutRange, layout: Any, redis_url: str, namespace: str,
 
 
 def _chunk(rng: SpoutRange, redis_url: str, namespace: str) -> list[Any]:
+    from stormshift.engines.spark.records.chunks import ChunkLog
     from stormshift.engines.spark.runtime.worker import redis_for
     from stormshift.errors import StateError
-    from stormshift.state.chunks import ChunkLog
 
     assert rng.chunk is not None
     got = ChunkLog(redis_for(redis_url), namespace, rng.spout, rng.task).payload(rng.chunk)
@@ -107,8 +107,8 @@ def _chunk(rng: SpoutRange, redis_url: str, namespace: str) -> list[Any]:
 
 
 def _wal_runs(rng: SpoutRange, redis_url: str, namespace: str) -> Iterator[Run]:
+    from stormshift.engines.spark.records.wal import WriteAheadLog
     from stormshift.engines.spark.runtime.worker import redis_for
-    from stormshift.state.wal import WriteAheadLog
 
     assert rng.wal is not None
     start, end = rng.wal
