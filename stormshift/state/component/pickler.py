@@ -3,9 +3,8 @@
 A bolt's attributes may hold what plain ``pickle`` refuses (a lambda, a class made
 inside a function or in ``__main__``), so whole values go through cloudpickle, which
 pickles those by value; any payload is read back with plain ``pickle.loads``. The
-standalone ``cloudpickle`` package is used when installed, else the copy pyspark
-vendors (imported only then): this package must run where Spark is absent (the local
-engine, ``check``). Keyed entries (``pack``) take the C pickler first: it calls no
+standalone ``cloudpickle`` package (a dependency), not the copy pyspark vendors: this
+package must run where Spark is absent (the local engine, ``check``). Keyed entries (``pack``) take the C pickler first: it calls no
 Python per object, and a windowed bolt packs many small entries per batch.
 """
 
@@ -21,10 +20,8 @@ __all__ = ["dumps", "pack", "pack_all", "picklable", "pickle_error"]
 
 @cache
 def _cloudpickle() -> Any:
-    try:
-        import cloudpickle
-    except ImportError:  # the copy every pyspark install vendors
-        from pyspark import cloudpickle  # type: ignore[no-redef]
+    import cloudpickle
+
     return cloudpickle
 
 
