@@ -44,12 +44,15 @@ COMPILED = (
     "stormshift.engines.spark.protocol.rows",
     "stormshift.engines.spark.task.output",
     "stormshift.spouts.jsonlines",
+    "stormshift.state.ctracked",
     "stormshift.state.tracked",
 )
 """Modules on the per-tuple path whose compiled form saves instructions there (emit, tuple,
 route, rows, decode, and the tracked dicts' ``__setitem__`` a legacy bolt's every update
 runs); ``bench/history.md``, "instruction counts per compiled module", shows the count per
-module and why the others run from source."""
+module and why the others run from source. One is a real extension with no ``.py`` twin:
+``state/ctracked.pyx`` (typed ``cdef class``: the tracked dicts' writes in C slots), used by
+``state/tracked.py`` only while it is "compiled" here, the pure writes otherwise."""
 
 RECORD = "_compiled.json"
 PURE_ENV = "STORMSHIFT_PURE"
@@ -61,8 +64,10 @@ def source_digest(path: str) -> str:
 
 
 def source_path(root: str, module: str) -> str:
-    """``root`` is the directory holding the top package."""
-    return os.path.join(root, *module.split(".")) + ".py"
+    """``root`` is the directory holding the top package; a ``.pyx`` (an extension written
+    for Cython, no pure twin) where there is one, else the ``.py``."""
+    base = os.path.join(root, *module.split("."))
+    return base + ".pyx" if os.path.exists(base + ".pyx") else base + ".py"
 
 
 def built_path(root: str, module: str) -> str | None:

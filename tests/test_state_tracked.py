@@ -3,7 +3,9 @@
 Each operation of the table runs on a plain value and on a tracked copy; the two
 must agree on the result, the contents, the iteration order, repr, pickling and
 copies. Then the tracked copy's delta, folded on the state before the
-operations, must give the plain value after them (contents and order).
+operations, must give the plain value after them (contents and order). Every test
+runs twice: with the C writes (``state/ctracked.pyx``, where this checkout built it)
+and with the pure-Python fallback; the two must also record the same changes.
 """
 
 from __future__ import annotations
@@ -15,8 +17,19 @@ from collections import Counter, OrderedDict, defaultdict
 
 import pytest
 
+from stormshift.state import tracked as T
 from stormshift.state.component import deltas as D
 from stormshift.state.tracked import track, untracked_type
+
+
+@pytest.fixture(autouse=True, params=["native", "pure"])
+def family(request, monkeypatch):
+    """The tracked types ``track`` makes: the C-slot ones or the pure-Python fallback."""
+    if request.param == "pure":
+        monkeypatch.setattr(T, "_TRACKED", dict(T.PURE_TYPES))
+    elif T.NATIVE_BASE is None:
+        pytest.skip("state/ctracked.pyx is not built in this checkout (pure install)")
+    return request.param
 
 MAKERS = {
     "dict": lambda: {"a": 1, "b": 2, "c": 3},
@@ -192,3 +205,49 @@ def test_compaction_policy():
 def test_a_delta_of_another_format_is_refused():
     with pytest.raises(ValueError, match="delta format"):
         D.fold({"x": {}}, [{"format": 99}])
+
+
+def _changes(value):
+    ch = T.changes_of(value)
+    return (list(ch.inserted), list(ch.updated), list(ch.deleted), list(ch.volatile), ch.whole)
+
+
+def test_the_c_writes_are_the_type_slot_and_record_what_the_pure_ones_do(family):
+    """Same operations on both families (nested values, Counter's lenient delete, volatile
+    values): the same change sets, key for key and in order."""
+    if family == "pure":
+        assert type(track({})).__setitem__ is T.PURE_TYPES[dict].__setitem__
+        return
+    native = track({})
+    assert "__setitem__" not in type(native).__dict__  # the C slot of ctracked.TrackBase
+    assert type(native).__setitem__ is T.NATIVE_BASE.__setitem__
+    rng = random.Random(7)
+    for make in (lambda: {"a": 1, "n": {"x": 1}}, lambda: Counter(a=1, b=2)):
+        c, p = track(make()), track(make())
+        T._TRACKED, saved = dict(T.PURE_TYPES), T._TRACKED
+        try:
+            p = track(make())
+        finally:
+            T._TRACKED = saved
+        assert type(c) is not type(p)
+        for _ in range(300):
+            key = rng.choice("abcdn")
+            what = rng.random()
+            for d in (c, p):
+                if what < 0.4:
+                    d[key] = d[key] + 1 if type(d.get(key)) is int else 0
+                elif what < 0.5:
+                    d[key] = [1] if what < 0.45 else (1, "x")
+                elif what < 0.6 and isinstance(d.get("n"), dict):
+                    d["n"][key] = 2
+                elif what < 0.7:
+                    if isinstance(d, Counter) or key in d:
+                        del d[key]
+                elif what < 0.8:
+                    d.pop(key, None)
+                else:
+                    T.changes_of(d).reset()
+            assert _changes(c) == _changes(p)
+            assert list(c.items()) == list(p.items())
+        with pytest.raises(KeyError):
+            del track({})["missing"]

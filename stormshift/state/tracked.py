@@ -14,6 +14,11 @@ back (a list, a set, an object, a dict put in by the user) keeps its key
 *volatile*: written at every snapshot while it is there. ``clear()`` and
 ``move_to_end(last=False)`` mark the whole attribute (written whole once).
 What deltas hold and how they fold: ``state/deltas.py``.
+
+Every write of a bolt goes through the subclass's setter, so ``dict`` and ``Counter``
+take their writes from ``state/ctracked.pyx`` (a ``cdef class`` base: the setter and
+deleter in the type's C slot) where the install built it; ``PURE_TYPES`` (a Python
+``__setitem__`` per class) is the fallback and the tests run both.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from __future__ import annotations
 import datetime
 import decimal
 import fractions
+import importlib
 from collections import Counter, OrderedDict, defaultdict
 from collections.abc import Mapping
 from typing import Any
@@ -99,12 +105,6 @@ class _Tracking:
         ch.updated.pop(key, None)
         ch.volatile.pop(key, None)
         ch.deleted[key] = None
-
-    def __delitem__(self: Any, key: Any) -> None:
-        present = dict.__contains__(self, key)
-        super().__delitem__(key)  # type: ignore[misc]
-        if present:
-            self._gone(key)
 
     def pop(self: Any, key: Any, *default: Any) -> Any:
         if dict.__contains__(self, key):
@@ -200,24 +200,33 @@ def _settled(outer: Any, key: Any, value: Any) -> bool:
     return _immutable(value)
 
 
-class TrackedDict(_Tracking, dict):  # type: ignore[misc]
-    __slots__ = ("_ch", "_ins", "_up", "_upd", "_vol")
-    _base_set = dict.__setitem__
-    __setitem__ = _setter(dict.__setitem__)
+class _PyWrites:
+    """The pure-Python writes (the fallback of ``ctracked.TrackBase``): a ``__setitem__``
+    from ``_setter`` in each class, and this ``__delitem__``."""
 
-    def __reduce_ex__(self, protocol: Any) -> Any:
+    __slots__ = ()
+
+    def __delitem__(self: Any, key: Any) -> None:
+        present = dict.__contains__(self, key)
+        super().__delitem__(key)  # type: ignore[misc]
+        if present:
+            self._gone(key)
+
+
+class _DictMethods:
+    __slots__ = ()
+
+    def __reduce_ex__(self: Any, protocol: Any) -> Any:
         return dict, (), None, None, iter(dict.items(self))
 
-    def copy(self) -> dict[Any, Any]:
+    def copy(self: Any) -> dict[Any, Any]:
         return dict(self)
 
 
-class TrackedCounter(_Tracking, Counter):  # type: ignore[misc]
-    __slots__ = ("_ch", "_ins", "_up", "_upd", "_vol")
-    _base_set = dict.__setitem__
-    __setitem__ = _setter(dict.__setitem__)
+class _CounterMethods:
+    __slots__ = ()
 
-    def update(self, iterable: Any = None, /, **kwds: Any) -> None:  # Counter.update: add
+    def update(self: Any, iterable: Any = None, /, **kwds: Any) -> None:  # Counter.update: add
         if iterable is not None:
             if isinstance(iterable, Mapping):
                 if dict.__len__(self):  # as Counter.update: add to a non-empty Counter
@@ -234,24 +243,39 @@ class TrackedCounter(_Tracking, Counter):  # type: ignore[misc]
         if kwds:
             self.update(kwds)
 
-    def __reduce_ex__(self, protocol: Any) -> Any:
+    def __reduce_ex__(self: Any, protocol: Any) -> Any:
         return Counter, (dict(self),)
 
-    def copy(self) -> Counter[Any]:  # type: ignore[override]
+    def copy(self: Any) -> Counter[Any]:
         return Counter(dict(self))
 
-    def __or__(self, other: Any) -> Any:
+    def __or__(self: Any, other: Any) -> Any:
         return Counter.__or__(self, other)
 
-    def __ror__(self, other: Any) -> Any:
+    def __ror__(self: Any, other: Any) -> Any:
         return dict.__ror__(self, other)
 
-    def __ior__(self, other: Any) -> Any:
+    def __ior__(self: Any, other: Any) -> Any:
         return Counter.__ior__(self, other)
 
 
-class TrackedOrderedDict(_Tracking, OrderedDict):  # type: ignore[misc]
-    __slots__ = ("_ch", "_ins", "_up", "_upd", "_vol")
+_FIELDS = ("_ch", "_ins", "_up", "_upd", "_vol")
+
+
+class TrackedDict(_DictMethods, _Tracking, _PyWrites, dict):  # type: ignore[misc]
+    __slots__ = _FIELDS
+    _base_set = dict.__setitem__
+    __setitem__ = _setter(dict.__setitem__)
+
+
+class TrackedCounter(_CounterMethods, _Tracking, _PyWrites, Counter):  # type: ignore[misc]
+    __slots__ = _FIELDS
+    _base_set = dict.__setitem__
+    __setitem__ = _setter(dict.__setitem__)
+
+
+class TrackedOrderedDict(_Tracking, _PyWrites, OrderedDict):  # type: ignore[misc]
+    __slots__ = _FIELDS
     _base_set = OrderedDict.__setitem__
     __setitem__ = _setter(OrderedDict.__setitem__)
 
@@ -274,8 +298,8 @@ class TrackedOrderedDict(_Tracking, OrderedDict):  # type: ignore[misc]
         return OrderedDict(self)
 
 
-class TrackedDefaultDict(_Tracking, defaultdict):  # type: ignore[misc]
-    __slots__ = ("_ch", "_ins", "_up", "_upd", "_vol")
+class TrackedDefaultDict(_Tracking, _PyWrites, defaultdict):  # type: ignore[misc]
+    __slots__ = _FIELDS
     _base_set = dict.__setitem__
     __setitem__ = _setter(dict.__setitem__)
 
@@ -296,13 +320,46 @@ class TrackedDefaultDict(_Tracking, defaultdict):  # type: ignore[misc]
         return defaultdict(self.default_factory, dict(self))
 
 
+def _native_base() -> Any:
+    """``ctracked.TrackBase`` where this install built it from the ``.pyx`` beside it (and
+    ``STORMSHIFT_PURE`` does not name it), else None: the pure writes above."""
+    from stormshift import native
+    if native.status().get(NATIVE) != "compiled":
+        return None
+    try:
+        module = importlib.import_module(NATIVE)
+    except ImportError:
+        return None
+    module.configure(_SCALARS, _settled)
+    return module.TrackBase
+
+
+NATIVE = "stormshift.state.ctracked"
+NATIVE_BASE = _native_base()
+PURE_TYPES: dict[type, type] = {dict: TrackedDict, Counter: TrackedCounter,
+                                OrderedDict: TrackedOrderedDict, defaultdict: TrackedDefaultDict}
+"""The pure-Python family (what runs without the C base; the tests run both)."""
+_TRACKED: dict[type, type] = dict(PURE_TYPES)
+if NATIVE_BASE is not None:
+    class CTrackedDict(_DictMethods, _Tracking, NATIVE_BASE):  # type: ignore[misc, valid-type]
+        __slots__ = ()
+        _base_set = dict.__setitem__
+
+    class CTrackedCounter(_CounterMethods, _Tracking, NATIVE_BASE, Counter):  # type: ignore[misc, valid-type]
+        __slots__ = ()
+        _base_set = dict.__setitem__
+
+        def _init(self, up: tuple[Any, Any] | None) -> None:
+            _Tracking._init(self, up)
+            self._lenient_del = True  # as Counter.__delitem__
+
+    _TRACKED.update({dict: CTrackedDict, Counter: CTrackedCounter})
+
 # Same names as the plain types: repr (which prints the class name) stays identical.
-for _cls, _plain in ((TrackedDict, dict), (TrackedCounter, Counter),
-                     (TrackedOrderedDict, OrderedDict), (TrackedDefaultDict, defaultdict)):
+_PLAIN: dict[type, type] = {tracked: plain for family in (PURE_TYPES, _TRACKED)
+                            for plain, tracked in family.items()}
+for _cls, _plain in _PLAIN.items():
     _cls.__name__ = _cls.__qualname__ = _plain.__name__
-_PLAIN: dict[type, type] = {TrackedDict: dict, TrackedCounter: Counter,
-                            TrackedOrderedDict: OrderedDict, TrackedDefaultDict: defaultdict}
-_TRACKED: dict[type, type] = {plain: tracked for tracked, plain in _PLAIN.items()}
 TRACKABLE = frozenset(_TRACKED)
 
 
