@@ -13,7 +13,7 @@ one marks its outer key changed. A value that can change behind the tracker's
 back (a list, a set, an object, a dict put in by the user) keeps its key
 *volatile*: written at every snapshot while it is there. ``clear()`` and
 ``move_to_end(last=False)`` mark the whole attribute (written whole once).
-What deltas hold and how they fold: ``state/deltas.py``.
+What deltas hold and how they fold: ``state/component/deltas.py``.
 
 Every write of a bolt goes through the subclass's setter, so ``dict`` and ``Counter``
 take their writes from ``state/ctracked.pyx`` (a ``cdef class`` base: the setter and
