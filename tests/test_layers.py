@@ -4,7 +4,7 @@ Every import statement counts, at module level or inside a function, as in the
 import-circle check (``tests/support/import_graph.py``): a deferred import still
 ties the layer to what it imports. Each rule names a folder of ``stormshift/`` and
 the modules it must not import; a failure lists each offending statement with its
-file and line. ``shadow/`` and ``cli/`` may use engines only through their public
+file and line. ``shadow/``, ``check/`` and ``cli/`` may use engines only through their public
 API: the engine packages themselves (``stormshift.engines.spark``'s ``__init__``
 names what it exports, imported on first use) and the run's result type.
 """
@@ -43,6 +43,7 @@ RULES = {  # layer -> (what it must not know about, the test on an imported modu
     "windows": ("Spark", lambda t: _within(t, "pyspark")),
     "cli": ("engine internals", _engine_internal),
     "shadow": ("engine internals", _engine_internal),
+    "check": ("engine internals", _engine_internal),
     "engines.spark.records": (("pickles (its records outlive a release: none may name a class "
                                "by module path, so moving a module never breaks a stored one)"),
                               lambda t: t in ("pickle", "cloudpickle", "pyspark.cloudpickle", "dill")),
@@ -74,6 +75,7 @@ def test_the_rules_catch_what_they_forbid() -> None:
         "windows": ("pyspark", "stormshift.state.keyed"),
         "cli": ("stormshift.engines.spark.driver.redrive", "stormshift.engines.spark"),
         "shadow": ("stormshift.engines.spark.protocol.layout", "stormshift.engines.local"),
+        "check": ("stormshift.engines.spark.task.taskstate", "stormshift.engines.local"),
         "engines.spark.records": ("pyspark.cloudpickle", "msgpack"),
     }
     assert set(samples) == set(RULES)
