@@ -1,6 +1,6 @@
 """stormshift: run streamparse topologies unchanged on PySpark micro-batches, exactly once.
 
-The layers follow DESIGN.md: ``topology`` (the frozen graph), ``adapters``
+The layers follow ARCHITECTURE.md: ``topology`` (the frozen graph), ``adapters``
 (hosting user components in-process, routing), ``engines.local`` (Storm
 semantics, tuple at a time), ``engines.spark`` (micro-batches), ``state``
 (Redis, exactly-once), ``windows`` and ``shadow``. ``deadletters``

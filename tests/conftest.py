@@ -14,7 +14,8 @@ a Redis server fail with the marker to add (``pytest -m unit`` is the fast tier)
 from __future__ import annotations
 
 import os
-import sys
+import shutil
+import tempfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -76,10 +77,28 @@ def namespace(redis_url: str) -> Iterator[str]:
             client.delete(key)
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """The controller names the folder the session's tables are written to (workers inherit it)."""
+    from support import session_tables  # after register_assert_rewrite
+
+    if not hasattr(config, "workerinput") and session_tables.ENV not in os.environ:
+        folder = tempfile.mkdtemp(prefix="stormshift-tables-")
+        os.environ[session_tables.ENV] = folder
+        config.add_cleanup(lambda: shutil.rmtree(folder, ignore_errors=True))
+
+
 def pytest_terminal_summary(terminalreporter: Any) -> None:
-    """The exactly-once suite's table (tests/test_faults.py), when any of it ran."""
-    harness = sys.modules.get("support.fault_harness")
-    if harness is None or not harness.ROWS:
-        return
-    terminalreporter.section("exactly-once under faults (Spark engine) vs Storm semantics (local engine)")
-    terminalreporter.write_line(harness.table())
+    """The exactly-once suite's table (tests/test_faults.py) and the cluster's
+    (tests/test_cluster.py), when any of them ran, on whichever worker."""
+    from support import fault_harness, session_tables
+
+    for table, title, header in (
+            (fault_harness.TABLE,
+             "exactly-once under faults (Spark engine) vs Storm semantics (local engine)",
+             fault_harness.HEADER),
+            ("cluster", "exactly-once on a Spark standalone cluster", None)):
+        found = session_tables.rows(table)
+        if found:
+            terminalreporter.section(title)
+            for line in session_tables.render(header or list(found[0]), found):
+                terminalreporter.write_line(line)

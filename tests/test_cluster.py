@@ -38,6 +38,7 @@ from support.cluster_harness import (
     submit_env,
     wait_for,
 )
+from support.session_tables import record
 
 pytestmark = [pytest.mark.slow, pytest.mark.faults, pytest.mark.spark, pytest.mark.redis]
 
@@ -46,7 +47,7 @@ NAMESPACE = "adclicks"  # the engine's default namespace: each run gets its own 
 EVENTS, BATCH, SEED = 8_000, 2_000, 7  # txids 0..3 hold data (then two drain batches)
 SLOW_TXID = 2  # the faults hit this batch, after txids 0 and 1 committed
 RUN_TIMEOUT = 200
-ROWS: list[dict[str, Any]] = []
+TABLE = "cluster"  # printed at the session's end (tests/conftest.py)
 
 
 def fault(name: str, secs: float) -> dict[str, Any]:
@@ -58,7 +59,6 @@ def fault(name: str, secs: float) -> dict[str, Any]:
 # -- fixtures --------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Any:
-    request.config.pluginmanager.register(_TablePrinter(), "stormshift-cluster-table")
     c = StandaloneCluster(tmp_path_factory.mktemp("spark-cluster"))
     try:
         c.start()
@@ -204,7 +204,7 @@ def test_executor_sigkilled_mid_task_is_relaunched_and_totals_are_exact(
     lost = [t for t in tasks if t["reason"] == "ExecutorLostFailure"]
     assert lost, f"no task died with the executor: {tasks}"
     reasons = Counter(t["reason"] for t in tasks if t["reason"] != "Success")
-    ROWS.append({"run": "executor SIGKILL", "fault": f"txid {SLOW_TXID} ads_ctr_bolt:0 in flight",
+    record(TABLE, {"run": "executor SIGKILL", "fault": f"txid {SLOW_TXID} ads_ctr_bolt:0 in flight",
                  "path": "same query finished" if runs == 1 else f"driver failed, resubmitted {codes}",
                  "batches": seen["committed"] + 1,
                  "spark": f"{len(killed)} pids killed, {len(relaunched)} new executor, "
@@ -244,7 +244,7 @@ def test_speculative_copy_of_a_slow_attempt_keeps_totals_exact(
     assert won, f"no speculative copy succeeded: {tasks}"
     assert seen["retried"] >= 1, "no attempt > 0 ran the stage body"
     reasons = Counter(t["reason"] for t in tasks if t["reason"] != "Success")
-    ROWS.append({"run": "speculation", "fault": f"txid {SLOW_TXID} ads_ctr_bolt:0 attempt 0 +8s",
+    record(TABLE, {"run": "speculation", "fault": f"txid {SLOW_TXID} ads_ctr_bolt:0 attempt 0 +8s",
                  "path": "same query finished", "batches": seen["committed"] + 1,
                  "spark": f"{len(copies)} speculative copies ({len(won)} won, on "
                           f"{sorted({t['host'] for t in won})}), "
@@ -266,147 +266,3 @@ def _ancestors(pid: int) -> list[int]:
 def _tail(log: Path, lines: int = 60) -> str:
     text = log.read_text(errors="replace") if log.exists() else ""
     return "\n".join(text.splitlines()[-lines:])
-
-
-class _TablePrinter:
-    """Prints what happened on the cluster at the end of the session."""
-
-    def pytest_terminal_summary(self, terminalreporter: Any) -> None:
-        if not ROWS:
-            return
-        header = list(ROWS[0])
-        lines = [header] + [[str(row.get(h, "")) for h in header] for row in ROWS]
-        widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
-        terminalreporter.section("exactly-once on a Spark standalone cluster")
-        for n, line in enumerate(lines):
-            terminalreporter.write_line("  ".join(c.ljust(w) for c, w in zip(line, widths)))
-            if n == 0:
-                terminalreporter.write_line("  ".join("-" * w for w in widths))
-
-
-def test_submit_ships_a_dependency_the_executors_lack(
-        cluster: StandaloneCluster, server: RedisServer, tmp_path: Path) -> None:
-    import os
-    import shutil
-
-    from support.wheels import LEDGER, RATECARD, make_wheel
-
-    from stormshift.state.final import committed_attributes
-
-    site = tmp_path / "site" / "ratecard"  # importable by the submitting side only
-    site.mkdir(parents=True)
-    (site / "__init__.py").write_text(RATECARD)
-    wheel = make_wheel(tmp_path, "ratecard", {"ratecard/__init__.py": RATECARD})
-    project = tmp_path / "ledger"
-    shutil.copytree(LEDGER, project)
-    (project / "requirements.txt").write_text(f"{wheel}\n")
-    bolt = project / "src" / "bolts" / "balance.py"
-    bolt.write_text(bolt.read_text().replace(
-        "from streamparse import Bolt", "from ratecard import rate\nfrom streamparse import Bolt"
-    ).replace("self.balances[account] += n", "self.balances[account] += n * rate(account)"))
-    db, log = 6, tmp_path / "submit.log"
-    args = [str(project), "--master", cluster.url, "--redis", server.url(db),
-            "--checkpoint", str(tmp_path / "ck"), "--build-dir", str(tmp_path / "build"),
-            "--until-done", "--batch-max-tuples", "150",
-            "--conf", "spark.driver.host=127.0.0.1", "--conf", "spark.ui.enabled=false"]
-    for key, value in APP_CONFS.items():
-        args += ["--conf", f"{key}={value}"]
-    env = submit_env({"PIP_NO_INDEX": "1"})
-    env["PYTHONPATH"] = os.pathsep.join([str(REPO), str(tmp_path / "site")])
-    code = finish(start_submit(args, env, log))
-    assert code == 0, _tail(log)
-    key = (tmp_path / "ck" / "stormshift-state.key").read_text().strip()
-    got = sum((committed_attributes(server.client(db), "ledger", key, "balance", t)["balances"]
-               for t in range(2)), Counter())
-    want: Counter = Counter()
-    for n in range(600):
-        want[f"a{n % 7}"] += n * (n % 7 + 1)
-    assert got == want
-
-
-FASTRATE_C = r"""
-#define PY_SSIZE_T_CLEAN
-#include <Python.h>
-#include <stdlib.h>
-
-/* rate("aK") = K + 1, as ratecard's, in C */
-static PyObject *rate(PyObject *self, PyObject *account) {
-    const char *text = PyUnicode_AsUTF8(account);
-    if (text == NULL) return NULL;
-    return PyLong_FromLong(strtol(text + 1, NULL, 10) + 1);
-}
-
-static PyMethodDef methods[] = {{"rate", rate, METH_O, "rate of an account"},
-                                {NULL, NULL, 0, NULL}};
-static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "fastrate", NULL, -1, methods};
-PyMODINIT_FUNC PyInit_fastrate(void) { return PyModule_Create(&module); }
-"""
-
-
-def build_fastrate(where: Path) -> tuple[Path, Path]:
-    """``fastrate``, a C extension module built here with gcc: ``(its .so, its wheel)``."""
-    import sysconfig
-
-    from support.wheels import make_wheel
-
-    source = where / "fastrate.c"
-    source.write_text(FASTRATE_C)
-    so_name = f"fastrate{sysconfig.get_config_var('EXT_SUFFIX')}"
-    built = where / "build" / so_name
-    built.parent.mkdir(parents=True)
-    subprocess.run(["gcc", "-shared", "-fPIC", "-O2", f"-I{sysconfig.get_paths()['include']}",
-                    str(source), "-o", str(built)], check=True, capture_output=True)
-    abi = f"cp{sys.version_info.major}{sys.version_info.minor}"
-    platform = sysconfig.get_platform().replace("-", "_").replace(".", "_")
-    wheel = make_wheel(where, "fastrate", {so_name: built.read_bytes()},  # type: ignore[dict-item]
-                       tag=f"{abi}-{abi}-{platform}")
-    return built, wheel
-
-
-def test_submit_ships_a_compiled_dependency_the_executors_lack(
-        cluster: StandaloneCluster, server: RedisServer, tmp_path: Path) -> None:
-    """A bolt importing ``fastrate`` (C, gcc-built, installed on the submitting side only):
-    its wheel goes in the archive on ``--archives``, executors load the extension from it."""
-    import os
-    import shutil
-
-    from support.wheels import LEDGER
-
-    from stormshift.state.final import committed_attributes
-
-    built, wheel = build_fastrate(tmp_path)
-    site = tmp_path / "site"  # importable by the submitting side only
-    site.mkdir()
-    shutil.copy(built, site / built.name)
-    probe = subprocess.run([sys.executable, "-c", "import fastrate; print(fastrate.rate('a3'))"],
-                           capture_output=True, text=True, cwd=tmp_path, check=False)
-    assert probe.returncode != 0  # the executors' Python (this one, bare) lacks it
-    project = tmp_path / "ledger"
-    shutil.copytree(LEDGER, project)
-    (project / "requirements.txt").write_text(f"{wheel}\n")
-    bolt = project / "src" / "bolts" / "balance.py"
-    bolt.write_text(bolt.read_text().replace(
-        "from streamparse import Bolt", "from fastrate import rate\nfrom streamparse import Bolt"
-    ).replace("self.balances[account] += n", "self.balances[account] += n * rate(account)"))
-    db, log = 7, tmp_path / "submit.log"
-    args = [str(project), "--master", cluster.url, "--redis", server.url(db),
-            "--checkpoint", str(tmp_path / "ck"), "--build-dir", str(tmp_path / "build-submit"),
-            "--until-done", "--batch-max-tuples", "150",
-            "--conf", "spark.driver.host=127.0.0.1", "--conf", "spark.ui.enabled=false"]
-    for key, value in APP_CONFS.items():
-        args += ["--conf", f"{key}={value}"]
-    env = submit_env({"PIP_NO_INDEX": "1"})
-    env["PYTHONPATH"] = os.pathsep.join([str(REPO), str(site)])
-    code = finish(start_submit(args, env, log))
-    assert code == 0, _tail(log)
-    import tarfile
-
-    with tarfile.open(tmp_path / "build-submit" / "ledger-deps.tar.gz") as archive:
-        assert built.name in archive.getnames()  # the extension went in the shipped archive
-    key = (tmp_path / "ck" / "stormshift-state.key").read_text().strip()
-    got = sum((committed_attributes(server.client(db), "ledger", key, "balance", t)["balances"]
-               for t in range(2)), Counter())
-    want: Counter = Counter()
-    for n in range(600):
-        want[f"a{n % 7}"] += n * (n % 7 + 1)
-    assert got == want

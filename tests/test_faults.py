@@ -33,12 +33,13 @@ import pytest
 from support.fault_harness import (
     FINISHED,
     REPO,
-    ROWS,
+    TABLE,
     Case,
     CaseRunner,
     Outcome,
     adclicks_with_two_spout_tasks,
 )
+from support.session_tables import record
 
 pytestmark = [pytest.mark.faults, pytest.mark.spark, pytest.mark.redis]
 
@@ -336,7 +337,7 @@ def _storm(fault_name: str, topology: str = "adclicks") -> str:
 
 
 def _row(topology: str, fault_name: str, out: Outcome, result: str, storm: str = "") -> None:
-    ROWS.append({
+    record(TABLE, {
         "topology": topology, "fault": fault_name, "runs": out.runs,
         "batches": out.committed + 1, "tuples": f"{out.leaf_tuples:,}",
         "retries": out.retried, "fenced": out.fenced,

@@ -1,4 +1,4 @@
-"""The layer table of DESIGN.md, "must not know about" column, checked on the import graph.
+"""ARCHITECTURE.md's layer table: "must not know about" checked on the import graph, folders on the tree.
 
 Every import statement counts, at module level or inside a function, as in the
 import-circle check (``tests/support/import_graph.py``): a deferred import still
@@ -62,7 +62,7 @@ def test_layer_imports_nothing_it_must_not_know(layer: str) -> None:
     mine = [e for e in _edges() if _within(e.source, package)]
     assert mine, f"{package}: no import found at all (moved? the rule checks nothing)"
     found = [e for e in mine if forbidden(e.target)]
-    assert not found, (f"{package} must not know about {what} (DESIGN.md, Layers):\n" + "\n".join(
+    assert not found, (f"{package} must not know about {what} (ARCHITECTURE.md, Layers):\n" + "\n".join(
         f"  {e.path.relative_to(REPO)}:{e.line} imports {e.target}" for e in found))
 
 
@@ -103,3 +103,32 @@ def test_source_process_folders_import_only_what_they_share() -> None:
                        f"{SOURCE} (named for what it is):\n" + "\n".join(
                            f"  {e.path.relative_to(REPO)}:{e.line} imports {e.target}" for e in found))
     assert {_process_of(e.source) for e in edges} >= set(SOURCE_PROCESSES)
+
+
+def _architecture_rows() -> dict[str, tuple[str, str]]:
+    """ARCHITECTURE.md's layer table: folder (``engines/spark/``) -> (owns, must not know)."""
+    rows = {}
+    for line in (REPO / "ARCHITECTURE.md").read_text(encoding="utf-8").splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) == 3 and cells[0].startswith("`") and cells[0].endswith("/`"):
+            rows[cells[0].strip("`")] = (cells[1], cells[2])
+    return rows
+
+
+def test_the_architecture_table_matches_the_tree() -> None:
+    """Every package folder of ``stormshift/`` has a row of its own, or is named (as
+    ``name/``) in its parent's row; every row names a folder that exists; the "must not
+    know about" cell of each layer the import rules check says what its rule checks."""
+    rows = _architecture_rows()
+    root = REPO / "stormshift"
+    folders = sorted(str(p.parent.relative_to(root)) + "/" for p in root.rglob("__init__.py")
+                     if p.parent != root)
+    missing = [f for f in folders if f not in rows and not (
+        f.rsplit("/", 2)[0] + "/" in rows
+        and f"`{f.rstrip('/').rsplit('/', 1)[-1]}/`" in rows[f.rsplit("/", 2)[0] + "/"][0])]
+    assert not missing, f"ARCHITECTURE.md has no row for (or parent row naming) {missing}"
+    gone = [f for f in rows if not (root / f / "__init__.py").exists()]
+    assert not gone, f"ARCHITECTURE.md names folders the tree no longer has: {gone}"
+    for layer, (what, _) in RULES.items():
+        cell = rows[layer.replace(".", "/") + "/"][1]
+        assert what.split(" (")[0] == cell, (layer, what, cell)

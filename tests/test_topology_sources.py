@@ -33,6 +33,15 @@ def test_source_dirs_sit_after_the_standard_library_and_installed_packages() -> 
     assert shadowed_modules(STDNAMES / "src").keys() == {"json", "queue"}
 
 
+def test_a_bytecode_cache_folder_is_no_project_module(tmp_path: Path) -> None:
+    """Python writes ``src/__pycache__/`` beside every module it imported: on a project that
+    has run once, ``check`` must not take it for a module the standard library shadows."""
+    (tmp_path / "__pycache__").mkdir()
+    (tmp_path / "__pycache__" / "ledger_rules.cpython-311.pyc").write_bytes(b"")
+    (tmp_path / "ledger_rules.py").write_text("X = 1\n")
+    assert shadowed_modules(tmp_path) == {}
+
+
 def test_a_project_naming_modules_like_the_stdlib_runs_on_the_local_engine() -> None:
     graph = load_topology(STDNAMES)
     summary = run_local(graph)

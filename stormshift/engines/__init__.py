@@ -1,1 +1,1 @@
-"""engines layer (see DESIGN.md)."""
+"""engines: the engines, and what both share (see ARCHITECTURE.md)."""

@@ -1,1 +1,1 @@
-"""topology layer (see DESIGN.md)."""
+"""topology: a streamparse project loaded into an immutable graph (see ARCHITECTURE.md)."""

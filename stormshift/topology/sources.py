@@ -64,7 +64,8 @@ def _place(ours: Sequence[str]) -> None:
 
 
 def provided_names(directory: str | os.PathLike[str]) -> set[str]:
-    """Top-level module names a source dir provides (modules and packages)."""
+    """Top-level module names a source dir provides (modules and packages); never
+    ``__pycache__``, the bytecode cache Python writes beside every imported module."""
     names: set[str] = set()
     try:
         entries = list(os.scandir(directory))
@@ -73,7 +74,7 @@ def provided_names(directory: str | os.PathLike[str]) -> set[str]:
     suffixes = tuple(importlib.machinery.all_suffixes())
     for entry in entries:
         if entry.is_dir():
-            if entry.name.isidentifier():
+            if entry.name.isidentifier() and entry.name != "__pycache__":
                 names.add(entry.name)
         elif entry.name.endswith(suffixes):
             names.add(entry.name.partition(".")[0])

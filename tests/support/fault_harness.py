@@ -35,7 +35,10 @@ REPO = Path(__file__).resolve().parents[2]
 FINISHED = (0, 3)
 MAX_RESTARTS = 4
 RUN_TIMEOUT_SECS = 240
-ROWS: list[dict[str, Any]] = []  # the table printed at the end of the test session
+#: the table the session prints at its end (tests/conftest.py), its rows recorded by tests/test_faults.py
+TABLE = "faults"
+HEADER = ["topology", "fault", "runs", "batches", "tuples", "retries", "fenced", "result",
+          "storm (local engine)"]
 
 
 _UNPICKLE_LOCK = threading.Lock()
@@ -331,18 +334,6 @@ def _last_json(stdout: str) -> dict[str, Any]:
         return json.loads(stdout[start:]) if start >= 0 else {}
     except ValueError:
         return {}
-
-
-def table() -> str:
-    """The suite's table: fault, batches, tuples, retries (a task of a batch started again:
-    Spark retry or re-run after a driver restart), fenced writes, result, Storm's count."""
-    header = ("topology", "fault", "runs", "batches", "tuples", "retries", "fenced", "result",
-              "storm (local engine)")
-    lines = [header] + [tuple(str(row.get(h.split(" ")[0], "")) for h in header) for row in ROWS]
-    widths = [max(len(line[i]) for line in lines) for i in range(len(header))]
-    text = ["  ".join(cell.ljust(w) for cell, w in zip(line, widths)) for line in lines]
-    text.insert(1, "  ".join("-" * w for w in widths))
-    return "\n".join(text)
 
 
 def _key(key: tuple[Any, ...]) -> Any:
