@@ -77,6 +77,26 @@ def namespace(redis_url: str) -> Iterator[str]:
             client.delete(key)
 
 
+#: a test's guessed cost, by its markers (tests/tier_guard.py sets them), to order modules by
+COST_OF_MARKER = {"faults": 4, "spark": 2, "slow": 1, "kafka": 1, "redis": 0.5}
+
+
+@pytest.hookimpl(trylast=True)  # after the tiers are assigned and `-m` has deselected
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Longest first: modules sorted by the guessed cost of their tests (the fault suite, the
+    cluster, then the Spark modules, then the rest; ties in collection order). pytest-xdist
+    hands whole modules to its two workers in this order (``--dist loadfile
+    --no-loadscope-reorder``), so the longest module starts at once instead of last, when the
+    other worker would sit idle beside it."""
+    cost: dict[str, float] = {}
+    for item in items:
+        module = item.nodeid.split("::")[0]
+        cost[module] = cost.get(module, 0) + sum(
+            c for m, c in COST_OF_MARKER.items() if item.get_closest_marker(m))
+    position = {m: n for n, m in enumerate(cost)}
+    items.sort(key=lambda i: (-cost[i.nodeid.split("::")[0]], position[i.nodeid.split("::")[0]]))
+
+
 def pytest_configure(config: pytest.Config) -> None:
     """The controller names the folder the session's tables are written to (workers inherit it)."""
     from support import session_tables  # after register_assert_rewrite

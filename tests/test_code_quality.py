@@ -19,7 +19,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from support.import_graph import cycles, import_edges, modules_under
+from support.import_graph import cycles, import_edges, modules_under, parsed
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -60,7 +60,7 @@ def test_no_test_module_imports_another_test_module() -> None:
 
 def _unit_marks(path: Path) -> list[int]:
     """Lines of ``pytest.mark.unit`` / ``mark.unit`` in ``path``."""
-    tree = ast.parse(path.read_text(encoding="utf-8"))
+    tree = parsed(path)
     return [node.lineno for node in ast.walk(tree)
             if isinstance(node, ast.Attribute) and node.attr == "unit"
             and isinstance(node.value, ast.Attribute) and node.value.attr == "mark"]
@@ -92,7 +92,7 @@ def _inspections(path: Path) -> list[str]:
     from stormshift.topology.capabilities import HOOKS
 
     found = []
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+    for node in ast.walk(parsed(path)):
         where = f"{path.relative_to(REPO)}:{getattr(node, 'lineno', 0)}"
         if isinstance(node, ast.ImportFrom) and node.module and \
                 node.module.split(".")[0] in ("pystorm", "streamparse") and \

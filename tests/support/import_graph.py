@@ -14,11 +14,12 @@ make every package that re-exports its children a circle.
 from __future__ import annotations
 
 import ast
+import functools
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["Edge", "cycles", "import_edges", "modules_under"]
+__all__ = ["Edge", "cycles", "import_edges", "modules_under", "parsed"]
 
 
 @dataclass(frozen=True)
@@ -59,14 +60,25 @@ def _imported(node: ast.AST, here: str, is_package: bool, known: dict[str, Path]
             yield sub if sub in known else module
 
 
+@functools.cache
+def parsed(path: Path) -> ast.Module:
+    """``path``'s syntax tree, parsed once per test process: several house rules read the
+    same files, which do not change during a session (callers must not modify the tree)."""
+    return ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+
+
+@functools.cache
+def _import_statements(path: Path) -> tuple[ast.Import | ast.ImportFrom, ...]:
+    return tuple(n for n in ast.walk(parsed(path)) if isinstance(n, (ast.Import, ast.ImportFrom)))
+
+
 def import_edges(known: dict[str, Path], *, outside: bool = False) -> list[Edge]:
     """Every import between two modules of ``known`` (see the module doc for what counts);
     with ``outside``, every import of a module of ``known``, whatever it imports (a
     third-party module, ``pyspark.sql``, ``redis``), named as the statement names it."""
     edges: dict[Edge, None] = {}  # one edge per statement, however many names it imports
     for name, path in known.items():
-        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
-        for node in ast.walk(tree):
+        for node in _import_statements(path):
             for target in _imported(node, name, path.name == "__init__.py", known):
                 if (outside or target in known) and target != name:
                     edges[Edge(name, target, path, getattr(node, "lineno", 0))] = None
