@@ -137,6 +137,42 @@ def test_a_cell_msgpack_must_decide_gives_msgpacks_result_or_error() -> None:
             msgpack.unpackb(bad, raw=False, strict_map_key=False)
 
 
+def _written(script: list[Any], c_writer: bool, monkeypatch: Any) -> pa.Table:
+    """The rows ``RowBuilder.writer`` makes of ``script`` (C ``Writer`` or the closure), with
+    a mark and rewind midway."""
+    if not c_writer:
+        monkeypatch.setattr(R, "_CWIRE", None)
+    out = R.RowBuilder()
+    writers = {src: out.writer(src) for src in (11, 12)}
+    mark = None
+    for i, (src, sid, dests, v) in enumerate(script):
+        if i == len(script) // 3:
+            mark = out.mark()
+        if i == len(script) // 2:
+            out.rewind(mark)  # type: ignore[arg-type]
+        writers[src](sid, v, dests)
+    monkeypatch.undo()
+    return pa.Table.from_batches(list(out.batches()))
+
+
+@needs_c
+@pytest.mark.parametrize("seed", range(4))
+def test_the_c_writer_makes_the_closures_rows(seed, monkeypatch):
+    rng = random.Random(seed)
+    script, src, sid = [], 11, 0
+    for i in range(3000):
+        if rng.randrange(20) == 0:
+            src = rng.choice((11, 12))
+        if rng.randrange(20) == 0:
+            sid = rng.choice((0, 1, 300))
+        size = rng.choice((1, 10, 100, 60000))  # 60 kB values close chunks by bytes
+        dests = tuple(sorted(rng.sample((21, 22, 23), rng.randrange(4))))
+        script.append((src, sid, dests, PACK([i, "x" * size])))
+    want = _written(script, False, monkeypatch)
+    got = _written(script, True, monkeypatch)
+    assert want.num_rows > 100 and got.equals(want)
+
+
 def _kernel_tuples(chunks: list[Any], raw: bool, monkeypatch: Any) -> list[Any]:
     """The Tuples a real hosted bolt receives from ``chunks`` (value lists), and the
     outcomes: raw cells through C (``raw``) or decoded lists through the pure path."""
@@ -187,7 +223,7 @@ def _stage_rows(redis_url: str, monkeypatch: Any, raw: bool) -> tuple[pa.Table, 
     from stormshift.engines.spark.task.stage import StageJob, run_partition
 
     if not raw:
-        for module, name in ((K, "_UNPACK"), (K, "_MAKE"), (O, "_CWIRE")):
+        for module, name in ((K, "_UNPACK"), (K, "_MAKE"), (O, "_CWIRE"), (R, "_CWIRE")):
             monkeypatch.setattr(module, name, None)
         monkeypatch.setattr(R, "RAW_CELLS", False)
     layout = Layout(load_topology(outtopo.VariedTopo))

@@ -388,3 +388,45 @@ def pack(values):
     if PyErr_Occurred() != NULL:
         raise MemoryError()
     return _packer.pack(values)
+
+
+cdef class Writer:
+    """``RowBuilder.writer(src)``'s ``write(sid, v, dests)`` in C: the emit's seq from the
+    shared cell, then ``v`` joins each destination's open chunk or opens one (``rows.py``
+    is the truth: the same lists, cells and ``close`` calls, so marks and rewinds hold)."""
+
+    cdef list cell
+    cdef dict opened
+    cdef object close
+    cdef object src
+    cdef Py_ssize_t max_len
+    cdef Py_ssize_t max_bytes
+
+    def __init__(self, list cell, dict opened, close, src, Py_ssize_t max_len,
+                 Py_ssize_t max_bytes):
+        self.cell, self.opened, self.close, self.src = cell, opened, close, src
+        self.max_len, self.max_bytes = max_len, max_bytes
+
+    def write(self, sid, bytes v, tuple dests):
+        cdef list cell = self.cell
+        cdef list c
+        cdef object got, c_src, c_sid
+        s = cell[0]
+        cell[0] = s + 1
+        if not dests:
+            return
+        cdef Py_ssize_t n = len(v)
+        src = self.src
+        for dest in dests:
+            got = self.opened.get(dest)
+            if got is not None:
+                c = <list>got
+                c_src, c_sid = c[0], c[1]
+                if ((c_src is src or c_src == src) and (c_sid is sid or c_sid == sid)
+                        and <Py_ssize_t>c[3] < self.max_bytes and len(c) < self.max_len):
+                    c[2] = s
+                    c[3] = <Py_ssize_t>c[3] + n
+                    c.append(v)
+                    continue
+                self.close(dest, c)
+            self.opened[dest] = [src, sid, s, n, v]

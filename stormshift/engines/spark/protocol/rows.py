@@ -75,8 +75,10 @@ OUT_ROWS_PER_BATCH = 1 << 17
 CHUNK_TUPLES = 32
 CHUNK_BYTES = 1 << 20
 _BEACON, _TUPLE, _READ, _REDRIVEN = (int(k) for k in Kind)
-RAW_CELLS = native.load("stormshift.adapters.cwire") is not None
-"""``iter_input`` hands cells over raw: the kernel decodes them in C (``adapters/cwire.pyx``)."""
+_CWIRE = native.load("stormshift.adapters.cwire")
+RAW_CELLS = _CWIRE is not None
+"""``iter_input`` hands cells over raw: the kernel decodes them in C (``adapters/cwire.pyx``),
+whose ``Writer`` is also ``writer``'s (the same chunks, written in C)."""
 
 
 def beacon_row(dest: int) -> tuple[int, int, int, int, int, bytes]:
@@ -304,6 +306,8 @@ class RowBuilder:
         close = self._close
         max_len = CHUNK_TUPLES + 4  # the chunk's four fields, then its packed values
         max_bytes = CHUNK_BYTES
+        if _CWIRE is not None:
+            return _CWIRE.Writer(cell, opened, close, src, max_len, max_bytes).write  # type: ignore[no-any-return]
 
         def write(sid: int, v: bytes, dests: tuple[int, ...]) -> None:
             s = cell[0]
