@@ -60,6 +60,30 @@ cdef extern from *:
         return 0;
     }
 
+    /* Short ASCII strs recur (keys, ids, names): a direct-mapped cache of the decoded
+       objects saves their decode and their free. Equal strs either way (immutable). */
+    #define SW_STR_SLOTS 4096
+    #define SW_STR_MAX 32
+    static PyObject *sw_strs[SW_STR_SLOTS];
+
+    static PyObject *sw_str(const unsigned char *p, Py_ssize_t n) {
+        if (n == 0 || n > SW_STR_MAX) return PyUnicode_DecodeUTF8((const char *)p, n, NULL);
+        uint32_t h = 2166136261u;
+        for (Py_ssize_t i = 0; i < n; i++) h = (h ^ p[i]) * 16777619u;
+        PyObject **slot = &sw_strs[(h ^ (h >> 16)) & (SW_STR_SLOTS - 1)];
+        PyObject *s = *slot;
+        if (s != NULL && PyUnicode_GET_LENGTH(s) == n && memcmp(PyUnicode_DATA(s), p, n) == 0) {
+            Py_INCREF(s);
+            return s;
+        }
+        s = PyUnicode_DecodeUTF8((const char *)p, n, NULL);
+        if (s != NULL && PyUnicode_IS_ASCII(s)) {  /* its data are its UTF-8 bytes */
+            Py_INCREF(s);
+            Py_XSETREF(*slot, s);
+        }
+        return s;
+    }
+
     static PyObject *sw_obj(sw_reader *r, int depth);
 
     static PyObject *sw_items(sw_reader *r, PyObject *seq, PyObject **items, Py_ssize_t n,
@@ -143,7 +167,7 @@ cdef extern from *:
     str:
         if (r->end - p < n) return NULL;
         r->p = p + n;
-        return PyUnicode_DecodeUTF8((const char *)p, n, NULL);
+        return sw_str(p, n);
     bin:
         if (r->end - p < n) return NULL;
         r->p = p + n;
