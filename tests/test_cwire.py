@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).parent / "spark_fixtures"))
 import outtopo
 
 CWIRE = native.load("stormshift.adapters.cwire")
-needs_c = pytest.mark.skipif(CWIRE is None, reason="adapters/cwire.pyx is not built here (pure)")
+needs_c = pytest.mark.skipif(CWIRE is None, reason="adapters/cwire.pyx is not built here, or STORMSHIFT_PURE names it")
 PACK = msgpack.Packer(use_bin_type=True).pack
 V3 = namedtuple("V3", "a b c")
 
