@@ -261,3 +261,14 @@ def test_stages_send_the_same_rows_byte_for_byte_on_both_paths(redis_url, monkey
     sent = sorted(repr(v) for _, _, v in R.iter_rows(pure[0]))
     echoed = sorted(repr(v) for t in native_[1] for _, _, v in R.iter_rows(t))
     assert sent == echoed and len(sent) == 2 * len(outtopo.VARIED) * 4
+
+
+def test_decoded_chunks_give_iter_chunks_value_lists_whichever_way_cells_come():
+    """The fault point ``task.midway`` counts and cuts value lists: raw cells are decoded first."""
+    out = R.RowBuilder()
+    for i in range(100):
+        out.add(21, 11 + i % 2, i, 0, PACK([i, "é" * (i % 3), [i, None]]))
+    table = pa.Table.from_batches(list(out.batches()))
+    want = list(R.iter_chunks(table))
+    assert list(R.decoded_chunks(R.iter_input(table))) == want
+    assert list(R.decoded_chunks(want)) == want and len(want) > 2
