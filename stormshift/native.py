@@ -33,10 +33,11 @@ import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-__all__ = ["COMPILED", "RECORD", "install", "pure_modules", "source_digest", "stale", "status",
+__all__ = ["COMPILED", "RECORD", "install", "load", "pure_modules", "source_digest", "stale", "status",
            "summary"]
 
 COMPILED = (
+    "stormshift.adapters.cwire",
     "stormshift.adapters.fastpath",
     "stormshift.adapters.kernel",
     "stormshift.adapters.routing",
@@ -50,9 +51,11 @@ COMPILED = (
 """Modules on the per-tuple path whose compiled form saves instructions there (emit, tuple,
 route, rows, decode, and the tracked dicts' ``__setitem__`` a legacy bolt's every update
 runs); ``bench/history.md``, "instruction counts per compiled module", shows the count per
-module and why the others run from source. One is a real extension with no ``.py`` twin:
-``state/ctracked.pyx`` (typed ``cdef class``: the tracked dicts' writes in C slots), used by
-``state/tracked.py`` only while it is "compiled" here, the pure writes otherwise."""
+module and why the others run from source. Two are real extensions with no ``.py`` twin,
+used only while "compiled" here (``load``), the pure code otherwise: ``state/ctracked.pyx``
+(typed ``cdef class``: the tracked dicts' writes in C slots, for ``state/tracked.py``) and
+``adapters/cwire.pyx`` (the data plane in C: row cells decoded straight into Tuples, emits
+packed; for ``kernel.py``, ``protocol/rows.py`` and ``task/output.py``)."""
 
 RECORD = "_compiled.json"
 PURE_ENV = "STORMSHIFT_PURE"
@@ -150,6 +153,17 @@ class _SourceFirst(importlib.abc.MetaPathFinder):
                 if any(os.path.exists(base + s) for s in importlib.machinery.EXTENSION_SUFFIXES):
                     return importlib.util.spec_from_file_location(fullname, base + ".py")
                 return None
+        return None
+
+
+def load(module: str) -> Any:
+    """A real extension of ``COMPILED`` (no ``.py`` twin) where it is "compiled" (a fresh
+    build that ``STORMSHIFT_PURE`` does not name), else None: its caller's pure code runs."""
+    if status().get(module) != "compiled":
+        return None
+    try:
+        return importlib.import_module(module)
+    except ImportError:
         return None
 
 

@@ -10,7 +10,9 @@ first-wins ack/fail record, set ``_current_tups``, ``process(tup)``, auto-ack
   ``BoltHost.execute``): a raise propagates as ``ComponentFailure`` (reported
   and auto-failed as pystorm does), the emits stay in the outbox with anchors.
 - ``run_chunks``: a Spark task's input, chunks of value lists decoded from its
-  rows; tuples are built inline (ids ``prefix + n``) and each attempt is
+  rows (or raw row cells, which ``adapters/cwire.pyx`` decodes straight into values
+  namedtuples where the install built it; it then builds the Tuples in C as well);
+  tuples are built inline (ids ``prefix + n``) and each attempt is
   classified into a ``retry_policy.Outcome``; the ones not ``OK`` go to the
   engine's ``on_outcome``, which asks a ``RetryPolicy`` and calls ``retry``.
 
@@ -26,6 +28,7 @@ from collections.abc import Callable, Iterable
 from time import perf_counter_ns
 from typing import Any
 
+from stormshift import native
 from stormshift.adapters.hostbase import EMPTY
 from stormshift.adapters.retry_policy import Action, Decision, Outcome, RetryPolicy
 from stormshift.adapters.tuples import Tuple
@@ -40,6 +43,9 @@ Attempt = Callable[[Tuple], "tuple[Outcome, Any] | None"]
 _RAISED, _EMIT, _ENCODE, _FAILED = Outcome.RAISED, Outcome.EMIT, Outcome.ENCODE, Outcome.FAILED
 _DIGITS = tuple(str(i) for i in range(1000))  # the id's tail while n < 1000
 _PADDED = tuple(f"{i:03d}" for i in range(1000))  # its last three digits after that
+_CWIRE = native.load("stormshift.adapters.cwire")  # the C data plane, or None: the pure one
+_UNPACK = _CWIRE.unpack_chunk if _CWIRE is not None else None
+_MAKE = _CWIRE.make_tuple if _CWIRE is not None else None
 
 
 class Kernel:
@@ -144,7 +150,9 @@ class Kernel:
         """Execute ``(source task id, stream key, value lists)`` chunks in order (batch mode);
         returns the number of tuples.
 
-        ``shape(source task id, stream key)`` names the source component and stream.
+        A chunk's value lists may be a raw row cell (a memoryview: ``rows.iter_input``, only
+        where ``adapters/cwire`` is built). ``shape(source task id, stream key)`` names the
+        source component and stream.
         Tuple *n* (from 1) gets the id ``prefix + str(n)``; one whose id is in ``skip`` is
         not built (``on_skip(id)``). A tuple not ``OK`` goes to ``on_outcome(tup, outcome,
         detail)``; one of the wrong arity (``ARITY``, detail its ``TupleError``) carries its
@@ -160,11 +168,14 @@ class Kernel:
         hi, lo, head, digits = 0, 0, prefix, _DIGITS
         observe = latency.observe_ns if latency is not None else None
         sample, clock = SAMPLE_EVERY - 1, perf_counter_ns
+        unpack, build = _UNPACK, _MAKE
         for src, sid, values_list in chunks:
             known = shapes.get((src, sid))
             if known is None:
                 known = shapes[(src, sid)] = self._shape(*shape(src, sid))
             source, stream, vtype, arity, make = known
+            if type(values_list) is memoryview:  # a raw row cell (rows.iter_input): C decodes it
+                values_list = unpack(values_list, vtype, arity)  # type: ignore[misc]
             for values in values_list:
                 lo += 1
                 if lo == 1000:
@@ -175,8 +186,11 @@ class Kernel:
                 if skip and tid in skip:
                     on_skip(tid)
                     continue
-                if len(values) == arity:  # TupleFactory.maker's tuple, built inline
-                    tup = new(Tuple, (tid, source, stream, src, new(vtype, values)))
+                if len(values) == arity:  # TupleFactory.maker's tuple, built inline (or in C)
+                    if build is None:
+                        tup = new(Tuple, (tid, source, stream, src, new(vtype, values)))
+                    else:
+                        tup = build(tid, source, stream, src, vtype, values)
                 else:
                     try:
                         tup = make(values, tid, src)  # a stream without a values type, or an error

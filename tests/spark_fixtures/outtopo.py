@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from streamparse import Bolt, Grouping, Spout, Topology
+from streamparse import Bolt, Grouping, Spout, Stream, Topology
 
 BAD = 5
 
@@ -82,18 +82,49 @@ class MixedTopo(Topology):
     totals = Totals.spec(inputs={numbers: Grouping.fields("key")}, par=2)
 
 
-def encoder_rows(layout, numbers):
-    """Spout task 0's rows for the encoder's task 0, as the source sends them: a beacon,
+def encoder_rows(layout, numbers, head="encoder"):
+    """Spout task 0's rows for ``head``'s task 0, as the source sends them: a beacon,
     then one tuple ``[n, "k<n % 2>"]`` per number (record batches)."""
     import msgpack
 
     from stormshift.engines.spark.protocol import rows as R
 
     out = R.RowBuilder()
-    head = layout.first_task("encoder")
+    head = layout.first_task(head)
     out.beacon(head)
     src = layout.graph.component("numbers").task_id(0)
     code = layout.stream_code[("numbers", "default")]
     for seq, n in enumerate(numbers):
         out.add(head, src, seq, code, msgpack.packb([n, f"k{n % 2}"]))
     return list(out.batches())
+
+
+# Values of every wire type, for the compiled and pure data planes to agree on
+# (``tests/test_cwire.py``): floats, None, nested lists and dicts, unicode, 64-bit ints,
+# empty values.
+VARIED = [
+    (1.5, None), (-0.0, 1e300), ([1, [2.5, []], None], {"k": [1, None], "é": {}}),
+    ("héllo ☃ 𝄞", ""), (2**63 - 1, -2**63), (2**40, -129), ([], {}), (True, False),
+    ("x" * 40, "y" * 300), (0, -1),
+]
+
+
+class Varied(Bolt):
+    """Emits ``VARIED[n % len]`` anchored on the default stream and reversed, unanchored,
+    on ``side``."""
+
+    outputs = [Stream(fields=["a", "b"]), Stream(fields=["b", "a"], name="side")]
+
+    def process(self, tup):
+        n, _key = tup.values
+        a, b = VARIED[n % len(VARIED)]
+        self.emit([a, b], anchors=[tup])
+        self.emit((b, a), stream="side")
+
+
+class VariedTopo(Topology):
+    numbers = Numbers.spec(par=1)
+    varied = Varied.spec(inputs={numbers: Grouping.SHUFFLE}, par=1)
+    totals = Totals.spec(inputs={varied: Grouping.SHUFFLE, varied["side"]: Grouping.SHUFFLE},
+                         par=2)
+    last = Totals.spec(inputs={totals: Grouping.SHUFFLE}, par=1)  # totals' emits become rows

@@ -22,8 +22,11 @@ per-tuple order exactly, whatever the shuffle did), its redriven rows after
 them. Spark moves one row per ``CHUNK_TUPLES`` tuples instead of one per tuple.
 
 Values are decoded in bulk: a partition's ``v`` column is one contiguous
-buffer of msgpack arrays, fed to ONE ``Unpacker``. Output chunks are
-gathered in plain lists and turned into record batches at the end of the task.
+buffer of msgpack arrays, fed to ONE ``Unpacker``; or, where the install built
+``adapters/cwire.pyx`` (``native.load``), ``iter_input`` hands each cell over raw
+(a memoryview) and the kernel decodes it straight into Tuples and their values
+namedtuples. Output chunks are gathered in plain lists and turned into record
+batches at the end of the task.
 """
 
 from __future__ import annotations
@@ -37,8 +40,10 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-__all__ = ["SCHEMA", "SCHEMA_DDL", "SPARK_TYPES", "Kind", "RowBuilder", "beacon_row", "chunk_of", "iter_chunks",
-           "iter_rows", "iter_values", "max_seq_by_src", "redriven_row", "sorted_table",
+from stormshift import native
+
+__all__ = ["SCHEMA", "SCHEMA_DDL", "SPARK_TYPES", "Kind", "RowBuilder", "beacon_row", "chunk_of", "decoded", "decoded_chunks",
+           "iter_cells", "iter_chunks", "iter_input", "iter_rows", "iter_values", "max_seq_by_src", "redriven_row", "sorted_table",
            "split_beacons", "to_batch", "tuple_count"]
 
 
@@ -70,6 +75,10 @@ OUT_ROWS_PER_BATCH = 1 << 17
 CHUNK_TUPLES = 32
 CHUNK_BYTES = 1 << 20
 _BEACON, _TUPLE, _READ, _REDRIVEN = (int(k) for k in Kind)
+_CWIRE = native.load("stormshift.adapters.cwire")
+RAW_CELLS = _CWIRE is not None
+"""``iter_input`` hands cells over raw: the kernel decodes them in C (``adapters/cwire.pyx``),
+whose ``Writer`` is also ``writer``'s (the same chunks, written in C)."""
 
 
 def beacon_row(dest: int) -> tuple[int, int, int, int, int, bytes]:
@@ -138,6 +147,43 @@ def iter_values(column: pa.ChunkedArray) -> Iterator[Any]:
         if data is not None:
             unpacker.feed(memoryview(data)[int(offsets[0]):int(offsets[-1])])
         yield from unpacker
+
+
+def iter_cells(column: pa.ChunkedArray) -> Iterator[Any]:
+    """Every cell of a binary column as it is stored: a memoryview of its msgpack bytes."""
+    for chunk in column.chunks:
+        n = len(chunk)
+        if n == 0:
+            continue
+        offsets = np.frombuffer(chunk.buffers()[1], dtype=np.int32, count=n + 1,
+                                offset=chunk.offset * 4).tolist()
+        data = chunk.buffers()[2]
+        view = memoryview(data) if data is not None else memoryview(b"")
+        for i in range(n):
+            yield view[offsets[i]:offsets[i + 1]]
+
+
+def decoded(cell: Any) -> Any:
+    """A cell of ``iter_input`` as ``iter_values`` gives it (decoded, whichever it was)."""
+    if type(cell) is memoryview:
+        return msgpack.unpackb(cell, raw=False, strict_map_key=False)
+    return cell
+
+
+def iter_input(table: pa.Table) -> Iterator[tuple[int, int, Any]]:
+    """``iter_chunks`` for the kernel (``Kernel.run_chunks``): each row's value lists, or,
+    where ``RAW_CELLS``, its raw cell (a memoryview), which the kernel decodes itself."""
+    if not RAW_CELLS or table.num_rows == 0:
+        return iter_chunks(table)
+    src = table.column("src").to_numpy().tolist()
+    sid = table.column("sid").to_numpy().tolist()
+    return zip(src, sid, iter_cells(table.column("v")))
+
+
+def decoded_chunks(chunks: Iterable[tuple[int, int, Any]]) -> Iterator[tuple[int, int, Any]]:
+    """``iter_input``'s chunks with every raw cell decoded: for code that counts or cuts
+    value lists (the fault points), not the hot path."""
+    return ((src, sid, decoded(values)) for src, sid, values in chunks)
 
 
 def iter_rows(table: pa.Table) -> Iterator[tuple[int, int, Any]]:
@@ -266,6 +312,8 @@ class RowBuilder:
         close = self._close
         max_len = CHUNK_TUPLES + 4  # the chunk's four fields, then its packed values
         max_bytes = CHUNK_BYTES
+        if _CWIRE is not None:
+            return _CWIRE.Writer(cell, opened, close, src, max_len, max_bytes).write  # type: ignore[no-any-return]
 
         def write(sid: int, v: bytes, dests: tuple[int, ...]) -> None:
             s = cell[0]

@@ -24,9 +24,10 @@ _TUPLE = int(R.Kind.TUPLE)
 
 
 class HeadInput:
-    """A stage head's input chunks ``(src, sid, value lists)``: the partition's rows in
-    order, each ``READ`` row replaced by the tuples of its range. ``maxseq`` (highest emit
-    seq per source task, for the driver's spout counts) is complete once iterated."""
+    """A stage head's input chunks ``(src, sid, value lists)`` (or a raw cell for the kernel
+    to decode: ``rows.iter_input``): the partition's rows in order, each ``READ`` row replaced
+    by the tuples of its range. ``maxseq`` (highest emit seq per source task, for the
+    driver's spout counts) is complete once iterated."""
 
     def __init__(self, table: pa.Table, layout: Any, redis_url: str, namespace: str):
         self.table, self.layout = table, layout
@@ -40,16 +41,16 @@ class HeadInput:
         kinds = table.column("kind").to_numpy()
         if not (kinds == _READ).any():
             self.maxseq = R.max_seq_by_src(table)
-            yield from R.iter_chunks(table)
+            yield from R.iter_input(table)
             return
         self.maxseq = {}
         srcs = table.column("src").to_numpy().tolist()
         seqs = table.column("seq").to_numpy().tolist()
         sids = table.column("sid").to_numpy().tolist()
-        cells = R.iter_values(table.column("v"))
+        cells = R.iter_cells(table.column("v")) if R.RAW_CELLS else R.iter_values(table.column("v"))
         for src, kind, seq, sid, cell in zip(srcs, kinds.tolist(), seqs, sids, cells):
             if kind == _READ:  # a chunk of one: the range (``SpoutRange.cell``)
-                yield from self._read(src, *SpoutRange.from_item(cell[0]))
+                yield from self._read(src, *SpoutRange.from_item(R.decoded(cell)[0]))
             else:
                 if kind == _TUPLE and seq > self.maxseq.get(src, -1):
                     self.maxseq[src] = seq

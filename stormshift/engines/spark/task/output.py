@@ -17,7 +17,9 @@ second pass. A class that defines its own ``emit`` still fills the outbox;
 ``dispatch`` sends those. A value msgpack cannot encode is never raised into
 the user's code: the emit is dropped and its error kept in ``bad``; the stage
 dead-letters the tuple and redoes the member (so the tuple's other emits and
-its state changes are rewound, see ``stage.py``).
+its state changes are rewound, see ``stage.py``). Values are packed by
+``adapters/cwire.pyx`` where the install built it (the same bytes and errors as
+msgpack's ``Packer``, which packs them otherwise).
 """
 
 from __future__ import annotations
@@ -27,12 +29,14 @@ from typing import Any
 
 import msgpack
 
+from stormshift import native
 from stormshift.engines.spark.protocol import rows as R
 
 __all__ = ["MemberOutput"]
 
 # A fused queue item: (source task id, stream code, consecutive value lists of that stream).
 QueueItem = tuple[int, int, list[list[Any]]]
+_CWIRE = native.load("stormshift.adapters.cwire")  # its pack: msgpack's bytes, in C
 
 
 class MemberOutput:
@@ -64,7 +68,7 @@ class MemberOutput:
             s: {} for s in self.codes
         }
         plan_for = self._plan
-        pack = msgpack.Packer(use_bin_type=True).pack
+        pack = _CWIRE.pack if _CWIRE is not None else msgpack.Packer(use_bin_type=True).pack
         task_id, queues, out = self.task_id, self.queues, self.out
         write = out.writer(task_id)  # every emit with targets takes a seq there
         first_seq = out.emitted(task_id)

@@ -387,7 +387,7 @@ def _run_member(job: StageJob, member: _Member, position: int, table: pa.Table,
     start_windows(member, job.time)
     if position == 0:
         feed = HeadInput(table, job.layout, job.redis_url, job.namespace)
-        member.run_chunks(faults.midway(iter(feed), ctx) if faults.active() else iter(feed))
+        member.run_chunks(faults.midway(R.decoded_chunks(feed), ctx) if faults.active() else iter(feed))
         member.stats.maxseq = feed.maxseq
     else:
         member.run_chunks(iter(queues[member.name]))
