@@ -110,13 +110,13 @@ def pytest_configure(config: pytest.Config) -> None:
 def pytest_terminal_summary(terminalreporter: Any) -> None:
     """The exactly-once suite's table (tests/test_faults.py) and the cluster's
     (tests/test_cluster.py), when any of them ran, on whichever worker."""
-    from support import fault_harness, session_tables
+    from support import cluster_harness, fault_harness, session_tables
 
     for table, title, header in (
             (fault_harness.TABLE,
              "exactly-once under faults (Spark engine) vs Storm semantics (local engine)",
              fault_harness.HEADER),
-            ("cluster", "exactly-once on a Spark standalone cluster", None)):
+            (cluster_harness.TABLE, "exactly-once on a Spark standalone cluster", None)):
         found = session_tables.rows(table)
         if found:
             terminalreporter.section(title)

@@ -29,6 +29,7 @@ import pytest
 from support.cluster_harness import (
     APP_CONFS,
     REPO,
+    TABLE,
     RedisServer,
     StandaloneCluster,
     event_log_confs,
@@ -47,7 +48,6 @@ NAMESPACE = "adclicks"  # the engine's default namespace: each run gets its own 
 EVENTS, BATCH, SEED = 8_000, 2_000, 7  # txids 0..3 hold data (then two drain batches)
 SLOW_TXID = 2  # the faults hit this batch, after txids 0 and 1 committed
 RUN_TIMEOUT = 200
-TABLE = "cluster"  # printed at the session's end (tests/conftest.py)
 
 
 def fault(name: str, secs: float) -> dict[str, Any]:

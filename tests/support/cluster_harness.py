@@ -30,6 +30,8 @@ import psutil
 import redis
 
 REPO = Path(__file__).resolve().parents[2]
+#: the table tests/test_cluster.py records and the session prints at its end (tests/conftest.py)
+TABLE = "cluster"
 EXECUTOR_CLASS = "org.apache.spark.executor.CoarseGrainedExecutorBackend"
 # Short-lived JVMs on a 2-core box: the C1 compiler and one GC thread spend far less CPU.
 JVM_OPTS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
