@@ -369,3 +369,29 @@ def test_source_dirs_do_not_shadow_the_standard_library() -> None:
     stdlib_dir = str(Path(stdlib_json.__file__).parent.parent)
     positions = {p: i for i, p in enumerate(sys.path)}
     assert all(positions[d] > positions[stdlib_dir] for d in graph.source_dirs)
+
+
+def test_projects_loaded_from_threads_at_once_each_get_their_own_topology() -> None:
+    """A harness starting runs in parallel loads several projects from threads of one process:
+    each load must see its own project's modules (loading rearranges sys.path and evicts the
+    other project's modules; without one load at a time, a thread read the other's half)."""
+    import threading
+
+    examples = Path(__file__).resolve().parents[1] / "examples"
+    projects = ["adclicks", "wordcount", "pixelcount"] * 4
+    found: dict[int, str] = {}
+    failed: list[BaseException] = []
+
+    def load(n: int, project: str) -> None:
+        try:
+            found[n] = load_topology(examples / project).name
+        except BaseException as exc:  # noqa: BLE001 - reported below with its project
+            failed.append(exc)
+
+    threads = [threading.Thread(target=load, args=(n, p)) for n, p in enumerate(projects)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not failed, failed
+    assert [found[n] for n in range(len(projects))] == projects

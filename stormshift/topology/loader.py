@@ -20,6 +20,7 @@ import dataclasses
 import inspect
 import os
 import sys
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -95,7 +96,21 @@ def load_topology(
     environment: str | None = None,
     overrides: Mapping[str, Any] | None = None,
 ) -> TopologyGraph:
-    """Load and validate a topology (see the module docstring for ``target``)."""
+    """Load and validate a topology (see the module docstring for ``target``).
+
+    One load at a time per process: loading rearranges ``sys.path`` and evicts another
+    project's modules from ``sys.modules`` (``sources.use_sources``), so two threads loading
+    at once (a harness starting runs in parallel, a shadow run's two sides) could import
+    from each other's half-placed paths."""
+    with _LOADING:
+        return _load(target, name, environment, overrides)
+
+
+_LOADING = threading.RLock()
+
+
+def _load(target: Target, name: str | None, environment: str | None,
+          overrides: Mapping[str, Any] | None) -> TopologyGraph:
     if isinstance(target, type):
         if not issubclass(target, Topology) or target is Topology:
             raise topology_error(f"{target!r} is not a streamparse Topology subclass")
