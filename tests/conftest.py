@@ -82,12 +82,15 @@ COST_OF_MARKER = {"faults": 4, "spark": 2, "slow": 1, "kafka": 1, "redis": 0.5}
 
 
 @pytest.hookimpl(trylast=True)  # after the tiers are assigned and `-m` has deselected
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Longest first: modules sorted by the guessed cost of their tests (the fault suite, the
     cluster, then the Spark modules, then the rest; ties in collection order). pytest-xdist
     hands whole modules to its two workers in this order (``--dist loadfile
     --no-loadscope-reorder``), so the longest module starts at once instead of last, when the
-    other worker would sit idle beside it."""
+    other worker would sit idle beside it. In one process (no ``-n``) the order stays as
+    collected."""
+    if not (getattr(config.option, "numprocesses", None) or hasattr(config, "workerinput")):
+        return
     cost: dict[str, float] = {}
     for item in items:
         module = item.nodeid.split("::")[0]
