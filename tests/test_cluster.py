@@ -266,3 +266,131 @@ def _ancestors(pid: int) -> list[int]:
 def _tail(log: Path, lines: int = 60) -> str:
     text = log.read_text(errors="replace") if log.exists() else ""
     return "\n".join(text.splitlines()[-lines:])
+
+
+def test_submit_ships_a_dependency_the_executors_lack(
+        cluster: StandaloneCluster, server: RedisServer, tmp_path: Path) -> None:
+    import os
+    import shutil
+
+    from support.wheels import LEDGER, RATECARD, make_wheel
+
+    from stormshift.state.final import committed_attributes
+
+    site = tmp_path / "site" / "ratecard"  # importable by the submitting side only
+    site.mkdir(parents=True)
+    (site / "__init__.py").write_text(RATECARD)
+    wheel = make_wheel(tmp_path, "ratecard", {"ratecard/__init__.py": RATECARD})
+    project = tmp_path / "ledger"
+    shutil.copytree(LEDGER, project)
+    (project / "requirements.txt").write_text(f"{wheel}\n")
+    bolt = project / "src" / "bolts" / "balance.py"
+    bolt.write_text(bolt.read_text().replace(
+        "from streamparse import Bolt", "from ratecard import rate\nfrom streamparse import Bolt"
+    ).replace("self.balances[account] += n", "self.balances[account] += n * rate(account)"))
+    db, log = 6, tmp_path / "submit.log"
+    args = [str(project), "--master", cluster.url, "--redis", server.url(db),
+            "--checkpoint", str(tmp_path / "ck"), "--build-dir", str(tmp_path / "build"),
+            "--until-done", "--batch-max-tuples", "150",
+            "--conf", "spark.driver.host=127.0.0.1", "--conf", "spark.ui.enabled=false"]
+    for key, value in APP_CONFS.items():
+        args += ["--conf", f"{key}={value}"]
+    env = submit_env({"PIP_NO_INDEX": "1"})
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO), str(tmp_path / "site")])
+    code = finish(start_submit(args, env, log))
+    assert code == 0, _tail(log)
+    key = (tmp_path / "ck" / "stormshift-state.key").read_text().strip()
+    got = sum((committed_attributes(server.client(db), "ledger", key, "balance", t)["balances"]
+               for t in range(2)), Counter())
+    want: Counter = Counter()
+    for n in range(600):
+        want[f"a{n % 7}"] += n * (n % 7 + 1)
+    assert got == want
+
+
+FASTRATE_C = r"""
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stdlib.h>
+
+/* rate("aK") = K + 1, as ratecard's, in C */
+static PyObject *rate(PyObject *self, PyObject *account) {
+    const char *text = PyUnicode_AsUTF8(account);
+    if (text == NULL) return NULL;
+    return PyLong_FromLong(strtol(text + 1, NULL, 10) + 1);
+}
+
+static PyMethodDef methods[] = {{"rate", rate, METH_O, "rate of an account"},
+                                {NULL, NULL, 0, NULL}};
+static struct PyModuleDef module = {PyModuleDef_HEAD_INIT, "fastrate", NULL, -1, methods};
+PyMODINIT_FUNC PyInit_fastrate(void) { return PyModule_Create(&module); }
+"""
+
+
+def build_fastrate(where: Path) -> tuple[Path, Path]:
+    """``fastrate``, a C extension module built here with gcc: ``(its .so, its wheel)``."""
+    import sysconfig
+
+    from support.wheels import make_wheel
+
+    source = where / "fastrate.c"
+    source.write_text(FASTRATE_C)
+    so_name = f"fastrate{sysconfig.get_config_var('EXT_SUFFIX')}"
+    built = where / "build" / so_name
+    built.parent.mkdir(parents=True)
+    subprocess.run(["gcc", "-shared", "-fPIC", "-O2", f"-I{sysconfig.get_paths()['include']}",
+                    str(source), "-o", str(built)], check=True, capture_output=True)
+    abi = f"cp{sys.version_info.major}{sys.version_info.minor}"
+    platform = sysconfig.get_platform().replace("-", "_").replace(".", "_")
+    wheel = make_wheel(where, "fastrate", {so_name: built.read_bytes()},  # type: ignore[dict-item]
+                       tag=f"{abi}-{abi}-{platform}")
+    return built, wheel
+
+
+def test_submit_ships_a_compiled_dependency_the_executors_lack(
+        cluster: StandaloneCluster, server: RedisServer, tmp_path: Path) -> None:
+    """A bolt importing ``fastrate`` (C, gcc-built, installed on the submitting side only):
+    its wheel goes in the archive on ``--archives``, executors load the extension from it."""
+    import os
+    import shutil
+
+    from support.wheels import LEDGER
+
+    from stormshift.state.final import committed_attributes
+
+    built, wheel = build_fastrate(tmp_path)
+    site = tmp_path / "site"  # importable by the submitting side only
+    site.mkdir()
+    shutil.copy(built, site / built.name)
+    probe = subprocess.run([sys.executable, "-c", "import fastrate; print(fastrate.rate('a3'))"],
+                           capture_output=True, text=True, cwd=tmp_path, check=False)
+    assert probe.returncode != 0  # the executors' Python (this one, bare) lacks it
+    project = tmp_path / "ledger"
+    shutil.copytree(LEDGER, project)
+    (project / "requirements.txt").write_text(f"{wheel}\n")
+    bolt = project / "src" / "bolts" / "balance.py"
+    bolt.write_text(bolt.read_text().replace(
+        "from streamparse import Bolt", "from fastrate import rate\nfrom streamparse import Bolt"
+    ).replace("self.balances[account] += n", "self.balances[account] += n * rate(account)"))
+    db, log = 7, tmp_path / "submit.log"
+    args = [str(project), "--master", cluster.url, "--redis", server.url(db),
+            "--checkpoint", str(tmp_path / "ck"), "--build-dir", str(tmp_path / "build-submit"),
+            "--until-done", "--batch-max-tuples", "150",
+            "--conf", "spark.driver.host=127.0.0.1", "--conf", "spark.ui.enabled=false"]
+    for key, value in APP_CONFS.items():
+        args += ["--conf", f"{key}={value}"]
+    env = submit_env({"PIP_NO_INDEX": "1"})
+    env["PYTHONPATH"] = os.pathsep.join([str(REPO), str(site)])
+    code = finish(start_submit(args, env, log))
+    assert code == 0, _tail(log)
+    import tarfile
+
+    with tarfile.open(tmp_path / "build-submit" / "ledger-deps.tar.gz") as archive:
+        assert built.name in archive.getnames()  # the extension went in the shipped archive
+    key = (tmp_path / "ck" / "stormshift-state.key").read_text().strip()
+    got = sum((committed_attributes(server.client(db), "ledger", key, "balance", t)["balances"]
+               for t in range(2)), Counter())
+    want: Counter = Counter()
+    for n in range(600):
+        want[f"a{n % 7}"] += n * (n % 7 + 1)
+    assert got == want
