@@ -58,7 +58,7 @@ def fault(name: str, secs: float) -> dict[str, Any]:
 
 # -- fixtures --------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
-def cluster(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Any:
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Any:
     c = StandaloneCluster(tmp_path_factory.mktemp("spark-cluster"))
     try:
         c.start()
