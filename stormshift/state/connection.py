@@ -93,9 +93,11 @@ def stop_embedded() -> list[str]:
     connected, so without this one a server outlived every Spark run."""
     with _embedded_lock:
         stopped = sorted(_started)
-        for directory in stopped:
-            _stop(_embedded.pop(directory))
-        _started.clear()
+        for directory in stopped:  # each forgotten before it is stopped: a failed stop is not
+            _started.discard(directory)  # tried again on a server it may have half shut down
+            server = _embedded.pop(directory, None)
+            if server is not None:
+                _stop(server)
     return stopped
 
 
