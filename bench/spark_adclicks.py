@@ -421,15 +421,17 @@ def adclicks_on_files(data: Path, spout_par: int, overrides: dict[str, Any] | No
     import dataclasses
 
     from stormshift.topology.graph import freeze
-    from stormshift.topology.loader import load_topology
+    from stormshift.topology.loader import load_topology, with_class
 
     # the legacy topology unless asked (the event-time reports: windowed_adclicks.py)
     graph = load_topology(EXAMPLE, name="adclicks", overrides={"adclicks.windows": False, **(overrides or {})})
     spout = graph.component("ad_log_spout")
     config = {**spout.config, "jsonlines.path": str(data), "jsonlines.bounded": True}
+    # with_class reads JsonLinesSpout's capabilities (replayable): the engine decides from
+    # them, so AdLogSpout's (a generic spout: hosted and logged on the driver) must not stay
     swapped = dataclasses.replace(
-        spout, class_path="stormshift.spouts.jsonlines.JsonLinesSpout", par=spout_par,
-        config=freeze(config), replaces=spout.class_path,
+        with_class(spout, "stormshift.spouts.jsonlines.JsonLinesSpout", graph.source_dirs, config),
+        par=spout_par, replaces=spout.class_path,
     )
     components = {**graph.components, spout.name: swapped}
     if bolt_par is not None:
