@@ -99,6 +99,40 @@ def test_a_library_that_needs_a_missing_package_points_at_the_users_import(
     assert f"{BOLT}:{import_line()} `import billing_sdk`" in str(err)
 
 
+
+def test_a_project_package_shadowed_by_another_projects_earlier_on_sys_path_names_both(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every streamparse project has a ``bolts`` package. Another project's ``src/`` put
+    first on sys.path (an embedding script, a helper that inserted it) wins the import:
+    the error names the folder that shadows the project's package, not a version to pin."""
+    other = tmp_path / "other_project" / "src"
+    (other / "bolts").mkdir(parents=True)
+    (other / "bolts" / "__init__.py").write_text("")
+    monkeypatch.syspath_prepend(str(other))
+    err = load_error(variant(tmp_path, "import json"))
+    assert isinstance(err, MissingPackageError) and err.package == "bolts"
+    assert f"the project's own package 'bolts' is shadowed by {other / 'bolts'}" in str(err)
+    assert "no module 'bolts.billing'" in str(err)
+    assert err.fix is not None and f"take {other} off sys.path" in err.fix
+
+
+def test_loading_the_adclicks_oracle_leaves_sys_path_as_it_was() -> None:
+    """``examples/adclicks/expected.py`` loads its generator from the file: a test that
+    computes the oracle and then loads another project must not import adclicks' ``bolts``."""
+    import importlib.util
+
+    before = list(sys.path)
+    spec = importlib.util.spec_from_file_location(
+        "adclicks_expected_syspath", REPO / "examples" / "adclicks" / "expected.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    try:
+        spec.loader.exec_module(module)
+        assert len(list(module.generated_lines(seed=1, events=50))) >= 50
+    finally:
+        del sys.modules[spec.name]
+    assert sys.path == before
 def test_a_worker_importing_a_component_class_gets_the_same_error(tmp_path: Path) -> None:
     """What a Spark worker runs (``import_component_class``), with a module whose name starts
     with the missing package's: still that package, not "cannot import the class"."""

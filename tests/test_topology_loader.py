@@ -395,3 +395,23 @@ def test_projects_loaded_from_threads_at_once_each_get_their_own_topology() -> N
         thread.join()
     assert not failed, failed
     assert [found[n] for n in range(len(projects))] == projects
+
+
+def test_a_bolts_package_left_from_a_dir_since_taken_off_sys_path_is_not_the_projects(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A caller imported some other ``bolts`` through its own ``sys.path`` edit and undid
+    the edit: the module stays in ``sys.modules``, and the next project's ``from bolts.x
+    import ...`` must not find it there."""
+    other = tmp_path / "elsewhere"
+    (other / "bolts").mkdir(parents=True)
+    (other / "bolts" / "__init__.py").write_text("STALE = True\n")
+    with monkeypatch.context() as patch:
+        patch.syspath_prepend(str(other))
+        patch.delitem(sys.modules, "bolts", raising=False)
+        import bolts  # type: ignore[import-not-found]
+
+        assert bolts.STALE
+    assert sys.modules["bolts"].__file__ == str(other / "bolts" / "__init__.py")
+    graph = load_topology(Path(__file__).parents[1] / "examples" / "pixelcount")
+    assert "pixel-count-bolt" in graph.components
+    assert not hasattr(sys.modules["bolts"], "STALE")

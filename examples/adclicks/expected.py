@@ -168,13 +168,20 @@ def read_lines(path: str) -> Iterable[str]:
 
 
 def _adgen():  # noqa: ANN202 - a module
-    """The example's data generator (``src/adgen.py``), not topology code."""
-    src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "src")
-    if src not in sys.path:
-        sys.path.insert(0, src)
-    import adgen
+    """The example's data generator (``src/adgen.py``), not topology code, loaded from its
+    file: putting ``src/`` on ``sys.path`` would leave this project's ``bolts`` package
+    ahead of the next project's for the rest of the process."""
+    import importlib.util
 
-    return adgen
+    module = sys.modules.get("adclicks_adgen")
+    if module is None:
+        path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "src", "adgen.py")
+        spec = importlib.util.spec_from_file_location("adclicks_adgen", path)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["adclicks_adgen"] = module  # dataclasses look their module up
+        spec.loader.exec_module(module)
+    return module
 
 
 def generated_lines(

@@ -40,9 +40,14 @@ class Missing:
     installed: bool = False
     name: str | None = None
     version: str | None = None
+    shadowed_by: str | None = None  # the project has ``package`` too; this one came first
 
     @property
     def summary(self) -> str:
+        if self.shadowed_by is not None:
+            return (f"the project's own package {self.package!r} is shadowed by "
+                    f"{self.shadowed_by} (found first on sys.path), which has no module "
+                    f"{self.module!r}")
         if not self.installed:
             return f"package {self.package!r} is not installed"
         which = f"installed package {self.package!r}" + (f" {self.version}" if self.version else "")
@@ -52,6 +57,10 @@ class Missing:
 
     @property
     def fix(self) -> str:
+        if self.shadowed_by is not None:
+            return (f"take {os.path.dirname(self.shadowed_by.rstrip(os.sep))} off sys.path "
+                    "(PYTHONPATH, or the code that inserted it), or uninstall or rename the "
+                    f"other {self.package!r}")
         if not self.installed:
             return (f"pip install {self.package}, or add it to the project's requirements "
                     "(a module of the project itself belongs in src/)")
@@ -72,6 +81,9 @@ def classify(exc: BaseException, roots: Sequence[Path]) -> Missing | None:
             return Missing(package, module) if _absent_from(package, roots) else None
         if _under(origin, roots):
             return None
+        if not _absent_from(package, roots):
+            return Missing(package, module, True, version=_version(package),
+                           shadowed_by=_package_dir(origin))
         return Missing(package, module, True, version=_version(package))
     match = _NAME.match(str(exc))
     if match is None or exc.path is None or _under(exc.path, roots):
@@ -91,6 +103,11 @@ def _origin(package: str) -> str | None:
         return spec.origin
     locations = list(spec.submodule_search_locations or [])
     return locations[0] if locations else spec.origin
+
+
+def _package_dir(origin: str) -> str:
+    """A package's folder from its spec's origin (its ``__init__.py``), else the module file."""
+    return os.path.dirname(origin) if os.path.basename(origin).startswith("__init__.") else origin
 
 
 def _absent_from(package: str, roots: Sequence[Path]) -> bool:

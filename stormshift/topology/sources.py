@@ -98,13 +98,18 @@ def _import_root(name: str, module: object) -> str | None:
 
 
 def _evict_other_projects(ours: Sequence[str]) -> None:
+    """Forget modules named like ours that another project placed, or that came from a dir no
+    longer on sys.path (a caller's own ``sys.path`` edit, undone since): either would stand
+    in for this project's ``bolts`` or ``spouts``."""
     others = set(_placed) - set(ours)
-    if not others:
-        return
     provided = set().union(*(provided_names(d) for d in ours))
+    on_path = set(sys.path)
     for name, module in list(sys.modules.items()):
-        if name.partition(".")[0] in provided and _import_root(name, module) in others:
-            del sys.modules[name]
+        if name.partition(".")[0] in provided:
+            root = _import_root(name, module)
+            if root in others or (root is not None and root not in on_path
+                                  and root not in ours):
+                del sys.modules[name]
 
 
 def _library_paths() -> list[str]:
