@@ -16,8 +16,10 @@ policy everywhere:
   packages. When the source dirs in use change, a cached module whose top-level
   name the new project provides is evicted from ``sys.modules`` if it was loaded
   from another project's source dir, so the next import finds this project's.
-  Modules of the standard library, of installed packages and of any other
-  directory are never evicted.
+  So is one loaded from a directory no longer on ``sys.path`` (a caller's own
+  ``sys.path`` edit, undone since), checked on every call by the top-level names
+  alone. Modules of the standard library, of installed packages and of any other
+  directory still on ``sys.path`` are never evicted.
 
 A source dir already on ``sys.path`` (``PYTHONPATH``, the current directory of
 ``python -m``) moves to the end too: the policy holds wherever the process started.
@@ -40,7 +42,7 @@ def use_sources(source_dirs: Iterable[str | os.PathLike[str]]) -> None:
     """Make ``source_dirs`` (one project's, in import order) the ones imports resolve to."""
     global _active
     ours = tuple(dict.fromkeys(os.fspath(d) for d in source_dirs))
-    if ours != _active:
+    if ours != _active or _strays(ours):
         _evict_other_projects(ours)
     _place(ours)
     _active = ours
@@ -99,17 +101,27 @@ def _import_root(name: str, module: object) -> str | None:
 
 def _evict_other_projects(ours: Sequence[str]) -> None:
     """Forget modules named like ours that another project placed, or that came from a dir no
-    longer on sys.path (a caller's own ``sys.path`` edit, undone since): either would stand
-    in for this project's ``bolts`` or ``spouts``."""
-    others = set(_placed) - set(ours)
+    longer on sys.path: either would stand in for this project's ``bolts`` or ``spouts``."""
     provided = set().union(*(provided_names(d) for d in ours))
-    on_path = set(sys.path)
+    _provided[tuple(ours)] = frozenset(provided)
     for name, module in list(sys.modules.items()):
-        if name.partition(".")[0] in provided:
-            root = _import_root(name, module)
-            if root in others or (root is not None and root not in on_path
-                                  and root not in ours):
-                del sys.modules[name]
+        if name.partition(".")[0] in provided and _foreign(name, module, ours):
+            del sys.modules[name]
+
+
+def _foreign(name: str, module: object, ours: Sequence[str]) -> bool:
+    root = _import_root(name, module)
+    return root is not None and root not in ours and (root in _placed or root not in sys.path)
+
+
+_provided: dict[tuple[str, ...], frozenset[str]] = {}  # top-level names, per dirs in use
+
+
+def _strays(ours: tuple[str, ...]) -> bool:
+    """A top-level module named like one of ours came from elsewhere since the last call (a
+    few dict lookups: this runs per task in Spark's workers)."""
+    names = _provided.get(ours, ())
+    return any((m := sys.modules.get(n)) is not None and _foreign(n, m, ours) for n in names)
 
 
 def _library_paths() -> list[str]:

@@ -33,7 +33,7 @@ REPO = Path(__file__).resolve().parents[2]
 # Exit codes of a run that finished: clean (0), or with dead letters (3: adclicks has
 # malformed lines); anything else is a crash the harness restarts after (cli/exit_codes.py).
 FINISHED = (0, 3)
-MAX_RESTARTS = 4
+MAX_RESTARTS = 6  # a case that kills the whole run at four points restarts four times
 RUN_TIMEOUT_SECS = 240
 #: the table the session prints at its end (tests/conftest.py), its rows recorded by tests/test_faults.py
 TABLE = "faults"
