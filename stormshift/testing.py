@@ -102,19 +102,19 @@ def _graph(bolt_class: type, name: str, source: str, stream: str, fields: Sequen
         first[name] = 2
     else:
         first[source] = 1 + par
+    spout_path, bolt_path = f"{__name__}.InputSpout", f"{bolt_class.__module__}.{bolt_class.__qualname__}"
     spout = ComponentDef(
-        name=source, kind=ComponentKind.SPOUT, class_path=f"{__name__}.InputSpout", par=1,
+        name=source, kind=ComponentKind.SPOUT, class_path=spout_path, par=1,
         config=freeze({}), outputs=freeze({stream: StreamDef(stream, tuple(fields))}),
         first_task_id=first[source],
-        capabilities=capabilities_of(InputSpout, {}, spout=True),
+        capabilities=capabilities_of(InputSpout, {}, spout=True, class_path=spout_path),
     )
     bolt = ComponentDef(
-        name=name, kind=ComponentKind.BOLT,
-        class_path=f"{bolt_class.__module__}.{bolt_class.__qualname__}", par=par,
+        name=name, kind=ComponentKind.BOLT, class_path=bolt_path, par=par,
         config=freeze(dict(config)), outputs=freeze(outputs_from_class(bolt_class) or {}),
         inputs=(InputDef(source, stream, Grouping(GroupingKind.SHUFFLE)),),
         first_task_id=first[name],
-        capabilities=capabilities_of(bolt_class, config, spout=False),
+        capabilities=capabilities_of(bolt_class, config, spout=False, class_path=bolt_path),
     )
     return TopologyGraph(name=f"test_{name}", components=freeze({source: spout, name: bolt}))
 

@@ -30,13 +30,14 @@ from support.windows_fixtures import ClickSpout, ProbeBolt
 
 from stormshift.engines.spark.driver.ticks import drain_ticks, tick_intervals_ms
 from stormshift.engines.spark.driver.windows import time_bolts
+from stormshift.errors import TopologyError
 from stormshift.shadow.inputs import InputSpec, apply_input
 from stormshift.spouts.jsonlines import JsonLinesSpout
 from stormshift.spouts.kafka import KafkaSpout
 from stormshift.spouts.redis_streams import RedisStreamSpout
 from stormshift.topology.capabilities import Batching, Capabilities, EmitPath, SourceKind
 from stormshift.topology.graph import TopologyGraph, freeze
-from stormshift.topology.loader import load_topology
+from stormshift.topology.loader import load_topology, with_class
 
 TICKS = "topology.tick.tuple.freq.secs"
 
@@ -210,12 +211,31 @@ def test_engines_decide_from_the_graph_without_the_class() -> None:
     whose classes cannot be imported (an executor never needs the class to decide)."""
     graph = pickle.loads(pickle.dumps(_graph()))
     assert graph == _graph()
-    gone = {n: dataclasses.replace(c, class_path=f"nowhere.{n}")
+    # the same capabilities under class paths no process can import (said to be read for
+    # them: a class path changed alone is refused, test_a_class_swapped_alone_is_refused)
+    gone = {n: dataclasses.replace(c, class_path=f"nowhere.{n}", capabilities=dataclasses.replace(
+                c.capabilities, read_for=f"nowhere.{n}"))
             for n, c in graph.components.items()}
     blind = dataclasses.replace(graph, components=freeze(gone), source_dirs=())
     assert tick_intervals_ms(blind) == tick_intervals_ms(graph)
     assert drain_ticks(blind, tick_intervals_ms(blind)) == 16
     assert time_bolts(blind) == ([], True)
+
+
+def test_a_class_swapped_alone_is_refused() -> None:
+    """Capabilities left from the class a component had: the engines would decide from them
+    (a replayable spout put in a generic one's place was hosted and logged on the driver);
+    ``with_class`` reads the new class's."""
+    graph = _graph()
+    words = graph.component("words")
+    assert words.capabilities.read_for == words.class_path
+    with pytest.raises(TopologyError, match="with_class"):
+        dataclasses.replace(words, class_path="stormshift.spouts.jsonlines.JsonLinesSpout")
+    swapped = with_class(words, "stormshift.spouts.jsonlines.JsonLinesSpout", graph.source_dirs,
+                         {**words.config, "jsonlines.path": "/nowhere"})
+    assert swapped.capabilities.replayable and not words.capabilities.replayable
+    assert pickle.loads(pickle.dumps(swapped)) == swapped
+    assert dataclasses.replace(swapped, par=3).capabilities == swapped.capabilities
 
 
 def test_a_shadow_input_reads_the_replacement_spouts_capabilities(tmp_path: Path) -> None:

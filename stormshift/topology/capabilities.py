@@ -26,7 +26,7 @@ import enum
 import inspect
 import textwrap
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 __all__ = ["HOOKS", "TICK_KEY", "Batching", "Capabilities", "EmitPath", "SourceKind",
@@ -78,6 +78,10 @@ class Capabilities:
     emit_path: EmitPath | None = None
     fast_ack: bool = False  # ack / fail inherited from pystorm's Bolt
     fast_fail: bool = False
+    # the class path these were read for (``ComponentDef`` refuses them under another
+    # class: stale capabilities are a silent wrong decision, e.g. a replayable spout
+    # hosted as a generic one); "" where nobody said (a class given in place of the graph's)
+    read_for: str = field(default="", compare=False)
 
     def has(self, hook: str) -> bool:
         """Whether the class defines the engine hook ``hook`` (one of ``HOOKS``)."""
@@ -116,9 +120,11 @@ class Capabilities:
         return 1
 
 
-def capabilities_of(cls: type, config: Mapping[str, Any], *, spout: bool) -> Capabilities:
+def capabilities_of(cls: type, config: Mapping[str, Any], *, spout: bool,
+                    class_path: str = "") -> Capabilities:
     """The capabilities of component class ``cls`` with its merged ``config`` (pure: reads
-    the class and its sources, changes nothing)."""
+    the class and its sources, changes nothing); ``class_path``: the component's class path
+    as the graph names ``cls`` (kept as ``read_for``)."""
     import pystorm.bolt
     import pystorm.spout
 
@@ -146,6 +152,7 @@ def capabilities_of(cls: type, config: Mapping[str, Any], *, spout: bool) -> Cap
         emit_path=emit_path,
         fast_ack=fast_ack,
         fast_fail=fast_fail,
+        read_for=class_path,
     )
 
 

@@ -20,6 +20,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from stormshift.errors import TopologyError
 from stormshift.topology.capabilities import Capabilities
 
 
@@ -83,7 +84,11 @@ class ComponentDef:
     ``config`` is the topology config overlaid with the component's own
     config (component wins), as Storm merges them. ``capabilities`` is what the
     class can do (ticks, batching, hooks, replay), read once at load
-    (``capabilities.py``): nothing after the loader inspects the class.
+    (``capabilities.py``): nothing after the loader inspects the class. So a
+    component whose ``class_path`` changes must have its capabilities read again
+    (``loader.with_class``): capabilities read for another class path are refused,
+    as the engines would decide from the old class's (a replayable spout put in a
+    generic spout's place would be hosted and logged, not replayed).
     """
 
     name: str
@@ -97,6 +102,18 @@ class ComponentDef:
     replaces: str | None = None
     translated: Mapping[str, str] = field(default_factory=dict)
     capabilities: Capabilities = field(default_factory=Capabilities)
+
+    def __post_init__(self) -> None:
+        read_for = self.capabilities.read_for
+        if read_for and read_for != self.class_path:
+            raise TopologyError(
+                f"its capabilities were read from class {read_for}, but its class is "
+                f"{self.class_path}: the engines would run it as the other class says "
+                "(how it is read, ticked and hosted)",
+                component=self.name,
+                fix="change a component's class with stormshift.topology.loader.with_class "
+                    "(it reads the new class's capabilities), not dataclasses.replace",
+            )
 
     @property
     def task_ids(self) -> tuple[int, ...]:

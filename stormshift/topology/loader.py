@@ -223,7 +223,8 @@ def component_from_spec(spec: ComponentSpec, ctx: _Context) -> ComponentDef:
         inputs=inputs,
         replaces=replaces,
         translated=freeze(translated),
-        capabilities=capabilities_of(cls, config, spout=kind is ComponentKind.SPOUT),
+        capabilities=capabilities_of(cls, config, spout=kind is ComponentKind.SPOUT,
+                                     class_path=class_path),
     )
 
 
@@ -233,7 +234,8 @@ def with_class(comp: ComponentDef, class_path: str, source_dirs: Sequence[str],
     capabilities read again from that class, as loading would."""
     cls = check_importable(class_path, source_dirs, comp.name)
     return dataclasses.replace(comp, class_path=class_path, config=freeze(dict(config)),
-                               capabilities=capabilities_of(cls, config, spout=comp.is_spout))
+                               capabilities=capabilities_of(cls, config, spout=comp.is_spout,
+                                                            class_path=class_path))
 
 
 def component_config(topology_config: Mapping[str, Any], own: Mapping[str, Any]) -> dict[str, Any]:
