@@ -77,6 +77,14 @@ def namespace(redis_url: str) -> Iterator[str]:
             client.delete(key)
 
 
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``-n auto`` (pyproject's addopts): four workers for the fast tier (``-m unit``), two for
+    anything else. The fast tier's tests are short and single-threaded, and a quarter of its
+    time is spent waiting (sleeping spouts, subprocesses, a browser), so four keep two cores
+    busy; a Spark test brings a ``local[2]`` JVM of its own, so two workers already fill them."""
+    return 4 if (config.option.markexpr or "").strip() == "unit" else 2
+
+
 #: a test's guessed cost, by its markers (tests/tier_guard.py sets them), to order modules by
 COST_OF_MARKER = {"faults": 4, "spark": 2, "slow": 1, "kafka": 1, "redis": 0.5}
 

@@ -94,7 +94,7 @@ def test_local_sigterm_mid_stream_exits_130_with_the_accounting(tmp_path: Path) 
                                     "ledger.readings=100000000"),
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env=env(), cwd=tmp_path)
-    out, err = _sigterm_after(proc, lambda: cpu_seconds(proc) >= 3.0)
+    out, err = _sigterm_after(proc, lambda: cpu_seconds(proc) >= 1.5)  # ~3x its start-up
     assert proc.returncode == 130, err
     summary = json.loads(out)
     assert summary["stop_reason"] == "interrupted" and summary["exit_code"] == 130
