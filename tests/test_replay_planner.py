@@ -1,4 +1,4 @@
-"""The Spark planner of a replayable source, in process (no JVM, fakeredis for its lag).
+"""The Spark planner of a replayable source, in process (no JVM; a real Redis for its lag).
 
 A component's class swapped with ``dataclasses.replace`` kept the old class's
 capabilities: bench/spark_adclicks.py put ``JsonLinesSpout`` in ``AdLogSpout``'s place
@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import redis
 
-from stormshift.engines.spark.runtime import worker
 from stormshift.engines.spark.source.options import Opts
 from stormshift.engines.spark.source.planner.planner import ReplayPlanner, make_planner
 from stormshift.errors import TopologyError
@@ -29,18 +29,7 @@ from stormshift.spouts import jsonlines
 from stormshift.topology.loader import with_class
 
 REPO = Path(__file__).resolve().parents[1]
-REDIS_URL = "redis://planner-test.invalid:6379"  # never reached: a fakeredis client stands in
 FILES, LINES, PAR = 4, 3_000, 2  # 2 files per spout task
-
-
-@pytest.fixture
-def fake_redis() -> Iterator[Any]:
-    import fakeredis
-
-    client = fakeredis.FakeRedis()
-    worker._REDIS[REDIS_URL] = client
-    yield client
-    worker._REDIS.pop(REDIS_URL, None)
 
 
 def _bench() -> Any:
@@ -61,8 +50,8 @@ def _files(root: Path) -> Path:
     return data
 
 
-def _opts(graph: Any, batch_max: int) -> Opts:
-    return Opts(graph=graph, spout="ad_log_spout", redis_url=REDIS_URL, namespace="planner-test",
+def _opts(graph: Any, batch_max: int, redis_url: str, namespace: str) -> Opts:
+    return Opts(graph=graph, spout="ad_log_spout", redis_url=redis_url, namespace=namespace,
                 batch_max=batch_max, budget_ms=500, max_total=-1, tick_ms=0)
 
 
@@ -94,12 +83,13 @@ def _plans(planner: ReplayPlanner) -> Iterator[dict]:
             return
 
 
+@pytest.mark.redis
 def test_the_bench_graph_plans_a_whole_batch_max_per_task_in_one_call(
-        tmp_path: Path, fake_redis: Any) -> None:
+        tmp_path: Path, redis_url: str, namespace: str) -> None:
     data = _files(tmp_path)
     graph = _bench().adclicks_on_files(data, PAR)
     batch_max = LINES + LINES // 2  # a task's batch spans its files: 1.5 files
-    planner = make_planner(_opts(graph, batch_max))
+    planner = make_planner(_opts(graph, batch_max, redis_url, namespace))
     assert isinstance(planner, ReplayPlanner)  # no spout hosted, nothing logged
     plans = list(_plans(planner))
     per_task_lines = FILES // PAR * LINES
@@ -107,8 +97,9 @@ def test_the_bench_graph_plans_a_whole_batch_max_per_task_in_one_call(
                                        [per_task_lines] * PAR]
     assert [p["done"] for p in plans] == [False, True, True]
     assert plans[-1]["fin"] and plans[1]["p"] == {f"part-{f:05d}.jsonl": LINES for f in range(FILES)}
-    assert not fake_redis.keys("*wal*")  # the generic path's write-ahead log: never written
-    lag = json.loads(next(iter(fake_redis.hgetall(next(iter(fake_redis.keys("*lag*")))).values())))
+    r = redis.Redis.from_url(redis_url)
+    assert not r.keys(f"*{namespace}*wal*")  # the generic path's write-ahead log: never written
+    lag = json.loads(next(iter(r.hgetall(next(iter(r.keys(f"*{namespace}*lag*")))).values())))
     assert lag["records"] == [0, 0]
 
 
@@ -131,13 +122,14 @@ class _Counting:
         return calls
 
 
+@pytest.mark.redis
 def test_planning_work_does_not_grow_with_the_lines_already_read(
-        tmp_path: Path, fake_redis: Any) -> None:
+        tmp_path: Path, redis_url: str, namespace: str) -> None:
     """Each plan asks the spout the same number of questions, and no plan rescans a file
     the planner indexed already: planning a batch is per-partition work, not per line."""
     data = _files(tmp_path)
     graph = _bench().adclicks_on_files(data, PAR)
-    planner = make_planner(_opts(graph, LINES // 4))
+    planner = make_planner(_opts(graph, LINES // 4, redis_url, namespace))
     counting = _Counting(planner.spout, ("replay_partitions", "replay_advance",
                                          "replay_partition_lag", "replay_partition_done"))
     offset = planner.initial_offset()
