@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 import tempfile
 import uuid
 from collections.abc import Iterator
@@ -109,13 +110,19 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    """The controller names the folder the session's tables are written to (workers inherit it)."""
+    """The controller names the folder the session's tables are written to (workers inherit
+    it) and, unless only the unit tier runs, builds the driver JVM's class archive first."""
     from support import session_tables  # after register_assert_rewrite
 
     if not hasattr(config, "workerinput") and session_tables.ENV not in os.environ:
         folder = tempfile.mkdtemp(prefix="stormshift-tables-")
         os.environ[session_tables.ENV] = folder
         config.add_cleanup(lambda: shutil.rmtree(folder, ignore_errors=True))
+    if (not hasattr(config, "workerinput") and not config.option.collectonly
+            and (config.option.markexpr or "").strip() != "unit"):
+        from support.jvm_archive import build_driver_archive
+
+        build_driver_archive(lambda line: print(line, file=sys.stderr, flush=True))
 
 
 def pytest_terminal_summary(terminalreporter: Any) -> None:

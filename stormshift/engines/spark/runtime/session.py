@@ -9,6 +9,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from stormshift.engines.spark.runtime.classcache import plan_archive
 from stormshift.engines.spark.runtime.launcher import worker_python
 
 __all__ = ["LOG4J2_FILE", "QUIET_LOGGERS", "RUNTIME_CONF", "build_session", "configure_session",
@@ -61,10 +62,15 @@ def build_session(master: str, *, app_name: str = "stormshift", shuffle_partitio
         builder = builder.config("spark.sql.shuffle.partitions", str(shuffle_partitions))
     conf = conf or {}
     conf = {**local_bind_conf(master, conf), **conf, **driver_jit_conf(master, conf)}
+    archive = plan_archive(master, conf)
+    if archive is not None:
+        conf = {**conf, **_more_driver_options(conf, archive.options())}
     for key, value in {**worker_conf(master), **conf, **driver_log_conf(conf)}.items():
         builder = builder.config(key, value)
     with worker_python(master, conf), loopback_ui(master, conf):
         session = builder.getOrCreate()
+    if archive is not None:
+        archive.finish_at_exit(session)
     session.sparkContext.setLogLevel("WARN")
     quiet_logs(session)
     configure_session(session)
@@ -88,6 +94,11 @@ def driver_log_conf(conf: Mapping[str, str]) -> dict[str, str]:
         return {}
     ours = f"-Dlog4j2.configurationFile=file:{LOG4J2_FILE}"
     return {"spark.driver.extraJavaOptions": f"{options} {ours}".strip()}
+
+
+def _more_driver_options(conf: Mapping[str, str], options: str) -> dict[str, str]:
+    current = conf.get("spark.driver.extraJavaOptions", "")
+    return {"spark.driver.extraJavaOptions": f"{current} {options}".strip()}
 
 
 def driver_jit_conf(master: str, conf: Mapping[str, str]) -> dict[str, str]:
