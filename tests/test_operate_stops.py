@@ -34,7 +34,7 @@ from support.operate_harness import (
 from stormshift.state import keys as K
 from stormshift.state.commit import CommitLog
 
-READINGS = 600
+READINGS = 300
 
 
 def _sigterm_after(proc: subprocess.Popen[str], ready: object, signals: int = 1,
@@ -60,7 +60,7 @@ def test_spark_sigterm_stops_cleanly_and_the_next_run_continues_exactly(
     project = copy_ledger(tmp_path)
     args = spark_run_args(project, tmp_path, redis_url, namespace, "-o",
                           f"ledger.readings={READINGS}", "-o", "ledger.lookup_ms=30",
-                          "--batch-max-tuples", "60")
+                          "--batch-max-tuples", "30")
     r = redis.Redis.from_url(redis_url)
 
     def mid_batch() -> bool:  # two batches committed, a task of the next one started
