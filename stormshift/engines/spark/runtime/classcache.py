@@ -26,6 +26,7 @@ import contextlib
 import hashlib
 import os
 import shutil
+import sys
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -75,6 +76,8 @@ class ArchivePlan:
                 return
             with contextlib.suppress(Exception):
                 session.stop()
+            print(f"stormshift: saving the driver JVM's classes for faster starts (once, "
+                  f"~10 s): {self.archive}", file=sys.stderr, flush=True)
             with contextlib.suppress(OSError):
                 proc.stdin.close()  # the gateway JVM exits at the end of its stdin
             try:
