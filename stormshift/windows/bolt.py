@@ -290,21 +290,21 @@ class WindowedBolt(Bolt):  # type: ignore[misc]
             self.emit(values, stream=retraction_stream(stream))
 
     def _pane(self, pane: Pane) -> None:
-        state = self._state()
-        collects = isinstance(self.windowing.aggregation, Collect)
-        kord = stable_order(pane.key)
+        cfg = self.windowing
+        collects = isinstance(cfg.aggregation, Collect)
         expired: list[WindowedTuple] = []
         if collects and pane.timing is Timing.ON_TIME:
+            state, kord = self._state(), stable_order(pane.key)
             now_ids = {t.id for t in pane.result}
             expired = [t for t in state.previous_of(kord) if t.id not in now_ids]
             state.set_previous(kord, pane.key, list(pane.result))
         view = TupleWindow(pane, expired, collects, self.component_name)
-        if self.windowing.accumulation is not Accumulation.RETRACTING:
+        if cfg.accumulation is not Accumulation.RETRACTING:
             type(self).process(self, view)
             return
         emitted = self._recording(view)
         if not pane.is_final:
-            state.keep_emitted(kord, pane.window, emitted)
+            self._state().keep_emitted(stable_order(pane.key), pane.window, emitted)
 
     def _recording(self, view: TupleWindow) -> list[tuple[str, list[Any]]]:
         """Run ``process(view)``, keeping what it emitted (to retract it later)."""

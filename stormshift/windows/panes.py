@@ -25,7 +25,7 @@ class Accumulation(str, Enum):
     RETRACTING = "accumulating_and_retracting"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False)
 class Pane:
     """One firing of one window of one key.
 
@@ -43,6 +43,13 @@ class Pane:
     result: Any
     new: Any
     is_final: bool = False
+
+    def __init__(self, key: Any, window: Window, timing: Timing, index: int, result: Any,
+                 new: Any, is_final: bool = False) -> None:
+        """One per firing: the fields straight into ``__dict__`` (``Window.__init__``)."""
+        d = self.__dict__
+        d["key"], d["window"], d["timing"], d["index"] = key, window, timing, index
+        d["result"], d["new"], d["is_final"] = result, new, is_final
 
 
 @dataclass(frozen=True)

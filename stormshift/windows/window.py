@@ -28,17 +28,22 @@ END_OF_TIME_MS = 2**63 - 1
 """The watermark at end of input: every window is complete."""
 
 
-@dataclass(frozen=True, order=True)
+@dataclass(frozen=True, order=True, init=False)
 class Window:
     """Event times ``start_ms <= t < end_ms``."""
 
     start_ms: int
     end_ms: int
 
-    def __post_init__(self) -> None:
-        if self.end_ms <= self.start_ms:
-            raise ValueError(f"a window needs start_ms < end_ms, got [{self.start_ms}, "
-                             f"{self.end_ms})")
+    def __init__(self, start_ms: int, end_ms: int) -> None:
+        """Made per element and pane: the fields go straight into ``__dict__`` (what a
+        frozen dataclass's own ``__init__`` does through ``object.__setattr__``, a call
+        per field); pickles as before (the same ``__dict__``)."""
+        if end_ms <= start_ms:
+            raise ValueError(f"a window needs start_ms < end_ms, got [{start_ms}, {end_ms})")
+        d = self.__dict__
+        d["start_ms"] = start_ms
+        d["end_ms"] = end_ms
 
     def contains(self, event_ms: int) -> bool:
         return self.start_ms <= event_ms < self.end_ms

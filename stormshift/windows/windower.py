@@ -134,7 +134,9 @@ class Windower:
             if state is None:
                 state = states[window] = self._new_state()
                 state.trigger.on_time_fired = wm >= window.end_ms  # born late: no ON_TIME
-                self._track(kord, window)
+                end, start = window.end_ms, window.start_ms  # _track: no deadline yet
+                heapq.heappush(self._due, (end, start, kord, window))
+                heapq.heappush(self._expiry, (end + lateness, start, kord, window))
             if state.acc is not None:
                 state.acc = agg_add(state.acc, item)
             state.delta = agg_add(state.delta, item)
@@ -182,28 +184,33 @@ class Windower:
         if watermark_ms <= self.watermark_ms:
             return []
         self.watermark_ms = wm = watermark_ms
-        due: list[tuple[int, int, int, str, Window | str]] = []
-        seen: set[tuple[str, Window]] = set()
-        while self._due and self._due[0][0] <= wm:
-            _, _, kord, window = heapq.heappop(self._due)
-            state = self.windows.get(kord, {}).get(window)
-            if state is not None and not state.trigger.on_time_fired \
-                    and (kord, window) not in seen:  # an entry indexed twice (forget_key)
-                seen.add((kord, window))
-                due.append((window.end_ms, 0, window.start_ms, kord, window))
+        # (fire time, 0 window | 1 timer, start, key order, window | tag, state | None):
+        # sorted whole, the first four order it (a window's are unique: ``seen``; a
+        # timer's tie only with an equal timer), so neither a window nor a state is compared
+        due: list[tuple[int, int, int, str, Any, WindowState | None]] = []
+        seen: set[int] = set()  # id of each state due: an entry indexed twice (forget_key)
+        windows, pop, heap = self.windows, heapq.heappop, self._due
+        while heap and heap[0][0] <= wm:
+            end, start, kord, window = pop(heap)
+            states = windows.get(kord)
+            state = None if states is None else states.get(window)
+            if state is not None and not state.trigger.on_time_fired and id(state) not in seen:
+                seen.add(id(state))
+                due.append((end, 0, start, kord, window, state))
         while self.timers and self.timers[0][0] <= wm:
             popped = self._pop_timer()
             if popped is not None:
                 at_ms, kord, tag = popped
                 self.touched.add(kord)
-                due.append((at_ms, 1, 0, kord, tag))
+                due.append((at_ms, 1, 0, kord, tag, None))
+        due.sort()
         outputs: list[Output] = []
-        for at_ms, kind, _, kord, what in sorted(due, key=lambda d: d[:4]):
-            if kind == 1:
+        fire, on_time = self._fire, Timing.ON_TIME
+        for at_ms, kind, _, kord, what, state in due:
+            if state is None:
                 outputs.append(TimerFired(self.keys[kord], at_ms, str(what)))
-                continue
-            assert isinstance(what, Window)
-            outputs += self._fire(kord, what, self.windows[kord][what], Timing.ON_TIME)
+            else:
+                outputs += fire(kord, what, state, on_time)
         outputs += self._expire(wm)
         return outputs
 
@@ -228,16 +235,22 @@ class Windower:
         return outputs
 
     def _expire(self, wm: int) -> list[Output]:
-        found = set()
-        while self._expiry and self._expiry[0][0] <= wm:
-            _, _, kord, window = heapq.heappop(self._expiry)
-            if window in self.windows.get(kord, {}):
-                found.add((window.end_ms, window.start_ms, kord, window))
-        gone = sorted(found)
+        found: list[tuple[int, int, str, Window]] = []
+        seen: set[int] = set()  # id of each state found: an entry indexed twice (forget_key)
+        windows, pop, heap = self.windows, heapq.heappop, self._expiry
+        while heap and heap[0][0] <= wm:
+            entry = pop(heap)
+            states = windows.get(entry[2])
+            state = None if states is None else states.get(entry[3])
+            if state is not None and id(state) not in seen:
+                seen.add(id(state))
+                found.append(entry)
+        found.sort()  # (expiry, start, key order) unique per window: no window compared
         outputs: list[Output] = []
-        for _, _, kord, window in gone:
-            self.touched.add(kord)
-            state = self.windows[kord].pop(window)
+        touched = self.touched
+        for _, _, kord, window in found:
+            touched.add(kord)
+            state = windows[kord].pop(window)
             if self.assigner.merging:
                 self._unindex(kord, window)
             if state.trigger.count:  # a batched late pane still pending
@@ -254,7 +267,7 @@ class Windower:
     def _new_state(self) -> WindowState:
         agg = self.aggregation
         keep_all = self.accumulation is not Accumulation.DISCARDING
-        return WindowState(acc=agg.init() if keep_all else None, delta=agg.init())
+        return WindowState(agg.init() if keep_all else None, agg.init(), TriggerState(), [])
 
     def _merge(self, kord: str, states: dict[Window, WindowState], proto: Window) -> Window:
         """Sessions: merge ``proto`` with the key's windows it intersects. A key's sessions
@@ -293,16 +306,19 @@ class Windower:
     def _fire(self, kord: str, window: Window, state: WindowState, timing: Timing) -> list[Output]:
         agg, key = self.aggregation, self.keys[kord]
         self.touched.add(kord)
-        outputs: list[Output] = []
         new = agg.result(state.delta)
         result = new if state.acc is None else agg.result(state.acc)
-        if self.accumulation is Accumulation.RETRACTING:
-            outputs += [Retraction(key, w, r) for w, r in state.retract]
-            state.retract = [(window, result)]
+        trigger = state.trigger
         final = self.watermark_ms >= window.end_ms + self.allowed_lateness_ms
-        outputs.append(Pane(key, window, timing, state.trigger.panes, result, new, final))
+        pane = Pane(key, window, timing, trigger.panes, result, new, final)
+        if self.accumulation is Accumulation.RETRACTING:
+            outputs: list[Output] = [Retraction(key, w, r) for w, r in state.retract]
+            outputs.append(pane)
+            state.retract = [(window, result)]
+        else:
+            outputs = [pane]
         state.delta = agg.init()
-        state.trigger.fired(timing)
+        trigger.fired(timing)
         return outputs
 
     def _pop_timer(self) -> tuple[int, str, str] | None:
