@@ -137,7 +137,12 @@ class WindowedBolt(Bolt):  # type: ignore[misc]
         windower = state.windower
         if windower is not None:
             if event_time:
-                self._observe((tup.component, tup.stream, tup.task), event_ms, now)
+                if self._stormshift_batched:  # _observe, inline (a call per tuple)
+                    seen, part = self._stormshift_seen, (tup.component, tup.stream, tup.task)
+                    if event_ms > seen.get(part, event_ms - 1):
+                        seen[part] = event_ms
+                else:
+                    self._observe((tup.component, tup.stream, tup.task), event_ms, now)
             added = windower.add(key, event_ms, item, now)
             if added.kind == "on_time":
                 state.counters["on_time"] += 1

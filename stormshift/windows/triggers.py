@@ -68,6 +68,7 @@ class TriggerState:
 
     def on_element(self, trigger: Trigger, complete: bool, now_ms: int) -> Timing | None:
         """An element joined the window; the timing of a pane to fire now, if any."""
+        # inlined in Windower.add: change both
         self.count += 1
         every_count = trigger.late_count() if complete else trigger.early_every_count
         every_ms = trigger.late_every_ms if complete else trigger.early_every_ms
@@ -82,7 +83,7 @@ class TriggerState:
             return Timing.LATE if complete else Timing.EARLY
         return None
 
-    def fired(self, timing: Timing) -> None:
+    def fired(self, timing: Timing) -> None:  # inlined in Windower._fire: change both
         self.count = 0
         self.deadline_ms = None
         self.panes += 1

@@ -41,10 +41,11 @@ from __future__ import annotations
 import heapq
 from bisect import bisect_left
 from dataclasses import dataclass, field
+from json.encoder import encode_basestring_ascii as _json_str
 from typing import Any
 
 from stormshift.windows.aggregation import Aggregation, Collect
-from stormshift.windows.assigners import Assigner, assign
+from stormshift.windows.assigners import Assigner
 from stormshift.windows.panes import Accumulation, Output, Pane, Retraction, TimerFired
 from stormshift.windows.triggers import Trigger, TriggerState
 from stormshift.windows.window import START_OF_TIME_MS, Timing, Window, stable_order
@@ -92,8 +93,11 @@ class Windower:
         self.watermark_ms = START_OF_TIME_MS
         self.timers: list[tuple[int, str, str]] = []  # heap of (at_ms, key order, tag)
         self.timers_of: dict[str, list[tuple[int, str]]] = {}  # derived: key order -> (at, tag)
-        self._due: list[tuple[int, int, str, Window]] = []  # (end, start, key order, window)
-        self._expiry: list[tuple[int, int, str, Window]] = []  # (end + lateness, start, ...)
+        # (end, tie, key order, window), (end + lateness, tie, ...): ``tie`` (the window's
+        # id) only breaks ties in the heap, cheaper than comparing starts and key orders; the
+        # order they pop in does not matter (what pops is sorted before it fires or expires)
+        self._due: list[tuple[int, int, str, Window]] = []
+        self._expiry: list[tuple[int, int, str, Window]] = []
         self._deadlines: list[tuple[int, int, int, str, Window]] = []  # (deadline, end, start, ...)
         self.touched: set[str] = set()  # key orders changed since cleared (module doc)
         self._sessions: dict[str, list[Window]] = {}  # merging: a key's windows by start
@@ -102,9 +106,9 @@ class Windower:
 
     def _track(self, kord: str, window: Window) -> None:
         """Index a window that just got its state (new, or a merge of sessions)."""
-        heapq.heappush(self._due, (window.end_ms, window.start_ms, kord, window))
+        heapq.heappush(self._due, (window.end_ms, id(window), kord, window))
         heapq.heappush(self._expiry, (window.end_ms + self.allowed_lateness_ms,
-                                      window.start_ms, kord, window))
+                                      id(window), kord, window))
         state = self.windows.get(kord, {}).get(window)
         if state is not None and state.trigger.deadline_ms is not None:
             self._deadline(kord, window, state.trigger.deadline_ms)
@@ -115,13 +119,17 @@ class Windower:
 
     # -- input ----------------------------------------------------------------
     def add(self, key: Any, event_ms: int, item: Any, now_ms: int) -> AddResult:
-        kord = stable_order(key)
+        kord = _json_str(key) if type(key) is str else stable_order(key)  # (its str case)
         wm = self.watermark_ms
         lateness = self.allowed_lateness_ms
-        agg_add = self.aggregation.add
+        agg_add, agg_init = self.aggregation.add, self.aggregation.init
+        keep_all = self.accumulation is not Accumulation.DISCARDING
         accepted: list[tuple[Window, WindowState]] = []
         states: dict[Window, WindowState] | None = None
-        for proto in assign(self.assigner, event_ms, key):
+        assigner: Any = self.assigner  # assigners.assign, inline (a call per element)
+        protos = assigner.assign(event_ms, key) if getattr(assigner, "keyed", False) \
+            else assigner.assign(event_ms)
+        for proto in protos:
             if wm >= proto.end_ms + lateness:
                 continue  # expired for this window
             if states is None:
@@ -129,14 +137,16 @@ class Windower:
                 states = self.windows.get(kord)
                 if states is None:
                     states = self.windows[kord] = {}
-            window = self._merge(kord, states, proto) if self.assigner.merging else proto
+            window = self._merge(kord, states, proto) if assigner.merging else proto
             state = states.get(window)
-            if state is None:
-                state = states[window] = self._new_state()
-                state.trigger.on_time_fired = wm >= window.end_ms  # born late: no ON_TIME
-                end, start = window.end_ms, window.start_ms  # _track: no deadline yet
-                heapq.heappush(self._due, (end, start, kord, window))
-                heapq.heappush(self._expiry, (end + lateness, start, kord, window))
+            if state is None:  # _new_state, inline (a call per window)
+                born = TriggerState()
+                born.on_time_fired = wm >= window.end_ms  # born late: no ON_TIME
+                state = states[window] = WindowState(
+                    agg_init() if keep_all else None, agg_init(), born, [])
+                end, tie = window.end_ms, id(window)  # _track: no deadline yet
+                heapq.heappush(self._due, (end, tie, kord, window))
+                heapq.heappush(self._expiry, (end + lateness, tie, kord, window))
             if state.acc is not None:
                 state.acc = agg_add(state.acc, item)
             state.delta = agg_add(state.delta, item)
@@ -150,12 +160,18 @@ class Windower:
         for window, state in accepted:
             complete = wm >= window.end_ms
             late = late or complete
-            had_deadline = state.trigger.deadline_ms is not None
-            timing = state.trigger.on_element(trigger, complete, now_ms)
-            if not had_deadline and state.trigger.deadline_ms is not None:
-                self._deadline(kord, window, state.trigger.deadline_ms)
-            if timing is not None:
-                outputs += self._fire(kord, window, state, timing)
+            ts = state.trigger  # TriggerState.on_element, inline (a call per element)
+            ts.count += 1
+            if complete:
+                every_count, every_ms = trigger.late_count(), trigger.late_every_ms
+            else:
+                every_count, every_ms = trigger.early_every_count, trigger.early_every_ms
+            if every_ms is not None and ts.deadline_ms is None:
+                ts.deadline_ms = now_ms + every_ms
+                self._deadline(kord, window, ts.deadline_ms)
+            if every_count is not None and ts.count >= every_count:
+                outputs += self._fire(kord, window, state,
+                                      Timing.LATE if complete else Timing.EARLY)
         return AddResult("late" if late else "on_time", outputs)
 
     def set_timer(self, key: Any, at_ms: int, tag: str = "") -> None:
@@ -191,12 +207,12 @@ class Windower:
         seen: set[int] = set()  # id of each state due: an entry indexed twice (forget_key)
         windows, pop, heap = self.windows, heapq.heappop, self._due
         while heap and heap[0][0] <= wm:
-            end, start, kord, window = pop(heap)
+            end, _, kord, window = pop(heap)
             states = windows.get(kord)
             state = None if states is None else states.get(window)
             if state is not None and not state.trigger.on_time_fired and id(state) not in seen:
                 seen.add(id(state))
-                due.append((end, 0, start, kord, window, state))
+                due.append((end, 0, window.start_ms, kord, window, state))
         while self.timers and self.timers[0][0] <= wm:
             popped = self._pop_timer()
             if popped is not None:
@@ -239,12 +255,12 @@ class Windower:
         seen: set[int] = set()  # id of each state found: an entry indexed twice (forget_key)
         windows, pop, heap = self.windows, heapq.heappop, self._expiry
         while heap and heap[0][0] <= wm:
-            entry = pop(heap)
-            states = windows.get(entry[2])
-            state = None if states is None else states.get(entry[3])
+            expiry, _, kord, window = pop(heap)
+            states = windows.get(kord)
+            state = None if states is None else states.get(window)
             if state is not None and id(state) not in seen:
                 seen.add(id(state))
-                found.append(entry)
+                found.append((expiry, window.start_ms, kord, window))
         found.sort()  # (expiry, start, key order) unique per window: no window compared
         outputs: list[Output] = []
         touched = self.touched
@@ -318,7 +334,11 @@ class Windower:
         else:
             outputs = [pane]
         state.delta = agg.init()
-        trigger.fired(timing)
+        trigger.count = 0  # TriggerState.fired, inline (a call per pane)
+        trigger.deadline_ms = None
+        trigger.panes += 1
+        if timing is Timing.ON_TIME:
+            trigger.on_time_fired = True
         return outputs
 
     def _pop_timer(self) -> tuple[int, str, str] | None:
