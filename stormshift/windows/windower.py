@@ -251,30 +251,30 @@ class Windower:
         return outputs
 
     def _expire(self, wm: int) -> list[Output]:
-        found: list[tuple[int, int, str, Window]] = []
-        seen: set[int] = set()  # id of each state found: an entry indexed twice (forget_key)
+        # each window found is taken out of its key's windows at once: one lookup, and
+        # an entry indexed twice (forget_key) finds nothing the second time
+        found: list[tuple[int, int, str, Window, WindowState]] = []
         windows, pop, heap = self.windows, heapq.heappop, self._expiry
         while heap and heap[0][0] <= wm:
             expiry, _, kord, window = pop(heap)
             states = windows.get(kord)
-            state = None if states is None else states.get(window)
-            if state is not None and id(state) not in seen:
-                seen.add(id(state))
-                found.append((expiry, window.start_ms, kord, window))
+            state = None if states is None else states.pop(window, None)
+            if state is not None:
+                found.append((expiry, window.start_ms, kord, window, state))
         found.sort()  # (expiry, start, key order) unique per window: no window compared
         outputs: list[Output] = []
-        touched = self.touched
-        for _, _, kord, window in found:
+        touched, merging = self.touched, self.assigner.merging
+        for _, _, kord, window, state in found:
             touched.add(kord)
-            state = windows[kord].pop(window)
-            if self.assigner.merging:
+            if merging:
                 self._unindex(kord, window)
             if state.trigger.count:  # a batched late pane still pending
                 outputs += self._fire(kord, window, state, Timing.LATE)
             elif state.retract:  # its last panes can no longer be retracted (module doc)
                 self.unretractable.append((kord, [w for w, _ in state.retract]))
-            if not self.windows[kord]:
-                del self.windows[kord]
+        for kord in sorted({f[2] for f in found}):  # keys left without a window
+            if not windows.get(kord, True):
+                del windows[kord]
                 if kord not in self.timers_of:
                     self.keys.pop(kord, None)
         return outputs
