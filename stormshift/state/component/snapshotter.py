@@ -7,7 +7,12 @@ attribute; keyed objects as ``KeyedParts`` of packed entries) or, most batches, 
 keys of each tracked dict, the entries of each keyed object, attributes whose pickle
 changed written whole). Dict-like attributes are swapped for change-tracking ones
 (``state/tracked.py``) after a build and after each version lands (for attributes made
-later). A keyed object's entries are packed once when they change and kept, so a new
+later), except a small plain ``dict`` of plain scalar values (at most ``SHADOW_MAX``
+keys): it stays an exact ``dict`` (the interpreter's fast paths for every read and write
+of the bolt's hot path, issue 34) and its keys are found by comparing it with a copy
+taken when its version landed (``shadow_delta``: a pass over at most ``SHADOW_MAX`` keys
+per batch instead of bookkeeping per write); one that outgrows that is tracked from the
+next version on. A keyed object's entries are packed once when they change and kept, so a new
 base reuses the bytes of every entry no batch touched since instead of pickling every
 window again. Where the bytes go (Redis, fenced) is the engine's business.
 """
@@ -15,7 +20,7 @@ window again. Where the bytes go (Redis, fenced) is the engine's business.
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping
-from typing import Any
+from typing import Any, cast
 
 from stormshift.state.component import deltas as D
 from stormshift.state.component.attributes import candidates, may_be_state, state_of
@@ -23,7 +28,46 @@ from stormshift.state.component.pickler import dumps, pack_all, picklable
 from stormshift.state.keyed import KeyedParts, is_keyed
 from stormshift.state.tracked import TRACKABLE, track
 
-__all__ = ["Snapshotter", "held", "landed", "rest_of", "snapshot", "state_and_rest"]
+__all__ = ["SHADOW_MAX", "Snapshotter", "held", "landed", "rest_of", "shadow_delta",
+           "snapshot", "state_and_rest"]
+
+SHADOW_MAX = 4096  # a plain dict up to this many keys is diffed per batch, not tracked
+_PLAIN = frozenset({int, float, str, bytes, bool, type(None)})  # values a copy keeps whole
+
+
+def _shadowable(value: Any) -> bool:
+    """A plain dict small enough to diff per batch, whose values cannot change in place."""
+    if type(value) is not dict or len(value) > SHADOW_MAX:
+        return False
+    plain = _PLAIN
+    for v in value.values():
+        if type(v) not in plain:
+            return False
+    return True
+
+
+def shadow_delta(old: dict[Any, Any], new: dict[Any, Any]) -> D.KeyDelta | None:
+    """What ``D.attr_delta`` gives for a tracked dict, for a plain dict ``new`` against its
+    copy ``old`` as of the version: the keys deleted, the keys inserted (in order, at the
+    end) and the values of the keys inserted or rebound (``is not``: a rebound equal value
+    counts, as a tracked write does). None: nothing changed. Raises ``LookupError`` when a
+    key kept its place in neither (deleted and inserted again, so moved to the end): then
+    it is written whole, as a tracked dict is when reordered."""
+    kept = [k for k in old if k in new] if len(old) else []
+    live = list(new)
+    n = len(kept)
+    if live[:n] != kept:
+        raise LookupError("reordered")
+    deleted = [k for k in old if k not in new] if n < len(old) else []
+    inserted = live[n:]
+    values = {k: new[k] for k in inserted}
+    for k in kept:
+        v = new[k]
+        if old[k] is not v:
+            values[k] = v
+    if not (deleted or values):
+        return None
+    return deleted, inserted, values
 
 
 def rest_of(state: dict[str, Any], tracked: dict[str, Any]) -> dict[str, Any]:
@@ -78,6 +122,9 @@ class Snapshotter:
         self.version, self.deltas = version, deltas
         self.base_bytes, self.delta_bytes = base_bytes, delta_bytes
         self.tracked: dict[str, Any] = {}  # attribute -> the tracked object put there
+        # attribute -> a copy of its plain dict as of ``version`` (those in ``tracked``
+        # left plain: module doc)
+        self.shadow: dict[str, dict[Any, Any]] = {}
         self.names: tuple[str, ...] = ()  # state attributes as of ``version``
         self.rest: bytes | None = None  # pickle of the untracked attributes as of ``version``
         self.keyed: dict[str, Any] = {}  # attribute -> the keyed state object as of ``version``
@@ -105,8 +152,31 @@ class Snapshotter:
         for name in todo:
             value = user[name]
             if ids[id(value)] == 1 and (name in known or picklable(value)):
-                attrs[name] = self.tracked[name] = track(value)
+                if _shadowable(value):
+                    self.tracked[name] = value
+                    self.shadow[name] = value.copy()
+                else:
+                    attrs[name] = self.tracked[name] = track(value)
         return True
+
+    def settle(self, instance: Any) -> None:
+        """The instance's state is the version's now (it landed, or a catch-up folded it):
+        tracked dicts forget their changes, plain ones get a new copy (or are tracked from
+        now on, once no longer small plain dicts); attributes replaced are no longer
+        followed."""
+        attrs = vars(instance)
+        shadow = self.shadow
+        for name, value in list(self.tracked.items()):
+            if attrs.get(name) is not value:
+                del self.tracked[name]
+                shadow.pop(name, None)
+            elif name not in shadow:
+                value._ch.reset()
+            elif _shadowable(value):
+                shadow[name] = value.copy()
+            else:
+                del shadow[name]
+                attrs[name] = self.tracked[name] = track(value)
 
     def rest_pickle(self, state: dict[str, Any]) -> bytes:
         return dumps(rest_of(state, self.tracked))
@@ -159,7 +229,8 @@ class Snapshotter:
                 whole[name] = value
                 continue
             try:
-                kd = D.attr_delta(value)
+                old = self.shadow.get(name)
+                kd = D.attr_delta(value) if old is None else shadow_delta(old, cast(dict, value))
             except LookupError:  # cleared or reordered to the front: written whole
                 whole[name] = value
                 continue
@@ -175,6 +246,7 @@ class Snapshotter:
         except Exception:  # noqa: BLE001 - a value that cannot be pickled: not state
             for name in [n for n in keys if not picklable(keys[n])]:
                 del self.tracked[name]  # from now on tried whole, like any attribute
+                self.shadow.pop(name, None)
             return self.payload(instance, txid)
         self._pending = ("delta", len(payload), rest, names)
         return payload, "delta", self.version
@@ -194,12 +266,7 @@ class Snapshotter:
             value.keyed_mark()
         self._keep_packed(self._packed_now, self._packed_changes)
         self._packed_now, self._packed_changes = {}, {}
-        attrs = vars(instance)
-        for name, value in list(self.tracked.items()):
-            if attrs.get(name) is value:
-                value._ch.reset()
-            else:
-                del self.tracked[name]
+        self.settle(instance)
         if self.adopt(instance):
             self.rest = self.rest_pickle(state_of(instance, self.tracked))
 
