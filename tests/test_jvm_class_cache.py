@@ -150,6 +150,7 @@ def test_a_real_driver_jvm_writes_the_archive_at_exit_and_the_next_one_maps_it(
         check=False, env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stderr[-3000:]
     assert "[warning]" not in run.stdout and "cds" not in run.stdout.lower()
+    assert "saving the driver JVM's classes for faster starts" in run.stderr
     archives = sorted((tmp_path / "cache" / "jvm").glob("driver-*"))
     names = [path.name for path in archives]
     assert len(names) == 2 and names[0].endswith(".jsa") and names[1].endswith(".jsa.lock"), names

@@ -26,6 +26,7 @@ import contextlib
 import hashlib
 import os
 import shutil
+import subprocess
 import sys
 import time
 from collections.abc import Mapping
@@ -76,14 +77,17 @@ class ArchivePlan:
                 return
             with contextlib.suppress(Exception):
                 session.stop()
-            print(f"stormshift: saving the driver JVM's classes for faster starts (once, "
-                  f"~10 s): {self.archive}", file=sys.stderr, flush=True)
             with contextlib.suppress(OSError):
                 proc.stdin.close()  # the gateway JVM exits at the end of its stdin
             try:
-                code = proc.wait(timeout=DUMP_WAIT_SECS)
-            except Exception:  # noqa: BLE001 - never hang or fail a finished run on this
-                return
+                code = proc.wait(timeout=1.0)
+            except subprocess.TimeoutExpired:  # writing the archive (a JVM without one exits)
+                print(f"stormshift: saving the driver JVM's classes for faster starts (once, "
+                      f"~10 s): {self.archive}", file=sys.stderr, flush=True)
+                try:
+                    code = proc.wait(timeout=DUMP_WAIT_SECS)
+                except Exception:  # noqa: BLE001 - never hang or fail a finished run on this
+                    return
             if code == 0 and self.temporary.exists() and self.temporary.stat().st_size:
                 os.replace(self.temporary, self.archive)
         finally:
