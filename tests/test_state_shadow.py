@@ -181,3 +181,45 @@ def test_plain_dicts_switching_workers_keep_the_state_of_a_run_that_never_switch
         assert ("spend" in host.instance._stormshift_snap.shadow) == (type(spend) is dict)
     assert hows.count("caught_up") >= 3 and "reused" in hows
     assert plain and tracked  # both ways ran
+
+
+class Plain:
+    """Attributes as initialize() leaves them (no Redis: the snapshotter alone)."""
+
+    def __init__(self) -> None:
+        self.a = {"x": 1}
+        self.c = {"z": 1}
+
+
+def test_a_plain_dict_taking_a_container_or_an_alias_is_followed_whole_or_tracked():
+    import pickle
+
+    from stormshift.state.component.deltas import fold
+
+    b = Plain()
+    build(b, None)
+    snap = b._stormshift_snap
+    assert set(snap.shadow) == {"a", "c"} and type(b.a) is dict
+    payloads = []
+
+    def land(txid: int) -> None:
+        payload, kind, _prev = snap.payload(b, txid)
+        if kind == "base":  # the first, or a compaction (this state is tiny)
+            payloads.clear()
+        payloads.append(pickle.loads(payload))
+        snap.written(b, txid)
+
+    land(1)
+    b.a["y"] = [1]  # not a scalar: written as a rebound key, then tracked
+    b.alias = b.c  # c shared from now on: neither tracked nor diffed (pickled whole)
+    b.c["w"] = [0]
+    land(2)
+    assert is_tracked(b.a) and "a" not in snap.shadow
+    assert type(b.c) is dict and "c" not in snap.tracked and b.alias is b.c
+    assert len(payloads) == 2  # a delta on the base
+    b.a["y"].append(2)  # in place: the tracked dict's inner list
+    b.c["w"].append(1)  # in place, shared: the rest's pickle changes, written whole
+    land(3)
+    back = fold(payloads[0], payloads[1:])
+    assert back["a"] == {"x": 1, "y": [1, 2]} and back["c"] == {"z": 1, "w": [0, 1]}
+    assert back["alias"] == back["c"]

@@ -161,9 +161,10 @@ class Snapshotter:
 
     def settle(self, instance: Any) -> None:
         """The instance's state is the version's now (it landed, or a catch-up folded it):
-        tracked dicts forget their changes, plain ones get a new copy (or are tracked from
-        now on, once no longer small plain dicts); attributes replaced are no longer
-        followed."""
+        tracked dicts forget their changes, plain ones get a new copy; attributes replaced,
+        and plain dicts no longer small or no longer of scalars, are no longer followed
+        here: the ``adopt`` that follows (both callers) tracks them from now on, with its
+        checks (shared with another attribute, picklable)."""
         attrs = vars(instance)
         shadow = self.shadow
         for name, value in list(self.tracked.items()):
@@ -175,8 +176,7 @@ class Snapshotter:
             elif _shadowable(value):
                 shadow[name] = value.copy()
             else:
-                del shadow[name]
-                attrs[name] = self.tracked[name] = track(value)
+                del shadow[name], self.tracked[name]
 
     def rest_pickle(self, state: dict[str, Any]) -> bytes:
         return dumps(rest_of(state, self.tracked))
