@@ -116,14 +116,26 @@ class TansuBroker:
     @contextmanager
     def paused(self) -> Iterator[None]:
         """The broker frozen (connections stay open, nothing answers), then resumed."""
-        os.kill(self.proc.pid, signal.SIGSTOP)
+        self.pause()
         try:
             yield
         finally:
             os.kill(self.proc.pid, signal.SIGCONT)
 
     def pause(self) -> None:
+        """Stop the broker, and return once the kernel shows it stopped: on a loaded machine
+        a request sent right after ``SIGSTOP`` was once still answered."""
         os.kill(self.proc.pid, signal.SIGSTOP)
+        deadline = time.monotonic() + 10
+        while self._state() != "T":
+            if time.monotonic() > deadline:  # pragma: no cover - kernel problem
+                raise RuntimeError(f"tansu (pid {self.proc.pid}) did not stop")
+            time.sleep(0.005)
+
+    def _state(self) -> str:
+        """The process state letter of ``/proc/PID/stat`` (``T``: stopped)."""
+        with open(f"/proc/{self.proc.pid}/stat", encoding="ascii") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0]
 
     def resume(self) -> None:
         os.kill(self.proc.pid, signal.SIGCONT)
