@@ -20,6 +20,8 @@ window again. Where the bytes go (Redis, fenced) is the engine's business.
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping
+from itertools import compress
+from operator import is_not
 from typing import Any, cast
 
 from stormshift.state.component import deltas as D
@@ -53,7 +55,9 @@ def shadow_delta(old: dict[Any, Any], new: dict[Any, Any]) -> D.KeyDelta | None:
     counts, as a tracked write does). None: nothing changed. Raises ``LookupError`` when a
     key kept its place in neither (deleted and inserted again, so moved to the end): then
     it is written whole, as a tracked dict is when reordered."""
-    kept = [k for k in old if k in new] if len(old) else []
+    # The passes run in C where they can (keys views, map, compress): this runs per batch
+    # over every key of the dict, the adclicks bolts' dicts included (the stage's count).
+    kept = list(old) if old.keys() <= new.keys() else [k for k in old if k in new]
     live = list(new)
     n = len(kept)
     if live[:n] != kept:
@@ -61,10 +65,12 @@ def shadow_delta(old: dict[Any, Any], new: dict[Any, Any]) -> D.KeyDelta | None:
     deleted = [k for k in old if k not in new] if n < len(old) else []
     inserted = live[n:]
     values = {k: new[k] for k in inserted}
-    for k in kept:
-        v = new[k]
-        if old[k] is not v:
-            values[k] = v
+    if n == len(old):  # nothing deleted: both dicts' first n values are the kept keys'
+        changed: Any = compress(kept, map(is_not, old.values(), new.values()))
+    else:
+        changed = [k for k in kept if old[k] is not new[k]]
+    for k in changed:
+        values[k] = new[k]
     if not (deleted or values):
         return None
     return deleted, inserted, values
@@ -125,6 +131,9 @@ class Snapshotter:
         # attribute -> a copy of its plain dict as of ``version`` (those in ``tracked``
         # left plain: module doc)
         self.shadow: dict[str, dict[Any, Any]] = {}
+        # those whose values written since (``payload``'s diff) are all plain scalars: the
+        # rest of their values are the copy's, so ``settle`` need not look at every value
+        self._plain_writes: set[str] = set()
         self.names: tuple[str, ...] = ()  # state attributes as of ``version``
         self.rest: bytes | None = None  # pickle of the untracked attributes as of ``version``
         self.keyed: dict[str, Any] = {}  # attribute -> the keyed state object as of ``version``
@@ -166,17 +175,18 @@ class Snapshotter:
         here: the ``adopt`` that follows (both callers) tracks them from now on, with its
         checks (shared with another attribute, picklable)."""
         attrs = vars(instance)
-        shadow = self.shadow
+        shadow, plain_writes = self.shadow, self._plain_writes
         for name, value in list(self.tracked.items()):
             if attrs.get(name) is not value:
                 del self.tracked[name]
                 shadow.pop(name, None)
             elif name not in shadow:
                 value._ch.reset()
-            elif _shadowable(value):
+            elif (len(value) <= SHADOW_MAX if name in plain_writes else _shadowable(value)):
                 shadow[name] = value.copy()
             else:
                 del shadow[name], self.tracked[name]
+        self._plain_writes = set()
 
     def rest_pickle(self, state: dict[str, Any]) -> bytes:
         return dumps(rest_of(state, self.tracked))
@@ -203,6 +213,7 @@ class Snapshotter:
         state, rest = state_and_rest(instance, self.tracked)
         names = tuple(state)
         self._packed_now, self._packed_changes = {}, {}
+        self._plain_writes = set()
         if self.version < 0 or D.should_compact(self.deltas, self.delta_bytes, self.base_bytes):
             payload = dumps({n: self._parts(n, v) if is_keyed(v) else v
                                          for n, v in state.items()})
@@ -234,6 +245,8 @@ class Snapshotter:
             except LookupError:  # cleared or reordered to the front: written whole
                 whole[name] = value
                 continue
+            if old is not None and (kd is None or _PLAIN.issuperset(map(type, kd[2].values()))):
+                self._plain_writes.add(name)
             if kd is not None:
                 keys[name] = kd
         self._keyed_now = {n: v for n, v in state.items() if is_keyed(v)}
