@@ -1,6 +1,7 @@
 """engines/spark/runtime: setting up the processes the other folders run in.
 
 Runs in: the driver (``session.py``: the SparkSession and its settings;
+``classcache.py``: the driver JVM's class-data archive on a local master;
 ``launcher.py``: the shell script Spark starts every Python process with) and
 every Python worker process Spark starts on an executor or for a source's
 planner (``daemon.py``: Spark's ``spark.python.daemon.module``, preloading before
