@@ -131,3 +131,29 @@ def test_a_sink_keeps_only_the_leaf_streams_it_names():
     counted.deliver("default", ["k", 1], ())
     counted.settle()
     assert counted.leaves == [] and counted.stats.leaf == 1  # counted, as a drop sink counts it
+
+
+def test_what_deliver_keeps_is_a_copy_of_the_emitted_list():
+    """The fast emit hands ``deliver`` the user's own list (no copy per emit): what deliver
+    keeps past the call (a fused queue's chunk, a sink's leaves) must not follow the
+    user's later writes to it, as Storm serializes a tuple at emit time."""
+    layout = Layout(load_topology(outtopo.FusedTopo))
+    queues: dict = {"totals": []}
+    output = MemberOutput(layout, "encoder", 0, R.RowBuilder(), queues, keep_leaves=True,
+                          stats=MemberStats())
+    reused = ["k", 0]
+    for i in range(3):
+        reused[1] = i  # a bolt reusing one list for every emit
+        output.deliver("default", reused, (("totals", 0),))
+    reused.append("late")
+    assert queues["totals"][0][2] == [["k", 0], ["k", 1], ["k", 2]]
+    assert all(type(v) is list for v in queues["totals"][0][2])
+    output.deliver("default", ("k", 9), (("totals", 0),))  # an emitted tuple: a list queued
+    assert queues["totals"][0][2][-1] == ["k", 9] and type(queues["totals"][0][2][-1]) is list
+
+    leaf = MemberOutput(layout, "totals", 0, R.RowBuilder(), {}, keep_leaves=True,
+                        stats=MemberStats())
+    mine = ["k", 1]
+    leaf.deliver("default", mine, ())
+    mine[1] = 2
+    assert leaf.leaves == [("default", ["k", 1])]

@@ -184,14 +184,17 @@ def bolt_emit(
             raise undeclared(stream, tup)
         t = type(tup)
         if (t is list or t is tuple) and check_wire:
-            # wire_values() inlined: bolt emits are the per-tuple hot path
-            values = list(tup)
+            # wire_values() inlined: bolt emits are the per-tuple hot path. A delivered
+            # emit is routed and packed before this returns, so it needs no copy (deliver
+            # copies what it keeps); the outbox keeps the Emit, so that one takes a copy.
+            values = tup if deliver is not None else list(tup)
             for v in values:  # the cheap wire check; anything unusual takes to_wire
                 tv = type(v)
                 if tv is str or v is None or tv is bool:
                     continue
                 if tv is int:
-                    if -_INT64 <= v < _INT64:
+                    # literals, not -_INT64 <= v < _INT64: compiled, no negation per value
+                    if -9223372036854775808 <= v <= 9223372036854775807:
                         continue
                 elif tv is float and v - v == 0.0:
                     continue
@@ -244,7 +247,7 @@ def wire_values(tup: Any, component: str, stream: str, fields: Any) -> list[Any]
         if tv is str or v is None or tv is bool:
             continue
         if tv is int:
-            if -_INT64 <= v < _INT64:
+            if -9223372036854775808 <= v <= 9223372036854775807:
                 continue
         elif tv is float and v - v == 0.0:
             continue

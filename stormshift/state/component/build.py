@@ -87,11 +87,7 @@ def catch_up(instance: Any, point: RestorePoint) -> bool:
     for name, value in folded.items():
         if attrs.get(name) is not value:
             attrs[name] = value
-    for name, value in list(snap.tracked.items()):  # the fold's own changes are not the next batch's
-        if attrs.get(name) is value:
-            value._ch.reset()
-        else:
-            del snap.tracked[name]
+    snap.settle(instance)  # the fold's own changes are not the next batch's
     snap.version = point.version
     snap.deltas += len(point.deltas)
     snap.delta_bytes += point.delta_bytes

@@ -7,7 +7,12 @@ attribute; keyed objects as ``KeyedParts`` of packed entries) or, most batches, 
 keys of each tracked dict, the entries of each keyed object, attributes whose pickle
 changed written whole). Dict-like attributes are swapped for change-tracking ones
 (``state/tracked.py``) after a build and after each version lands (for attributes made
-later). A keyed object's entries are packed once when they change and kept, so a new
+later), except a small plain ``dict`` of plain scalar values (at most ``SHADOW_MAX``
+keys): it stays an exact ``dict`` (the interpreter's fast paths for every read and write
+of the bolt's hot path, issue 34) and its keys are found by comparing it with a copy
+taken when its version landed (``shadow_delta``: a pass over at most ``SHADOW_MAX`` keys
+per batch instead of bookkeeping per write); one that outgrows that is tracked from the
+next version on. A keyed object's entries are packed once when they change and kept, so a new
 base reuses the bytes of every entry no batch touched since instead of pickling every
 window again. Where the bytes go (Redis, fenced) is the engine's business.
 """
@@ -15,7 +20,9 @@ window again. Where the bytes go (Redis, fenced) is the engine's business.
 from __future__ import annotations
 
 from collections.abc import Hashable, Mapping
-from typing import Any
+from itertools import compress
+from operator import is_not
+from typing import Any, cast
 
 from stormshift.state.component import deltas as D
 from stormshift.state.component.attributes import candidates, may_be_state, state_of
@@ -23,7 +30,50 @@ from stormshift.state.component.pickler import dumps, pack_all, picklable
 from stormshift.state.keyed import KeyedParts, is_keyed
 from stormshift.state.tracked import TRACKABLE, track
 
-__all__ = ["Snapshotter", "held", "landed", "rest_of", "snapshot", "state_and_rest"]
+__all__ = ["SHADOW_MAX", "Snapshotter", "held", "landed", "rest_of", "shadow_delta",
+           "snapshot", "state_and_rest"]
+
+SHADOW_MAX = 4096  # a plain dict up to this many keys is diffed per batch, not tracked
+_PLAIN = frozenset({int, float, str, bytes, bool, type(None)})  # values a copy keeps whole
+
+
+def _shadowable(value: Any) -> bool:
+    """A plain dict small enough to diff per batch, whose values cannot change in place."""
+    if type(value) is not dict or len(value) > SHADOW_MAX:
+        return False
+    plain = _PLAIN
+    for v in value.values():
+        if type(v) not in plain:
+            return False
+    return True
+
+
+def shadow_delta(old: dict[Any, Any], new: dict[Any, Any]) -> D.KeyDelta | None:
+    """What ``D.attr_delta`` gives for a tracked dict, for a plain dict ``new`` against its
+    copy ``old`` as of the version: the keys deleted, the keys inserted (in order, at the
+    end) and the values of the keys inserted or rebound (``is not``: a rebound equal value
+    counts, as a tracked write does). None: nothing changed. Raises ``LookupError`` when a
+    key kept its place in neither (deleted and inserted again, so moved to the end): then
+    it is written whole, as a tracked dict is when reordered."""
+    # The passes run in C where they can (keys views, map, compress): this runs per batch
+    # over every key of the dict, the adclicks bolts' dicts included (the stage's count).
+    kept = list(old) if old.keys() <= new.keys() else [k for k in old if k in new]
+    live = list(new)
+    n = len(kept)
+    if live[:n] != kept:
+        raise LookupError("reordered")
+    deleted = [k for k in old if k not in new] if n < len(old) else []
+    inserted = live[n:]
+    values = {k: new[k] for k in inserted}
+    if n == len(old):  # nothing deleted: both dicts' first n values are the kept keys'
+        changed: Any = compress(kept, map(is_not, old.values(), new.values()))
+    else:
+        changed = [k for k in kept if old[k] is not new[k]]
+    for k in changed:
+        values[k] = new[k]
+    if not (deleted or values):
+        return None
+    return deleted, inserted, values
 
 
 def rest_of(state: dict[str, Any], tracked: dict[str, Any]) -> dict[str, Any]:
@@ -78,6 +128,12 @@ class Snapshotter:
         self.version, self.deltas = version, deltas
         self.base_bytes, self.delta_bytes = base_bytes, delta_bytes
         self.tracked: dict[str, Any] = {}  # attribute -> the tracked object put there
+        # attribute -> a copy of its plain dict as of ``version`` (those in ``tracked``
+        # left plain: module doc)
+        self.shadow: dict[str, dict[Any, Any]] = {}
+        # those whose values written since (``payload``'s diff) are all plain scalars: the
+        # rest of their values are the copy's, so ``settle`` need not look at every value
+        self._plain_writes: set[str] = set()
         self.names: tuple[str, ...] = ()  # state attributes as of ``version``
         self.rest: bytes | None = None  # pickle of the untracked attributes as of ``version``
         self.keyed: dict[str, Any] = {}  # attribute -> the keyed state object as of ``version``
@@ -105,8 +161,32 @@ class Snapshotter:
         for name in todo:
             value = user[name]
             if ids[id(value)] == 1 and (name in known or picklable(value)):
-                attrs[name] = self.tracked[name] = track(value)
+                if _shadowable(value):
+                    self.tracked[name] = value
+                    self.shadow[name] = value.copy()
+                else:
+                    attrs[name] = self.tracked[name] = track(value)
         return True
+
+    def settle(self, instance: Any) -> None:
+        """The instance's state is the version's now (it landed, or a catch-up folded it):
+        tracked dicts forget their changes, plain ones get a new copy; attributes replaced,
+        and plain dicts no longer small or no longer of scalars, are no longer followed
+        here: the ``adopt`` that follows (both callers) tracks them from now on, with its
+        checks (shared with another attribute, picklable)."""
+        attrs = vars(instance)
+        shadow, plain_writes = self.shadow, self._plain_writes
+        for name, value in list(self.tracked.items()):
+            if attrs.get(name) is not value:
+                del self.tracked[name]
+                shadow.pop(name, None)
+            elif name not in shadow:
+                value._ch.reset()
+            elif (len(value) <= SHADOW_MAX if name in plain_writes else _shadowable(value)):
+                shadow[name] = value.copy()
+            else:
+                del shadow[name], self.tracked[name]
+        self._plain_writes = set()
 
     def rest_pickle(self, state: dict[str, Any]) -> bytes:
         return dumps(rest_of(state, self.tracked))
@@ -133,6 +213,7 @@ class Snapshotter:
         state, rest = state_and_rest(instance, self.tracked)
         names = tuple(state)
         self._packed_now, self._packed_changes = {}, {}
+        self._plain_writes = set()
         if self.version < 0 or D.should_compact(self.deltas, self.delta_bytes, self.base_bytes):
             payload = dumps({n: self._parts(n, v) if is_keyed(v) else v
                                          for n, v in state.items()})
@@ -159,10 +240,13 @@ class Snapshotter:
                 whole[name] = value
                 continue
             try:
-                kd = D.attr_delta(value)
+                old = self.shadow.get(name)
+                kd = D.attr_delta(value) if old is None else shadow_delta(old, cast(dict, value))
             except LookupError:  # cleared or reordered to the front: written whole
                 whole[name] = value
                 continue
+            if old is not None and (kd is None or _PLAIN.issuperset(map(type, kd[2].values()))):
+                self._plain_writes.add(name)
             if kd is not None:
                 keys[name] = kd
         self._keyed_now = {n: v for n, v in state.items() if is_keyed(v)}
@@ -175,6 +259,7 @@ class Snapshotter:
         except Exception:  # noqa: BLE001 - a value that cannot be pickled: not state
             for name in [n for n in keys if not picklable(keys[n])]:
                 del self.tracked[name]  # from now on tried whole, like any attribute
+                self.shadow.pop(name, None)
             return self.payload(instance, txid)
         self._pending = ("delta", len(payload), rest, names)
         return payload, "delta", self.version
@@ -194,12 +279,7 @@ class Snapshotter:
             value.keyed_mark()
         self._keep_packed(self._packed_now, self._packed_changes)
         self._packed_now, self._packed_changes = {}, {}
-        attrs = vars(instance)
-        for name, value in list(self.tracked.items()):
-            if attrs.get(name) is value:
-                value._ch.reset()
-            else:
-                del self.tracked[name]
+        self.settle(instance)
         if self.adopt(instance):
             self.rest = self.rest_pickle(state_of(instance, self.tracked))
 

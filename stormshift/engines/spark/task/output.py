@@ -98,12 +98,12 @@ class MemberOutput:
                 return
             dests, fused, code = plan
             write(code, v, dests)  # the emit's seq even when all consumers are fused
-            for consumer in fused:
+            for consumer in fused:  # kept past the emit: a copy (the emit passes the user's list)
                 q = queues[consumer]
                 if q and q[-1][0] == task_id and q[-1][1] == code:
-                    q[-1][2].append(values)
+                    q[-1][2].append(list(values))
                 else:
-                    q.append((task_id, code, [values]))
+                    q.append((task_id, code, [list(values)]))
 
         def settle() -> None:
             nonlocal leaf, stray, first_seq
