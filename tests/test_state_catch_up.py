@@ -14,25 +14,17 @@ from __future__ import annotations
 
 import random
 from collections import Counter, defaultdict
-from typing import Any
 
 import pytest
 from support.state_fixtures import commit
+from support.task_batches import bound_to, same_state, switching_batches
 
-from stormshift.engines.spark.task.taskstate import (
-    TaskCache,
-    open_task,
-    snapshot_of,
-    snapshot_written,
-)
-from stormshift.state.component import build, state_of
-from stormshift.state.connection import run_scripts
+from stormshift.engines.spark.task.taskstate import TaskCache
 from stormshift.state.fencing import acquire_epoch
-from stormshift.state.snapshots import SnapshotStore, written_head
+from stormshift.state.snapshots import SnapshotStore
 
 KEY = b"test-hmac-key"
 pytest_plugins = ["support.state_fixtures"]
-TASK = ("ns", "bolt", 0, "config")
 
 
 class Entries:
@@ -111,63 +103,14 @@ class Bolt:
             self.late = {"made": txid}  # an attribute made after initialize()
 
 
-class Host:
-    def __init__(self) -> None:
-        self.instance = Bolt()
-
-    def open(self) -> None:
-        self.instance.initialize()
-
-
-def _same(a: Any, b: Any) -> None:
-    sa, sb = state_of(a), state_of(b)
-    assert list(sa) == list(sb)
-    for name in sa:
-        assert sa[name] == sb[name], name
-        if isinstance(sa[name], dict):
-            assert list(sa[name]) == list(sb[name]), f"{name}: key order"
-
-
-def _batch(r, ns, store, cache: TaskCache, txid: int, rng: random.Random,
-           committed: bool = True) -> tuple[Any, str]:
-    """One attempt of the task at ``txid`` on the worker that owns ``cache``."""
-    epoch = acquire_epoch(r, ns, "bolt", 0)
-    host, how = open_task(TASK, txid, epoch, cache, Host,
-                          lambda: store.load("bolt", 0, txid),
-                          lambda version, head: store.load_since("bolt", 0, txid, version, head))
-    host.instance.process(rng, txid)
-    payload, kind, prev = snapshot_of(host, txid)
-    ops = store.ops("bolt", 0, txid, epoch, payload, kind, prev)
-    run_scripts(r, ops)
-    snapshot_written(host, txid, written_head(ops[0][2][-1]))
-    cache.put(TASK, host, txid, epoch)
-    if committed:
-        commit(r, ns, txid)
-    return host, how
-
-
-def _fresh(store, txid: int) -> Bolt:
-    bolt = Bolt()
-    bolt.initialize()
-    build(bolt, store.load("bolt", 0, txid))
-    return bolt
+BOUND = bound_to(Bolt)
+_, _batch, _fresh = BOUND
 
 
 @pytest.mark.parametrize("seed", range(4))
 def test_a_task_switching_workers_catches_up_to_the_same_state(redis_client, ns, seed):
     store = SnapshotStore(redis_client, ns, KEY)
-    workers = [TaskCache(), TaskCache()]
-    pick = random.Random(seed)
-    hows: list[str] = []
-    reference = Host()  # the same batches on one worker that never switches
-    reference.open()
-    for txid in range(1, 41):
-        host, how = _batch(redis_client, ns, store, pick.choice(workers), txid,
-                           random.Random(txid * 7919 + seed))
-        hows.append(how)
-        reference.instance.process(random.Random(txid * 7919 + seed), txid)
-        _same(host.instance, reference.instance)
-        _same(host.instance, _fresh(store, txid + 1))
+    hows = [how for _, how in switching_batches(redis_client, ns, store, BOUND, seed, 40)]
     assert hows.count("caught_up") >= 5 and "reused" in hows
 
 
@@ -191,7 +134,7 @@ def test_catch_up_reads_the_changes_not_the_state(redis_client, ns):
     host, how = _batch(redis_client, ns, store, a, 5, random.Random(5))
     assert how == "caught_up" and len(seen) == 1
     assert 0 < seen[0] < 5_000  # batch 4's delta, not the 20,000 keys
-    _same(host.instance, _fresh(store, 6))
+    same_state(host.instance, _fresh(store, 6))
 
 
 def test_a_version_another_attempt_rewrote_is_restored_whole(redis_client, ns):
@@ -211,7 +154,7 @@ def test_a_version_another_attempt_rewrote_is_restored_whole(redis_client, ns):
     host, how = _batch(redis_client, ns, store, a, 4, random.Random(4))
     assert how == "restored"
     assert host.instance.counts["only-in-the-other-attempt"] == 1
-    _same(host.instance, _fresh(store, 5))
+    same_state(host.instance, _fresh(store, 5))
 
 
 def test_a_chain_compacted_past_the_version_is_restored_whole(redis_client, ns, monkeypatch):
@@ -239,7 +182,7 @@ def test_a_keyed_object_that_cannot_take_a_delta_in_place_is_restored_whole(
     assert host.instance.windows._changed == set()
     host, how = _batch(redis_client, ns, store, a, 4, random.Random(4))
     assert how == "restored"
-    _same(host.instance, _fresh(store, 5))
+    same_state(host.instance, _fresh(store, 5))
 
 
 def test_a_task_skipped_as_idle_reuses_its_instance_and_a_rerun_does_not(redis_client, ns):
@@ -253,9 +196,9 @@ def test_a_task_skipped_as_idle_reuses_its_instance_and_a_rerun_does_not(redis_c
         commit(redis_client, ns, txid)
     host, how = _batch(redis_client, ns, store, cache, 4, random.Random(4))
     assert how == "reused"
-    _same(host.instance, _fresh(store, 5))
+    same_state(host.instance, _fresh(store, 5))
     _batch(redis_client, ns, store, cache, 5, random.Random(5), committed=False)
     acquire_epoch(redis_client, ns, "bolt", 0)  # another attempt of txid 5 ran meanwhile
     host, how = _batch(redis_client, ns, store, cache, 5, random.Random(5))
     assert how == "restored"
-    _same(host.instance, _fresh(store, 6))
+    same_state(host.instance, _fresh(store, 6))

@@ -15,25 +15,16 @@ import random
 from typing import Any
 
 import pytest
-from support.state_fixtures import commit
+from support.task_batches import bound_to, switching_batches
 
-from stormshift.engines.spark.task.taskstate import (
-    TaskCache,
-    open_task,
-    snapshot_of,
-    snapshot_written,
-)
-from stormshift.state.component import build, snapshotter, state_of
+from stormshift.state.component import build, snapshotter
 from stormshift.state.component.deltas import _apply_keys, attr_delta
 from stormshift.state.component.snapshotter import shadow_delta
-from stormshift.state.connection import run_scripts
-from stormshift.state.fencing import acquire_epoch
-from stormshift.state.snapshots import SnapshotStore, written_head
+from stormshift.state.snapshots import SnapshotStore
 from stormshift.state.tracked import is_tracked, track
 
 KEY = b"test-hmac-key"
 pytest_plugins = ["support.state_fixtures"]
-TASK = ("ns", "bolt", 0, "config")
 
 
 def _ops(d: dict[Any, Any], rng: random.Random, n: int) -> None:
@@ -118,43 +109,7 @@ class Bolt:
             self.clicks = {"fresh": txid}  # replaced: a small plain dict again
 
 
-class Host:
-    def __init__(self) -> None:
-        self.instance = Bolt()
-
-    def open(self) -> None:
-        self.instance.initialize()
-
-
-def _same(a: Any, b: Any) -> None:
-    sa, sb = state_of(a), state_of(b)
-    assert list(sa) == list(sb)
-    for name in sa:
-        assert sa[name] == sb[name], name
-        if isinstance(sa[name], dict):
-            assert list(sa[name]) == list(sb[name]), f"{name}: key order"
-
-
-def _batch(r, ns, store, cache: TaskCache, txid: int, rng: random.Random) -> tuple[Any, str]:
-    epoch = acquire_epoch(r, ns, "bolt", 0)
-    host, how = open_task(TASK, txid, epoch, cache, Host,
-                          lambda: store.load("bolt", 0, txid),
-                          lambda version, head: store.load_since("bolt", 0, txid, version, head))
-    host.instance.process(rng, txid)
-    payload, kind, prev = snapshot_of(host, txid)
-    ops = store.ops("bolt", 0, txid, epoch, payload, kind, prev)
-    run_scripts(r, ops)
-    snapshot_written(host, txid, written_head(ops[0][2][-1]))
-    cache.put(TASK, host, txid, epoch)
-    commit(r, ns, txid)
-    return host, how
-
-
-def _fresh(store, txid: int) -> Bolt:
-    bolt = Bolt()
-    bolt.initialize()
-    build(bolt, store.load("bolt", 0, txid))
-    return bolt
+BOUND = bound_to(Bolt)
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -162,19 +117,10 @@ def test_plain_dicts_switching_workers_keep_the_state_of_a_run_that_never_switch
         redis_client, ns, seed, monkeypatch):
     monkeypatch.setattr(snapshotter, "SHADOW_MAX", 45)  # spend outgrows it: tracked then
     store = SnapshotStore(redis_client, ns, KEY)
-    workers = [TaskCache(), TaskCache()]
-    pick = random.Random(seed)
     hows: list[str] = []
     plain = tracked = 0
-    reference = Host()
-    reference.open()
-    for txid in range(1, 31):
-        host, how = _batch(redis_client, ns, store, pick.choice(workers), txid,
-                           random.Random(txid * 7919 + seed))
+    for host, how in switching_batches(redis_client, ns, store, BOUND, seed, 30):
         hows.append(how)
-        reference.instance.process(random.Random(txid * 7919 + seed), txid)
-        _same(host.instance, reference.instance)
-        _same(host.instance, _fresh(store, txid + 1))
         spend = host.instance.spend
         plain += type(spend) is dict
         tracked += is_tracked(spend)
