@@ -74,3 +74,41 @@ def test_a_head_runs_on_the_source_partitions_unless_turned_off():
     off = load_topology(sparktopo.LocalReplay, overrides={"jsonlines.path": "/nonexistent",
                                                           "stormshift.spark.source_local": False})
     assert Layout(off).direct_heads == frozenset()
+
+
+def test_fuse_false_makes_every_bolt_a_stage_and_no_head_colocated():
+    """``-o stormshift.fuse=false``: every hop a row and a shuffle (layout doc)."""
+    on = Layout(load_topology(sparktopo.ReadLocally, overrides={"jsonlines.path": "/x"}))
+    assert on.direct_heads == {"doubler"} and on.deferred("numbers")
+    off = Layout(load_topology(sparktopo.ReadLocally, overrides={"jsonlines.path": "/x",
+                                                                 "stormshift.fuse": False}))
+    assert off.direct_heads == frozenset() and not off.deferred("numbers")
+    assert off.colocated("numbers") == frozenset()
+    graph = load_topology(EXAMPLES / "adclicks", name="adclicks",
+                          overrides={"stormshift.fuse": False})
+    layout = Layout(graph)
+    assert [s.members for s in layout.stages] == [(b.name,) for b in graph.bolts]
+    assert all(layout.stage_of[b.name].head == b.name for b in graph.bolts)
+    # the default (and an explicit true) keeps the fused plan
+    fused = load_topology(EXAMPLES / "adclicks", name="adclicks", overrides={"stormshift.fuse": True})
+    assert Layout(fused).stage_of["budget_alert_bolt"].head == "advertiser_day_bolt"
+
+
+def test_spark_plan_names_fused_chains_and_heads_on_spout_partitions():
+    from stormshift.engines.spark import spark_plan
+
+    plan = spark_plan(load_topology(EXAMPLES / "adclicks", name="adclicks"))
+    assert plan["fuse"] is True
+    by_head = {s["head"]: s for s in plan["stages"]}
+    assert by_head["advertiser_day_bolt"]["fused"] == [
+        {"bolt": "daily_spend_bolt", "behind": "advertiser_day_bolt", "grouping": "local_or_shuffle"},
+        {"bolt": "budget_alert_bolt", "behind": "advertiser_day_bolt", "grouping": "local_or_shuffle"},
+    ]
+    assert by_head["parse_bolt"]["spout_partitions"] is None  # spout par 1, parse par 2
+    local = spark_plan(load_topology(sparktopo.ReadLocally, overrides={"jsonlines.path": "/x"}))
+    assert [(s["head"], s["spout_partitions"], s["reads_spout_range"]) for s in local["stages"]] == \
+        [("doubler", "numbers", True), ("sums", None, False)]
+    off = spark_plan(load_topology(sparktopo.Groupings, overrides={"stormshift.fuse": False}))
+    assert off["fuse"] is False
+    assert all(s["fused"] == [] and s["spout_partitions"] is None for s in off["stages"])
+    assert len(off["stages"]) == len(load_topology(sparktopo.Groupings).bolts)

@@ -26,17 +26,25 @@ head's stage reads the spout's range itself (``spoutrange.py``). Topology
 config ``stormshift.spark.source_local: false`` turns this off (the rows are
 then shuffled over the head's tasks: even load when the spout's tasks are
 skewed).
+
+Topology config ``stormshift.fuse: false`` (``-o stormshift.fuse=false``) turns
+both off: every bolt is a stage of its own and no head is colocated with its
+spout, so every hop is a row and a shuffle -- the plan fusion must agree with
+(the fused-vs-unfused tests run both). ``spark_plan`` is the plan as plain
+data, for ``stormshift inspect``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from stormshift.topology.graph import GroupingKind, TopologyGraph
 
-__all__ = ["FUSABLE", "Layout", "Stage", "plan_stages"]
+__all__ = ["FUSABLE", "FUSE_KEY", "Layout", "Stage", "fusion_on", "plan_stages", "spark_plan"]
 
 SOURCE_LOCAL_KEY = "stormshift.spark.source_local"
+FUSE_KEY = "stormshift.fuse"
 FUSABLE = frozenset({GroupingKind.SHUFFLE, GroupingKind.NONE, GroupingKind.LOCAL_OR_SHUFFLE})
 
 
@@ -68,9 +76,10 @@ class Layout:
         self.leaf_streams = frozenset(
             key for key in self.streams if not graph.subscriptions(key[0], key[1])
         )
-        self.stages = plan_stages(graph)
+        fuse = fusion_on(graph)
+        self.stages = plan_stages(graph, fuse)
         self.stage_of = {m: s for s in self.stages for m in s.members}
-        local = graph.config.get(SOURCE_LOCAL_KEY, True) is not False
+        local = fuse and graph.config.get(SOURCE_LOCAL_KEY, True) is not False
         self.direct_heads = frozenset(
             s.head for s in self.stages if local and _reads_spout_locally(graph, s)
         )
@@ -97,6 +106,12 @@ class Layout:
                 if any(i.source == name for i in self.graph.component(m).inputs)}
 
 
+def fusion_on(graph: TopologyGraph) -> bool:
+    """Whether the plan fuses (module doc): anything but ``stormshift.fuse: false``
+    (``-o`` values are checked at load: ``topology/overrides.py``)."""
+    return graph.config.get(FUSE_KEY, True) is not False
+
+
 def _reads_spout_locally(graph: TopologyGraph, stage: Stage) -> bool:
     """Whether ``stage`` runs on its topology's only spout's partitions (module doc)."""
     spouts = graph.spouts
@@ -121,12 +136,13 @@ def _fusable_into(graph: TopologyGraph, name: str) -> str | None:
     return None
 
 
-def plan_stages(graph: TopologyGraph) -> tuple[Stage, ...]:
-    """Stages in topological order (a member's upstream is always earlier)."""
+def plan_stages(graph: TopologyGraph, fuse: bool = True) -> tuple[Stage, ...]:
+    """Stages in topological order (a member's upstream is always earlier); ``fuse=False``:
+    one stage per bolt."""
     chains: dict[str, list[str]] = {}
     head_of: dict[str, str] = {}
     for comp in graph.bolts:
-        up = _fusable_into(graph, comp.name)
+        up = _fusable_into(graph, comp.name) if fuse else None
         if up is not None and up in head_of:
             head = head_of[up]
             chains[head].append(comp.name)
@@ -140,3 +156,28 @@ def plan_stages(graph: TopologyGraph) -> tuple[Stage, ...]:
         sources = tuple(dict.fromkeys(i.source for i in comp.inputs))
         stages.append(Stage(tuple(members), comp.par, sources))
     return tuple(stages)
+
+
+def spark_plan(graph: TopologyGraph) -> dict[str, Any]:
+    """The stages a Spark run of ``graph`` executes, as JSON-ready data (``inspect``): per
+    stage its head, par, what its head reads, which spout's partitions it runs on (and
+    whether it reads that spout's ranges itself), and each fused member with the bolt it
+    runs behind and that input's grouping."""
+    layout = Layout(graph)
+    stages = []
+    for stage in layout.stages:
+        spout = next((s for s in stage.sources if stage.head in layout.colocated(s)), None)
+        stages.append({
+            "head": stage.head,
+            "par": stage.par,
+            "reads": list(stage.sources),
+            "spout_partitions": spout,
+            "reads_spout_range": spout is not None and layout.deferred(spout),
+            "fused": [{"bolt": m, "behind": _fusable_into(graph, m),
+                       "grouping": ", ".join(sorted({i.grouping.kind.value
+                                                     for i in graph.component(m).inputs}))}
+                      for m in stage.members[1:]],
+        })
+    return {"fuse": fusion_on(graph),
+            "source_local": graph.config.get(SOURCE_LOCAL_KEY, True) is not False,
+            "stages": stages}
