@@ -92,7 +92,7 @@ def plan_input(stage: Mapping[str, Any]) -> str:
     if spout is None:
         return "rows of " + ", ".join(stage["reads"]) + " (a shuffle)"
     how = "reads its task's range itself" if stage.get("reads_spout_range") else "no shuffle"
-    return f"{spout}'s partitions: spout task i -> task i ({how})"
+    return f"the partitions of {spout}: spout task i -> task i ({how})"
 
 
 def plan_fused(stage: Mapping[str, Any]) -> str:
