@@ -389,8 +389,9 @@ def _run_member(job: StageJob, member: _Member, position: int, table: pa.Table,
         feed = HeadInput(table, job.layout, job.redis_url, job.namespace)
         member.run_chunks(faults.midway(R.decoded_chunks(feed), ctx) if faults.active() else iter(feed))
         member.stats.maxseq = feed.maxseq
-    else:
-        member.run_chunks(iter(queues[member.name]))
+    else:  # a fused member: its queue (``task.midway`` fires half-way through it too)
+        queued = iter(queues[member.name])
+        member.run_chunks(faults.midway(queued, ctx) if faults.active() else queued)
     if member.name in job.ticks:
         member.tick()
     finish_windows(member, job.time)
