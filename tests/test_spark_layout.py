@@ -5,6 +5,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
+
 from stormshift.adapters.routing import Router
 from stormshift.engines.spark.driver.batch import SPOUTS, stage_groups
 from stormshift.engines.spark.protocol.layout import Layout
@@ -101,8 +103,10 @@ def test_spark_plan_names_fused_chains_and_heads_on_spout_partitions():
     assert plan["fuse"] is True
     by_head = {s["head"]: s for s in plan["stages"]}
     assert by_head["advertiser_day_bolt"]["fused"] == [
-        {"bolt": "daily_spend_bolt", "behind": "advertiser_day_bolt", "grouping": "local_or_shuffle"},
-        {"bolt": "budget_alert_bolt", "behind": "advertiser_day_bolt", "grouping": "local_or_shuffle"},
+        {"bolt": "daily_spend_bolt", "behind": "advertiser_day_bolt", "grouping": "local_or_shuffle",
+         "keyed": False},
+        {"bolt": "budget_alert_bolt", "behind": "advertiser_day_bolt", "grouping": "local_or_shuffle",
+         "keyed": False},
     ]
     assert by_head["parse_bolt"]["spout_partitions"] is None  # spout par 1, parse par 2
     local = spark_plan(load_topology(sparktopo.ReadLocally, overrides={"jsonlines.path": "/x"}))
@@ -112,3 +116,28 @@ def test_spark_plan_names_fused_chains_and_heads_on_spout_partitions():
     assert off["fuse"] is False
     assert all(s["fused"] == [] and s["spout_partitions"] is None for s in off["stages"])
     assert len(off["stages"]) == len(load_topology(sparktopo.Groupings).bolts)
+
+
+def test_keyed_fusion_is_opt_in_and_checked_at_load():
+    sys.path.insert(0, str(Path(__file__).parent / "spark_fixtures"))
+    import outtopo
+
+    from stormshift.errors import TopologyError
+
+    layout = Layout(load_topology(outtopo.KeyedTopo))
+    assert layout.keyed == {"totals"} and [s.members for s in layout.stages] == [("encoder", "totals")]
+    plain = Layout(load_topology(outtopo.KeyedTopo, overrides={"stormshift.fuse.keyed": None}))
+    assert plain.keyed == frozenset() and len(plain.stages) == 2  # not named: a stage of its own
+    off = Layout(load_topology(outtopo.KeyedTopo, overrides={"stormshift.fuse": False}))
+    assert off.keyed == frozenset() and len(off.stages) == 2
+    for topo, names, why in ((outtopo.KeyedTopo, ["nope"], "no bolt of the topology has that name"),
+                             (outtopo.KeyedTopo, ["encoder"], "must read one bolt only"),
+                             (outtopo.EncodeTopo, ["totals"], "its par 2 differs from that of 'encoder' (1)"),
+                             (outtopo.FusedTopo, ["totals"], "is not a fields grouping"),
+                             (outtopo.ShuffledKeyTopo, ["totals"], "is not itself fields-grouped")):
+        with pytest.raises(TopologyError) as err:
+            Layout(load_topology(topo, overrides={"stormshift.fuse.keyed": names}))
+        assert why in str(err.value) and f"fix: remove {names[0]!r} from stormshift.fuse.keyed" \
+            in str(err.value)
+    with pytest.raises(TopologyError, match="expected a JSON list of bolt names"):
+        load_topology(outtopo.KeyedTopo, overrides={"stormshift.fuse.keyed": "totals"})

@@ -83,6 +83,8 @@ OWN_KEYS: dict[str, tuple[Callable[[Any], bool], str, str]] = {
     "stormshift.spout.executor": (_flag, "true or false", "false"),
     "stormshift.spark.source_local": (lambda v: type(v) is bool, "true or false", "true"),
     "stormshift.fuse": (lambda v: type(v) is bool, "true or false (false: no fused stages)", "false"),
+    "stormshift.fuse.keyed": (lambda v: isinstance(v, list) and all(_text(n) for n in v),
+                              "a JSON list of bolt names", "'[\"bolt\"]'"),
     "stormshift.replacements": (_mapping, "a JSON object", '{"spout": "module:Class"}'),
     "state.hmac_key": (_text, "a non-empty string", "'a long random secret'"),
     "shadow.results": (_mapping, "a JSON object", '{"bolt:default": {"mode": "sum"}}'),

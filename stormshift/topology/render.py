@@ -96,7 +96,8 @@ def plan_input(stage: Mapping[str, Any]) -> str:
 
 
 def plan_fused(stage: Mapping[str, Any]) -> str:
-    return "\n".join(f"{f['bolt']} <- {f['behind']} ({f['grouping']})"
+    return "\n".join(f"{f['bolt']} <- {f['behind']} ({f['grouping']}"
+                      + (", keyed: checked at every emit)" if f.get("keyed") else ")")
                       for f in stage["fused"]) or "-"
 
 

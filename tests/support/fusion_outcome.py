@@ -54,6 +54,9 @@ def outcome(outputs: Mapping[tuple[str, str], Sequence[Sequence[Any]]],
         if events > report.get(ad, (0, 0))[1]:
             report[ad] = (spend, events, line)
         emits[ad] += 1
+    rank: dict[str, Any] = {}
+    for ad, updates, top in outputs.get(("rank", "default"), []):
+        rank[ad] = max(rank.get(ad, (0, 0.0)), (updates, top))
     buckets: dict[str, list[int]] = {}
     for ad, count, cents in outputs.get(("buckets", "default"), []):
         got = buckets.setdefault(ad, [0, 0])
@@ -70,6 +73,7 @@ def outcome(outputs: Mapping[tuple[str, str], Sequence[Sequence[Any]]],
         "dropped": summed("drop", "dropped"), "lines": summed("report", "lines"),
         "spend_tasks": [dict(t["spend"]) for t in tasks["spend"]],  # fields-grouped: per task
         "events_tasks": [dict(t["events"]) for t in tasks["spend"]],
+        "rank": rank, "rank_tasks": [(dict(t["updates"]), t["top"]) for t in tasks["rank"]],
     }
 
 
@@ -109,4 +113,5 @@ def check_expected(got: Mapping[str, Any], events: Sequence[Mapping[str, Any]]) 
     assert got["report_emits"] == {ad: p[0] for ad, p in paid.items()} == \
         dict(sum((Counter(t) for t in per_task), Counter()))
     assert got["lines"] == sum(p[0] for p in paid.values())
+    assert differences(got["rank"], {ad: (p[0], math.fsum(p[2])) for ad, p in paid.items()}) == []
     assert got["buckets"] == {ad: [p[0], p[1]] for ad, p in paid.items()}

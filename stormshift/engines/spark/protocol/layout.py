@@ -32,6 +32,14 @@ both off: every bolt is a stage of its own and no head is colocated with its
 spout, so every hop is a row and a shuffle -- the plan fusion must agree with
 (the fused-vs-unfused tests run both). ``spark_plan`` is the plan as plain
 data, for ``stormshift inspect``.
+
+*Keyed* fusion is opt-in per consumer (``stormshift.fuse.keyed: [bolt, ...]``): a
+bolt B fields-grouped on the output of one bolt A of the same ``par``, where A is
+itself fields-grouped, runs fused behind A, task *i* behind task *i*. Storm routes
+by the values A *emits*, and A's code may emit a key other than its input's, so
+this is never decided statically: at every emit to B the router still picks B's
+task, and a pick other than the running task fails the batch
+(``task/output.py``, ``KeyedFusionError``) naming B, the values and the fix.
 """
 
 from __future__ import annotations
@@ -39,12 +47,15 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from stormshift.errors import TopologyError
 from stormshift.topology.graph import GroupingKind, TopologyGraph
 
-__all__ = ["FUSABLE", "FUSE_KEY", "Layout", "Stage", "fusion_on", "plan_stages", "spark_plan"]
+__all__ = ["FUSABLE", "FUSE_KEY", "KEYED_KEY", "Layout", "Stage", "fusion_on", "keyed_consumers",
+           "plan_stages", "spark_plan"]
 
 SOURCE_LOCAL_KEY = "stormshift.spark.source_local"
 FUSE_KEY = "stormshift.fuse"
+KEYED_KEY = "stormshift.fuse.keyed"
 FUSABLE = frozenset({GroupingKind.SHUFFLE, GroupingKind.NONE, GroupingKind.LOCAL_OR_SHUFFLE})
 
 
@@ -77,6 +88,7 @@ class Layout:
             key for key in self.streams if not graph.subscriptions(key[0], key[1])
         )
         fuse = fusion_on(graph)
+        self.keyed = keyed_consumers(graph) if fuse else frozenset()
         self.stages = plan_stages(graph, fuse)
         self.stage_of = {m: s for s in self.stages for m in s.members}
         local = fuse and graph.config.get(SOURCE_LOCAL_KEY, True) is not False
@@ -121,8 +133,43 @@ def _reads_spout_locally(graph: TopologyGraph, stage: Stage) -> bool:
     return spouts[0].par == head.par and all(i.grouping.kind in FUSABLE for i in head.inputs)
 
 
-def _fusable_into(graph: TopologyGraph, name: str) -> str | None:
-    """The bolt ``name`` can run fused behind, or None."""
+def keyed_consumers(graph: TopologyGraph) -> frozenset[str]:
+    """The bolts ``stormshift.fuse.keyed`` names (module doc), each checked to be one that
+    keyed fusion can run: a TopologyError naming the bolt, why and the fix otherwise."""
+    names = graph.config.get(KEYED_KEY) or ()
+    if isinstance(names, str) or not all(isinstance(n, str) for n in names):
+        raise TopologyError(f"{KEYED_KEY}={names!r}: expected a list of bolt names",
+                            fix=f'-o \'{KEYED_KEY}=["bolt"]\'')
+    for name in names:
+        why = _not_keyed_fusable(graph, name)
+        if why:
+            raise TopologyError(
+                f"{KEYED_KEY} names {name!r}, which cannot run fused by key: {why}",
+                fix=f"remove {name!r} from {KEYED_KEY}")
+    return frozenset(names)
+
+
+def _not_keyed_fusable(graph: TopologyGraph, name: str) -> str:
+    """Why ``name`` cannot run keyed-fused ('' when it can)."""
+    comp = graph.components.get(name)
+    if comp is None or comp.is_spout:
+        return "no bolt of the topology has that name"
+    sources = {i.source for i in comp.inputs}
+    up = graph.component(next(iter(sources))) if len(sources) == 1 else None
+    if up is None or up.is_spout:
+        return "it must read one bolt only"
+    if up.par != comp.par:
+        return f"its par {comp.par} differs from that of {up.name!r} ({up.par})"
+    if not all(i.grouping.kind is GroupingKind.FIELDS for i in comp.inputs):
+        return f"its input from {up.name!r} is not a fields grouping"
+    if not up.inputs or not all(i.grouping.kind is GroupingKind.FIELDS for i in up.inputs):
+        return f"{up.name!r} is not itself fields-grouped, so its task i holds other keys"
+    return ""
+
+
+def _fusable_into(graph: TopologyGraph, name: str,
+                  keyed: frozenset[str] = frozenset()) -> str | None:
+    """The bolt ``name`` can run fused behind, or None (``keyed``: the checked opt-ins)."""
     comp = graph.component(name)
     sources = {i.source for i in comp.inputs}
     if len(sources) != 1:
@@ -131,7 +178,7 @@ def _fusable_into(graph: TopologyGraph, name: str) -> str | None:
     up = graph.component(source)
     if up.is_spout or up.par != comp.par:
         return None
-    if all(i.grouping.kind in FUSABLE for i in comp.inputs):
+    if name in keyed or all(i.grouping.kind in FUSABLE for i in comp.inputs):
         return source
     return None
 
@@ -141,8 +188,9 @@ def plan_stages(graph: TopologyGraph, fuse: bool = True) -> tuple[Stage, ...]:
     one stage per bolt."""
     chains: dict[str, list[str]] = {}
     head_of: dict[str, str] = {}
+    keyed = keyed_consumers(graph) if fuse else frozenset()
     for comp in graph.bolts:
-        up = _fusable_into(graph, comp.name) if fuse else None
+        up = _fusable_into(graph, comp.name, keyed) if fuse else None
         if up is not None and up in head_of:
             head = head_of[up]
             chains[head].append(comp.name)
@@ -173,7 +221,8 @@ def spark_plan(graph: TopologyGraph) -> dict[str, Any]:
             "reads": list(stage.sources),
             "spout_partitions": spout,
             "reads_spout_range": spout is not None and layout.deferred(spout),
-            "fused": [{"bolt": m, "behind": _fusable_into(graph, m),
+            "fused": [{"bolt": m, "behind": _fusable_into(graph, m, layout.keyed),
+                       "keyed": m in layout.keyed,
                        "grouping": ", ".join(sorted({i.grouping.kind.value
                                                      for i in graph.component(m).inputs}))}
                       for m in stage.members[1:]],

@@ -365,6 +365,8 @@ def _run_members(job: StageJob, task: int, table: pa.Table, r: Any) -> R.RowBuil
                 started = time.perf_counter_ns()
                 _run_member(job, member, position, table, queues, ctx)
                 member.stats.busy_us = (time.perf_counter_ns() - started) // 1000
+            if member.output.misrouted:  # keyed fusion's check (output.py): nothing committed
+                raise member.output.misrouted_error(job.txid)
             if attempts.finish(member.tainted, member.retry_flush, member.poison) is AttemptStatus.REDO:
                 # drop this run's map writes, rows and fused queues; the next run restores the
                 # state of txid-1 (open() popped the live instance)
