@@ -8,7 +8,10 @@ before it) processed the task's whole input and committed their state for the ba
 (``stage.py`` closes members in order), before the member finished: Spark's retry runs
 the whole chain again, the committed head included (``faults.py``'s ``kill_self``: with
 task hosts on, the host running the task dies; with ``stormshift.task_hosts=false`` the
-Python worker itself). A zombie attempt of a fused member is fenced. Each case runs
+Python worker itself). A zombie attempt of a fused member is fenced. With ``rank`` fused by
+key (``stormshift.fuse.keyed``), it reads what it read as a stage of its own, in the same
+order (spend's task i is its only source of keys of task i), so that case too must equal
+the plain fused run exactly. Each case runs
 ``stormshift run`` as its own process tree with its own Redis (``support/fault_harness.py``).
 """
 
@@ -24,7 +27,7 @@ from support.fusion_outcome import PROJECT, check_expected, differences, outcome
 
 pytestmark = [pytest.mark.faults, pytest.mark.spark, pytest.mark.redis]
 
-ARGS = ["--until-done", "--master", "local[2,3]", "--batch-max-tuples", "40"]  # 240 events: 6+ txids
+ARGS = ["--until-done", "--master", "local[2,3]", "--batch-max-tuples", "40"]  # 240 events: txids 0..3
 
 
 def fault(name: str, at: str, action: str, secs: float = 0, **when: Any) -> dict[str, Any]:
@@ -32,16 +35,18 @@ def fault(name: str, at: str, action: str, secs: float = 0, **when: Any) -> dict
 
 
 # a member in the middle of the spout-side chain (parse -> enrich -> drop -> buckets), the
-# member behind the fields-grouped head, and a zombie of the chain's last-but-one member
+# member behind the fields-grouped head, a zombie of the chain's last-but-one member, and
+# (with rank fused by key behind spend: ``stormshift.fuse.keyed``) the keyed member
 MID_CHAIN = [
     fault("k-enrich", "task.midway", "kill_self", txid=1, component="enrich", task=0),
     fault("k-report", "task.midway", "kill_self", txid=2, component="report", task=1),
     fault("z-drop", "task.before_close", "zombie", secs=120, txid=3, component="drop", task=1),
+    fault("k-rank", "task.midway", "kill_self", txid=3, component="rank", task=0),
 ]
 CASES: dict[str, tuple[dict[str, Any], list[dict[str, Any]] | None]] = {
     "fused": ({}, None),
     "unfused": ({"stormshift.fuse": False}, None),
-    "fused-kill-mid-chain": ({}, MID_CHAIN),
+    "fused-kill-mid-chain": ({"stormshift.fuse.keyed": ["rank"]}, MID_CHAIN),
     "fused-kill-mid-chain-no-task-hosts": ({"stormshift.task_hosts": False}, MID_CHAIN[:2]),
 }
 
