@@ -91,6 +91,18 @@ def test_fuse_false_makes_every_bolt_a_stage_and_no_head_colocated():
     layout = Layout(graph)
     assert [s.members for s in layout.stages] == [(b.name,) for b in graph.bolts]
     assert all(layout.stage_of[b.name].head == b.name for b in graph.bolts)
+    # a topology's own config is checked too (an -o is checked at load)
+    from streamparse import Grouping, Topology
+
+    from stormshift.errors import TopologyError
+
+    class StringFlag(Topology):
+        config = {"stormshift.fuse": "false"}  # a string, as config.json may hold it
+        numbers = sparktopo.NumberSpout.spec(par=1)
+        seen = sparktopo.Seen.spec(inputs={numbers: Grouping.SHUFFLE}, par=1)
+
+    with pytest.raises(TopologyError, match="stormshift.fuse='false': expected true or false"):
+        Layout(load_topology(StringFlag))
     # the default (and an explicit true) keeps the fused plan
     fused = load_topology(EXAMPLES / "adclicks", name="adclicks", overrides={"stormshift.fuse": True})
     assert Layout(fused).stage_of["budget_alert_bolt"].head == "advertiser_day_bolt"

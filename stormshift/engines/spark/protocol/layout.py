@@ -119,9 +119,14 @@ class Layout:
 
 
 def fusion_on(graph: TopologyGraph) -> bool:
-    """Whether the plan fuses (module doc): anything but ``stormshift.fuse: false``
-    (``-o`` values are checked at load: ``topology/overrides.py``)."""
-    return graph.config.get(FUSE_KEY, True) is not False
+    """Whether the plan fuses (module doc): unless ``stormshift.fuse`` is false. ``-o``
+    values are checked at load (``topology/overrides.py``); a topology's own config is
+    checked here, so ``"false"`` (a string) in config.json never silently fuses."""
+    value = graph.config.get(FUSE_KEY)
+    if value is not None and type(value) is not bool:
+        raise TopologyError(f"config {FUSE_KEY}={value!r}: expected true or false",
+                            fix=f"set {FUSE_KEY} to the JSON boolean false (or true)")
+    return value is not False
 
 
 def _reads_spout_locally(graph: TopologyGraph, stage: Stage) -> bool:
