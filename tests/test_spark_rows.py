@@ -8,6 +8,7 @@ order, that one row per tuple gave.
 
 from __future__ import annotations
 
+import itertools
 import random
 
 import msgpack
@@ -137,7 +138,7 @@ def test_output_pages_hand_arrow_each_row_once_and_rewinds_cross_pages(monkeypat
             kept.mark()
     batches = list(out.batches())
     assert len(batches) > 5, "small pages: many batches"
-    for batch, after in zip(batches, batches[1:]):  # a page closes when the next row won't fit
+    for batch, after in itertools.pairwise(batches):  # a page closes when the next row won't fit
         full = sum(len(v) for v in batch.column("v").to_pylist())
         assert batch.num_rows == 40 or full + len(after.column("v")[0].as_py()) + 5 > 2000  # +5: header bound
     got = pa.Table.from_batches(batches)
