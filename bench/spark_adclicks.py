@@ -508,10 +508,15 @@ def run_stormshift(args: argparse.Namespace, data: Path) -> dict[str, Any]:
     with RssSampler() as rss, tempfile.TemporaryDirectory(prefix="bench-stormshift-") as checkpoint:
         # The worker settings `stormshift run` uses for this master (its own session
         # is not used here, to keep the bench's settings the baseline's).
-        from stormshift.engines.spark.runtime.session import driver_jit_conf, worker_conf
+        from stormshift.engines.spark.runtime.session import (
+            driver_gc_conf,
+            driver_jit_conf,
+            worker_conf,
+        )
 
         conf = worker_conf(args.master)
         conf.update(driver_jit_conf(args.master, conf))
+        conf.update(driver_gc_conf(args.master, conf))
         if os.environ.get("BENCH_SPARK_DAEMON"):  # A/B: BENCH_SPARK_DAEMON=pyspark.daemon
             conf["spark.python.daemon.module"] = os.environ["BENCH_SPARK_DAEMON"]
         conf.update(experiment_conf(conf))

@@ -1,7 +1,8 @@
 """The driver JVM's options (``stormshift/engines/spark/runtime/session.py``): our log4j2
 file unless the user's ``spark.driver.extraJavaOptions`` names one, the client compiler
-only on a local master unless the user chose the JIT tiers, and never in place of the
-user's other JVM options."""
+only on a local master unless the user chose the JIT tiers, the serial collector only on a
+local master with the default heap unless the user chose a collector, and never in place of
+the user's other JVM options."""
 
 from __future__ import annotations
 
@@ -10,7 +11,12 @@ import sys
 
 import pytest
 
-from stormshift.engines.spark.runtime.session import LOG4J2_FILE, driver_jit_conf, driver_log_conf
+from stormshift.engines.spark.runtime.session import (
+    LOG4J2_FILE,
+    driver_gc_conf,
+    driver_jit_conf,
+    driver_log_conf,
+)
 
 
 def test_the_driver_gets_our_log4j2_file_beside_the_users_jvm_options() -> None:
@@ -29,6 +35,28 @@ def test_a_local_driver_gets_the_client_compiler_beside_the_users_jvm_options() 
     assert driver_jit_conf("local[2]", {key: "-XX:TieredStopAtLevel=4"}) == {}
     assert driver_jit_conf("local[2]", {key: "-XX:-TieredCompilation"}) == {}
     assert driver_jit_conf("spark://127.0.0.1:7077", {}) == {}
+
+
+def test_a_local_driver_with_the_default_heap_gets_the_serial_collector(monkeypatch) -> None:
+    monkeypatch.delenv("SPARK_DRIVER_MEMORY", raising=False)
+    key = "spark.driver.extraJavaOptions"
+    assert driver_gc_conf("local[2]", {}) == {key: "-XX:+UseSerialGC"}
+    assert driver_gc_conf("local", {key: "-XX:TieredStopAtLevel=1"}) == {
+        key: "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"}
+    assert driver_gc_conf("local[2]", {key: "-Xlog:gc:file=/tmp/gc.log"}) == {
+        key: "-Xlog:gc:file=/tmp/gc.log -XX:+UseSerialGC"}
+
+
+def test_the_users_collector_or_heap_size_keeps_the_jvms_collector(monkeypatch) -> None:
+    monkeypatch.delenv("SPARK_DRIVER_MEMORY", raising=False)
+    key = "spark.driver.extraJavaOptions"
+    for own in ("-XX:+UseG1GC", "-XX:+UseZGC", "-XX:+UseParallelGC", "-XX:-UseSerialGC",
+                "-XX:G1HeapRegionSize=4m", "-XX:G1PeriodicGCInterval=1000"):
+        assert driver_gc_conf("local[2]", {key: f"-Xss4m {own}"}) == {}, own
+    assert driver_gc_conf("local[2]", {"spark.driver.memory": "4g"}) == {}
+    assert driver_gc_conf("spark://127.0.0.1:7077", {}) == {}
+    monkeypatch.setenv("SPARK_DRIVER_MEMORY", "8g")
+    assert driver_gc_conf("local[2]", {}) == {}
 
 
 def test_the_log4j2_file_ships_with_the_package_and_keeps_warnings() -> None:

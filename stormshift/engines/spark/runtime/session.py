@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import warnings
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
@@ -13,7 +14,7 @@ from stormshift.engines.spark.runtime.classcache import plan_archive
 from stormshift.engines.spark.runtime.launcher import worker_python
 
 __all__ = ["LOG4J2_FILE", "QUIET_LOGGERS", "RUNTIME_CONF", "build_session", "configure_session",
-           "driver_jit_conf", "driver_log_conf", "local_bind_conf", "loopback_ui", "quiet_logs",
+           "driver_gc_conf", "driver_jit_conf", "driver_log_conf", "local_bind_conf", "loopback_ui", "quiet_logs",
            "ui_link", "worker_conf"]
 
 LOOPBACK = "127.0.0.1"
@@ -62,6 +63,7 @@ def build_session(master: str, *, app_name: str = "stormshift", shuffle_partitio
         builder = builder.config("spark.sql.shuffle.partitions", str(shuffle_partitions))
     conf = conf or {}
     conf = {**local_bind_conf(master, conf), **conf, **driver_jit_conf(master, conf)}
+    conf = {**conf, **driver_gc_conf(master, conf)}
     archive = plan_archive(master, conf)
     if archive is not None:
         conf = {**conf, **_more_driver_options(conf, archive.options())}
@@ -118,6 +120,35 @@ def driver_jit_conf(master: str, conf: Mapping[str, str]) -> dict[str, str]:
     if "TieredStopAtLevel" in options or "TieredCompilation" in options:
         return {}
     return {"spark.driver.extraJavaOptions": f"{options} -XX:TieredStopAtLevel=1".strip()}
+
+
+# A collector chosen in the driver's JVM options (``-XX:+UseG1GC``, ``-XX:+UseZGC``, ...) or
+# G1 settings of the user's: they keep the collector they tuned for.
+_GC_CHOICE = re.compile(r"-XX:[+-]Use\w*GC\b|-XX:[+-]?G1")
+
+
+def driver_gc_conf(master: str, conf: Mapping[str, str]) -> dict[str, str]:
+    """On a local master with Spark's default driver heap, ``-XX:+UseSerialGC`` added to
+    ``--conf spark.driver.extraJavaOptions`` unless those options choose a collector or
+    tune G1.
+
+    Why: G1 (the JVM's default) sizes its heap for its pause goal, not for the data
+    alive: a stormshift batch allocates fast, in large arrays (the cached columns of a
+    frame read by a later wave), so G1 committed 600-720 MiB of the 1 GiB heap with at
+    most ~220 MiB alive, plus ~60 MiB of its own remembered sets. The serial collector
+    grows the heap only when the data alive after a collection needs it (the same 1 GiB
+    cap: a bigger batch gets the same room before an OutOfMemoryError), and on a local
+    master its single GC thread costs nothing the two cores shared with the Python
+    workers had to spare (``bench/history.md``, 2026-11-27 tenth session, jvmmem). Left
+    alone when the user sized the driver heap (``spark.driver.memory`` or
+    ``SPARK_DRIVER_MEMORY``: a big heap would make the serial collector's full
+    collections long; ``spark-defaults.conf`` is not seen here), and on a cluster."""
+    if not _is_local(master) or "spark.driver.memory" in conf or os.environ.get("SPARK_DRIVER_MEMORY"):
+        return {}
+    options = conf.get("spark.driver.extraJavaOptions", "")
+    if _GC_CHOICE.search(options):
+        return {}
+    return {"spark.driver.extraJavaOptions": f"{options} -XX:+UseSerialGC".strip()}
 
 
 def worker_conf(master: str) -> dict[str, str]:
