@@ -93,9 +93,12 @@ class Windower:
         self.watermark_ms = START_OF_TIME_MS
         self.timers: list[tuple[int, str, str]] = []  # heap of (at_ms, key order, tag)
         self.timers_of: dict[str, list[tuple[int, str]]] = {}  # derived: key order -> (at, tag)
-        # (end, tie, key order, window), (end + lateness, tie, ...): ``tie`` (the window's
-        # id) only breaks ties in the heap, cheaper than comparing starts and key orders; the
-        # order they pop in does not matter (what pops is sorted before it fires or expires)
+        # (end, tie, key order, window), (end + lateness, tie, ...): ``tie`` (``_seq``, a
+        # count of the windows indexed: not ``id()``, so a pickle of the heaps is the same
+        # bytes in every run) only breaks ties in the heap, cheaper than comparing starts and
+        # key orders; the order they pop in does not matter (what pops is sorted before it
+        # fires or expires)
+        self._seq = 0
         self._due: list[tuple[int, int, str, Window]] = []
         self._expiry: list[tuple[int, int, str, Window]] = []
         self._deadlines: list[tuple[int, int, int, str, Window]] = []  # (deadline, end, start, ...)
@@ -106,9 +109,10 @@ class Windower:
 
     def _track(self, kord: str, window: Window) -> None:
         """Index a window that just got its state (new, or a merge of sessions)."""
-        heapq.heappush(self._due, (window.end_ms, id(window), kord, window))
+        self._seq = tie = self._seq + 1
+        heapq.heappush(self._due, (window.end_ms, tie, kord, window))
         heapq.heappush(self._expiry, (window.end_ms + self.allowed_lateness_ms,
-                                      id(window), kord, window))
+                                      tie, kord, window))
         state = self.windows.get(kord, {}).get(window)
         if state is not None and state.trigger.deadline_ms is not None:
             self._deadline(kord, window, state.trigger.deadline_ms)
@@ -144,7 +148,8 @@ class Windower:
                 born.on_time_fired = wm >= window.end_ms  # born late: no ON_TIME
                 state = states[window] = WindowState(
                     agg_init() if keep_all else None, agg_init(), born, [])
-                end, tie = window.end_ms, id(window)  # _track: no deadline yet
+                self._seq = tie = self._seq + 1  # _track: no deadline yet
+                end = window.end_ms
                 heapq.heappush(self._due, (end, tie, kord, window))
                 heapq.heappush(self._expiry, (end + lateness, tie, kord, window))
             if state.acc is not None:
@@ -374,8 +379,10 @@ class Windower:
         return sorted((at, k, tag) for k, mine in self.timers_of.items() for at, tag in mine)
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        """Unpickle one pickled before ``timers_of`` existed: the index is derived."""
+        """Unpickle one pickled before ``timers_of`` (or ``_seq``) existed: derived."""
         self.__dict__.update(state)
+        if "_seq" not in state:  # its heaps' ties were ids: any int breaks a tie
+            self._seq = 0
         if "timers_of" not in state:
             self.index_timers()
         if "_deadlines" not in state:
