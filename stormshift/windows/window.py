@@ -12,6 +12,7 @@ import json
 from dataclasses import dataclass
 from enum import Enum
 from json.encoder import encode_basestring_ascii as _json_str
+from operator import attrgetter
 from typing import Any
 
 __all__ = [
@@ -50,7 +51,7 @@ class Window:
     def __hash__(self) -> int:
         """The dataclass's hash (of ``(start_ms, end_ms)``: ints, so not salted), cached:
         reading it back costs half of computing it per lookup."""
-        return self._hash  # type: ignore[no-any-return]
+        return self._hash  # type: ignore[attr-defined,no-any-return]
 
     def __getstate__(self) -> dict[str, int]:
         """Pickled as before the cached hash: the two fields, so pickles of either version
@@ -83,6 +84,11 @@ class Timing(str, Enum):
     EARLY = "early"  # before the watermark passed the window's end
     ON_TIME = "on_time"  # the firing when the watermark passed the end
     LATE = "late"  # after that, for data within the allowed lateness
+
+
+# ``timing.value`` (read per pane by bolts, e.g. to emit it): a C-level property, where
+# ``Enum.value`` is two Python calls (enum's descriptor, then its getter); the same object
+Timing.value = property(attrgetter("_value_"))  # type: ignore[assignment,method-assign]
 
 
 def stable_order(value: Any) -> str:
