@@ -101,6 +101,11 @@ class ComponentFailure(StormshiftError):
         )
 
 
+class KeyedFusionError(StormshiftError):
+    """A bolt fused by key (``stormshift.fuse.keyed``) was sent an emit its running task
+    must not take: the batch fails (one line: the bolt, the values, the fix)."""
+
+
 class FencedError(StormshiftError):
     """A write from a stale task attempt (zombie) or for an already-committed txid.
 

@@ -19,6 +19,18 @@ def test_inspect_json_lists_components_and_groupings(capsys):
     for name in ("ad_log_spout", "parse_bolt", "ads_ctr_bolt", "client_spent_bolt"):
         assert name in text
     assert "advertiser_id" in text and "ad_id" in text
+    fused = {s["head"]: [f["bolt"] for f in s["fused"]] for s in graph["spark_plan"]["stages"]}
+    assert fused["ad_ctr_minute_bolt"] == ["minute_ctr_bolt"]
+
+
+def test_inspect_with_fuse_false_shows_no_fused_chain(capsys):
+    assert main(["inspect", str(ROOT / "examples/adclicks"), "-o", "stormshift.fuse=false"]) == 0
+    text = capsys.readouterr().out
+    assert "fusion off (stormshift.fuse=false)" in text
+    assert main(["inspect", str(ROOT / "examples/adclicks"), "-o", "stormshift.fuse=false",
+                 "--json"]) == 0
+    plan = json.loads(capsys.readouterr().out)["spark_plan"]
+    assert plan["fuse"] is False and not any(s["fused"] for s in plan["stages"])
 
 
 def test_run_wordcount_local_prints_exact_counts(capsys):

@@ -36,6 +36,9 @@ def stormshift(tmp_path: Path, *args: str, timeout: float = 600) -> subprocess.C
     ({"state.hmac_key": ""}, "expected a non-empty string"),
     ({"shadow.results": [1]}, "expected a JSON object"),
     ({"pystorm.log.level": "loud"}, "expected a log level"),
+    ({"stormshift.fuse": "no"}, ("-o stormshift.fuse=no: expected true or false (false: no fused "
+                                 "stages); fix: -o stormshift.fuse=false")),
+    ({"stormshift.fuse": 0}, "-o stormshift.fuse=0: expected true or false"),
 ])
 def test_a_value_of_the_wrong_kind_is_refused_with_one_line(overrides: dict, said: str) -> None:
     with pytest.raises(TopologyError) as err:
@@ -47,7 +50,7 @@ def test_a_value_of_the_wrong_kind_is_refused_with_one_line(overrides: dict, sai
 @pytest.mark.parametrize("overrides", [
     {"adclicks.events": 500}, {"adclicks.events": None}, {"adclicks.late_rate": 0},
     {"adclicks.path": "/data/x.log"}, {"stormshift.spout.executor": "true"},
-    {"pystorm.log.level": "WARN"}, {"something.new": "abc"},
+    {"pystorm.log.level": "WARN"}, {"something.new": "abc"}, {"stormshift.fuse": False},
 ])
 def test_values_of_the_right_kind_and_unknown_keys_load(overrides: dict) -> None:
     graph = load_topology(ADCLICKS, overrides=overrides)

@@ -32,14 +32,14 @@ def run(redis_url):
     r = redis.Redis.from_url(redis_url)
     namespaces = []
 
-    def run_stage(topology, numbers, sink=None, txid=1, namespace=None):
+    def run_stage(topology, numbers, sink=None, txid=1, namespace=None, task=0):
         layout = Layout(load_topology(topology))
         namespace = namespace or f"test-output-{uuid.uuid4().hex[:10]}"
         namespaces.append(namespace)
         sink = sink or SinkSpec("drop")
         jobs = {s.head: StageJob(layout, s, txid, frozenset(), redis_url, namespace, b"k", sink)
                 for s in layout.stages}
-        out = list(run_partition(jobs, iter(outtopo.encoder_rows(layout, numbers))))
+        out = list(run_partition(jobs, iter(outtopo.encoder_rows(layout, numbers, task=task))))
         table = pa.Table.from_batches(out) if out else R.SCHEMA.empty_table()
         return layout, namespace, table
 
@@ -157,3 +157,38 @@ def test_what_deliver_keeps_is_a_copy_of_the_emitted_list():
     leaf.deliver("default", mine, ())
     mine[1] = 2
     assert leaf.leaves == [("default", ["k", 1])]
+
+
+def test_keyed_fusion_takes_emits_routed_to_the_running_task(run, tmp_path):
+    """keys k0 and k1 both go to task 1 of a par-2 fields grouping (CRC-32): fed to
+    encoder's task 1, every emit's key routes totals to task 1, the running one."""
+    from stormshift.adapters.hashing import hash_one
+
+    assert {hash_one(k) % 2 for k in ("k0", "k1")} == {1}
+    _r, run_stage = run
+    layout, _ns, table = run_stage(outtopo.KeyedTopo, [0, 1, 2, 3], task=1,
+                                   sink=SinkSpec("jsonl", str(tmp_path)))
+    assert [s.members for s in layout.stages] == [("encoder", "totals")]
+    assert table.num_rows == 0 or all(s < 0 for s in table.column("seq").to_pylist())  # no row
+    (written,) = (tmp_path / "totals" / "default").glob("*.jsonl")
+    got = [tuple(json.loads(line)) for line in written.read_text().splitlines()]
+    assert got == [("k0", 0), ("k1", 1), ("k0", 2), ("k1", 4)]
+
+
+def test_keyed_fusion_fails_the_batch_when_a_key_routes_elsewhere(run, tmp_path):
+    """The same tuples fed to encoder's task 0 (as if its code emitted other keys than it
+    was given): the emit routes totals to task 1, so the task fails, naming the bolt, the
+    values and the fix, and commits nothing."""
+    from stormshift.errors import KeyedFusionError
+
+    r, run_stage = run
+    namespace = f"test-output-{uuid.uuid4().hex[:10]}"
+    with pytest.raises(KeyedFusionError) as err:
+        run_stage(outtopo.KeyedTopo, [0, 1, 2, 3], task=0, namespace=namespace,
+                  sink=SinkSpec("jsonl", str(tmp_path)))
+    text = str(err.value)
+    assert "'totals' runs fused by key behind 'encoder'" in text and "['k0', 0]" in text
+    assert "totals' task 1" in text and "4 such emits" in text
+    assert text.endswith("fix: remove 'totals' from stormshift.fuse.keyed") and "\n" not in text
+    assert not list((tmp_path / "totals").rglob("*.jsonl"))  # no sink file
+    assert dict(read_stats(r, namespace, 1)) == {}  # no member's commit (its counters) landed

@@ -8,6 +8,7 @@ order, that one row per tuple gave.
 
 from __future__ import annotations
 
+import itertools
 import random
 
 import msgpack
@@ -105,6 +106,45 @@ def test_rewind_forgets_what_came_after_the_mark():
     table = R.sorted_table(out.batches())
     assert [(r[0], r[2]) for r in R.iter_rows(table)] == [(1, ["a"]), (1, ["a"]), (1, ["d"])]
     assert table.column("seq").to_pylist() == [0, 0, 1]  # "d" took the seq "b" had
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_output_pages_hand_arrow_each_row_once_and_rewinds_cross_pages(monkeypatch, seed):
+    """A task's rows go out in pages (one batch each, ``OUT_BYTES_PER_BATCH``): with small
+    pages and rewinds to marks on either side of page boundaries, the batches hold exactly
+    the rows a builder without rewound work holds, and a page closes only when full."""
+    monkeypatch.setattr(R, "OUT_BYTES_PER_BATCH", 2000)
+    monkeypatch.setattr(R, "OUT_ROWS_PER_BATCH", 40)
+    rng = random.Random(seed)
+    pack = msgpack.Packer(use_bin_type=True).pack
+    out, kept = R.RowBuilder(), R.RowBuilder()
+    out.beacon(21)
+    kept.beacon(21)
+    for i in range(400):
+        src, sid = rng.choice((11, 12)), rng.choice((0, 1))
+        dests = tuple(sorted(rng.sample((21, 22), rng.choice((1, 2)))))
+        values = [i, "x" * rng.randrange(0, 300)]
+        if rng.randrange(8) == 0:  # a member's run that is redone: its rows are dropped
+            mark = out.mark()
+            kept.mark()  # both close their open chunks here
+            for j in range(rng.randrange(1, 60)):
+                out.add_emit(src, sid, pack([-j, "y" * rng.randrange(0, 200)]), dests)
+            out.mark()
+            out.rewind(mark)
+        out.add_emit(src, sid, pack(values), dests)
+        kept.add_emit(src, sid, pack(values), dests)
+        if rng.randrange(5) == 0:  # chunks close here in both
+            out.mark()
+            kept.mark()
+    batches = list(out.batches())
+    assert len(batches) > 5, "small pages: many batches"
+    for batch, after in itertools.pairwise(batches):  # a page closes when the next row won't fit
+        full = sum(len(v) for v in batch.column("v").to_pylist())
+        assert batch.num_rows == 40 or full + len(after.column("v")[0].as_py()) + 5 > 2000  # +5: header bound
+    got = pa.Table.from_batches(batches)
+    want = pa.Table.from_batches(list(kept.batches()))
+    assert got.to_pylist() == want.to_pylist()
+    assert list(out.batches()) == [], "consumed: the builder gives its rows once"
 
 
 def test_array_header_matches_msgpack():

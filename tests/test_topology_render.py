@@ -55,3 +55,20 @@ def test_graph_to_dict_is_json_ready() -> None:
     ]
     assert by_name["by_global"]["task_ids"] == list(graph.component("by_global").task_ids)
     assert by_name["by_global"]["inputs"][0]["grouping"] == "global"
+
+
+def test_inspect_shows_the_spark_plan_fused_chains_or_none_with_fuse_false() -> None:
+    from stormshift.engines.spark import spark_plan
+
+    adclicks = Path(__file__).resolve().parents[1] / "examples" / "adclicks"
+    graph = load_topology(adclicks)
+    text = rendered(render_graph(graph, spark_plan(graph)))
+    assert "Spark plan: stages" in text and "7 stages, 3 fused bolts, 0 on spout partitions" in text
+    plan_text = text.split("Spark plan")[1]
+    row = next(line for line in plan_text.splitlines() if line.startswith("│ advertiser_day_bolt "))
+    assert "daily_spend_bolt <- advertiser_day_bolt (local_or_shuffle)" in row
+    assert json.loads(json.dumps(graph_to_dict(graph, spark_plan(graph))))["spark_plan"]["fuse"]
+    assert "spark_plan" not in graph_to_dict(graph)  # no plan given: as before
+    off = load_topology(adclicks, overrides={"stormshift.fuse": False})
+    text = rendered(render_graph(off, spark_plan(off)))
+    assert "fusion off (stormshift.fuse=false)" in text and "<-" not in text.split("Spark plan")[1]

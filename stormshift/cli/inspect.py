@@ -1,4 +1,5 @@
-"""``stormshift inspect PATH``: the graph stormshift sees (components, par, streams, groupings)."""
+"""``stormshift inspect PATH``: the graph stormshift sees (components, par, streams, groupings)
+and the stages a Spark run of it executes (fused chains, heads on their spout's partitions)."""
 
 from __future__ import annotations
 
@@ -19,12 +20,16 @@ def inspect_command(path: str, name: str | None, environment: str | None,
                     config_options: tuple[str, ...], pars: tuple[str, ...],
                     as_json: bool) -> None:
     """Print a topology's graph: components, par, streams and fields, groupings (with
-    --par, the effective par a run with the same --par uses)."""
+    --par, the effective par a run with the same --par uses), and the Spark plan: which
+    bolts run fused behind which stage head, which heads run on their spout's partitions
+    (none with -o stormshift.fuse=false)."""
+    from stormshift.engines.spark import spark_plan
     from stormshift.topology.render import graph_to_dict, render_graph
 
     graph = load_graph(path, name, environment, config_options, pars)
+    plan = spark_plan(graph)
     out = console()
     if as_json:
-        click.echo(json_text(graph_to_dict(graph), indent=2))
+        click.echo(json_text(graph_to_dict(graph, plan), indent=2))
         return
-    out.print(render_graph(graph))
+    out.print(render_graph(graph, plan))

@@ -33,7 +33,7 @@ from stormshift.spouts.base import RecordDecodeError, ReplayableSpout, msg_id_fo
 
 __all__ = ["JsonLinesSpout", "decode_json_fields", "line_ends"]
 
-_READ_BLOCK_BYTES = 8 << 20
+_READ_BLOCK_BYTES = 1 << 20  # a read, its text and its lines live at once: peak memory of a reading task
 _VALUES_LINES = 32
 _ASCII_SPACE = " \t\n\r\x0b\x0c"  # what bytes.strip() strips: a blank line is skipped on both paths
 

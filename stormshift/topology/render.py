@@ -3,7 +3,10 @@
 Both views list components in topological order with what a user checks
 before a port: class, par, task ids, streams and fields (direct streams
 marked), and inputs with their groupings; secret config entries (keys,
-passwords, tokens) are masked in both (``private.mask_config``).
+passwords, tokens) are masked in both (``private.mask_config``). With the Spark
+plan (plain data from the engine's ``spark_plan``, handed in by ``cli/inspect.py``:
+this layer knows no engine) they show its stages too: which bolts run fused
+behind which head, and which heads run on their spout's partitions.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from stormshift.display import cell
 from stormshift.private import mask_config
 from stormshift.topology.graph import ComponentDef, TopologyGraph
 
-__all__ = ["graph_to_dict", "render_graph"]
+__all__ = ["graph_to_dict", "plan_table", "render_graph"]
 
 
 def task_range(component: ComponentDef) -> str:
@@ -83,12 +86,47 @@ def translated_table(graph: TopologyGraph) -> Table:
     return table
 
 
-def render_graph(graph: TopologyGraph) -> Group:
-    """The components table, what replacements read from Java declarations, and the
-    topology config when there is any."""
+def plan_input(stage: Mapping[str, Any]) -> str:
+    """What a stage's head reads, in words (``spark_plan``'s stage)."""
+    spout = stage.get("spout_partitions")
+    if spout is None:
+        return "rows of " + ", ".join(stage["reads"]) + " (a shuffle)"
+    how = "reads its task's range itself" if stage.get("reads_spout_range") else "no shuffle"
+    return f"the partitions of {spout}: spout task i -> task i ({how})"
+
+
+def plan_fused(stage: Mapping[str, Any]) -> str:
+    return "\n".join(f"{f['bolt']} <- {f['behind']} ({f['grouping']}"
+                      + (", keyed: checked at every emit)" if f.get("keyed") else ")")
+                      for f in stage["fused"]) or "-"
+
+
+def plan_table(plan: Mapping[str, Any]) -> Table:
+    """The Spark plan's stages: one row per stage (its head), its fused members, what it
+    reads; the caption says when ``stormshift.fuse`` turned fusion off."""
+    fused = sum(len(s["fused"]) for s in plan["stages"])
+    local = sum(s["spout_partitions"] is not None for s in plan["stages"])
+    caption = (f"{len(plan['stages'])} stages, {fused} fused bolts, {local} on spout partitions"
+               if plan["fuse"] else
+               "fusion off (stormshift.fuse=false): every bolt a stage of its own, every hop rows "
+               "and a shuffle")
+    table = Table(title="Spark plan: stages (one mapInArrow each)", caption=caption)
+    for column in ("stage head", "par", "input", "fused behind it (task i -> task i, in process)"):
+        table.add_column(column, no_wrap=column == "par", overflow="fold")
+    for stage in plan["stages"]:
+        table.add_row(cell(stage["head"]), str(stage["par"]), cell(plan_input(stage)),
+                      cell(plan_fused(stage)))
+    return table
+
+
+def render_graph(graph: TopologyGraph, plan: Mapping[str, Any] | None = None) -> Group:
+    """The components table, what replacements read from Java declarations, the Spark
+    plan when given (``plan_table``), and the topology config when there is any."""
     tables: list[Table] = [components_table(graph)]
     if any(c.translated for c in graph):
         tables.append(translated_table(graph))
+    if plan is not None:
+        tables.append(plan_table(plan))
     if graph.config:
         tables.append(config_table(graph.config))
     return Group(*tables)
@@ -129,8 +167,10 @@ def component_to_dict(c: ComponentDef) -> dict[str, Any]:
     }
 
 
-def graph_to_dict(graph: TopologyGraph) -> dict[str, Any]:
-    """JSON-ready description of the graph (for ``inspect --json``)."""
+def graph_to_dict(graph: TopologyGraph, plan: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """JSON-ready description of the graph (for ``inspect --json``), with the Spark plan
+    as ``spark_plan`` when given."""
+    extra = {} if plan is None else {"spark_plan": _plain(plan)}
     return {
         "name": graph.name,
         "environment": graph.environment,
@@ -140,4 +180,5 @@ def graph_to_dict(graph: TopologyGraph) -> dict[str, Any]:
         "total_tasks": graph.total_tasks,
         "config": mask_config(_plain(graph.config)),
         "components": [component_to_dict(c) for c in graph],
+        **extra,
     }

@@ -56,6 +56,24 @@ class FusedTopo(Topology):
     totals = Totals.spec(inputs={encoder: Grouping.LOCAL_OR_SHUFFLE}, par=1)
 
 
+class KeyedTopo(Topology):
+    """``totals`` fields-grouped on ``key`` behind ``encoder``, itself fields-grouped on
+    ``key``: fused by key (``stormshift.fuse.keyed``)."""
+
+    config = {"stormshift.fuse.keyed": ["totals"]}
+    numbers = Numbers.spec(par=1)
+    encoder = Encoder.spec(inputs={numbers: Grouping.fields("key")}, par=2)
+    totals = Totals.spec(inputs={encoder: Grouping.fields("key")}, par=2)
+
+
+class ShuffledKeyTopo(Topology):
+    """``KeyedTopo`` with a shuffle-grouped ``encoder``: its task i holds any key."""
+
+    numbers = Numbers.spec(par=1)
+    encoder = Encoder.spec(inputs={numbers: Grouping.SHUFFLE}, par=2)
+    totals = Totals.spec(inputs={encoder: Grouping.fields("key")}, par=2)
+
+
 from stormshift.spouts.jsonlines import JsonLinesSpout
 
 
@@ -82,15 +100,15 @@ class MixedTopo(Topology):
     totals = Totals.spec(inputs={numbers: Grouping.fields("key")}, par=2)
 
 
-def encoder_rows(layout, numbers, head="encoder"):
-    """Spout task 0's rows for ``head``'s task 0, as the source sends them: a beacon,
+def encoder_rows(layout, numbers, head="encoder", task=0):
+    """Spout task 0's rows for ``head``'s task ``task``, as the source sends them: a beacon,
     then one tuple ``[n, "k<n % 2>"]`` per number (record batches)."""
     import msgpack
 
     from stormshift.engines.spark.protocol import rows as R
 
     out = R.RowBuilder()
-    head = layout.first_task(head)
+    head = layout.first_task(head) + task
     out.beacon(head)
     src = layout.graph.component("numbers").task_id(0)
     code = layout.stream_code[("numbers", "default")]

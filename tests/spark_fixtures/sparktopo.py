@@ -192,3 +192,23 @@ class Shuffled3(Topology):
     config = {"jsonlines.fields": ["n", "key"], "jsonlines.bounded": True}
     numbers = NumberLines.spec(par=1)
     sums = KeySum.spec(inputs={numbers: Grouping.SHUFFLE}, par=3)
+
+
+class Shift(Bolt):
+    """Emits each number under the NEXT key: other keys than it is given."""
+
+    outputs = ["n", "key"]
+
+    def process(self, tup):
+        n = tup.values[0]
+        self.emit([n, f"k{(n + 1) % 7}"])
+
+
+class KeyedMismatch(Topology):
+    """``sums`` opted in to keyed fusion behind ``shift``, whose emits change the key: the
+    runtime check fails the batch (``task/output.py``)."""
+
+    config = {"stormshift.fuse.keyed": ["sums"]}
+    numbers = NumberSpout.spec(par=1)
+    shift = Shift.spec(inputs={numbers: Grouping.fields("key")}, par=2)
+    sums = KeySum.spec(inputs={shift: Grouping.fields("key")}, par=2)

@@ -27,7 +27,8 @@ names it, so it stays where Spark looks for it.
 The public API (what ``cli/``, ``shadow/`` and the runner may import, from this
 package only): ``SparkEngine`` (``driver/engine.py``; DESIGN.md "Data flow of one
 micro-batch"), ``stored_upgrade_plan`` and ``refusal_text`` (``stormshift plan``),
-``build_submit_plan`` and ``run_submit`` (``stormshift submit``). Each is imported on first use, so a submodule (the
+``build_submit_plan`` and ``run_submit`` (``stormshift submit``), ``spark_plan`` (the
+stages and fused chains a run executes, ``stormshift inspect``; no Spark needed). Each is imported on first use, so a submodule (the
 worker daemon) can be run without importing pyspark and pyarrow first.
 """
 
@@ -38,8 +39,10 @@ if TYPE_CHECKING:
     from stormshift.engines.spark.driver.stored_plan import stored_upgrade_plan
     from stormshift.engines.spark.driver.submit import build_submit_plan, run_submit
     from stormshift.engines.spark.driver.upgrade import refusal_text
+    from stormshift.engines.spark.protocol.layout import spark_plan
 
-__all__ = ["SparkEngine", "build_submit_plan", "refusal_text", "run_submit", "stored_upgrade_plan"]
+__all__ = ["SparkEngine", "build_submit_plan", "refusal_text", "run_submit", "spark_plan",
+           "stored_upgrade_plan"]
 
 _PUBLIC = {  # name -> the module that defines it, imported on first use (module doc)
     "SparkEngine": "stormshift.engines.spark.driver.engine",
@@ -47,6 +50,7 @@ _PUBLIC = {  # name -> the module that defines it, imported on first use (module
     "run_submit": "stormshift.engines.spark.driver.submit",
     "refusal_text": "stormshift.engines.spark.driver.upgrade",
     "stored_upgrade_plan": "stormshift.engines.spark.driver.stored_plan",
+    "spark_plan": "stormshift.engines.spark.protocol.layout",
 }
 
 

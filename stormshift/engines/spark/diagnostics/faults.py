@@ -16,7 +16,8 @@ O_EXCL marker file), so a restarted run goes past it. Points:
 - ``driver.before_stages`` (txid): ticks planned, no stage started;
 - ``driver.after_commit`` (txid): Redis says committed, Spark's commit log not yet;
 - ``stage.start`` (txid, component = stage head, task, attempt);
-- ``task.midway`` (txid, component, task, attempt): half the task's input processed;
+- ``task.midway`` (txid, component, task, attempt): half the task's input processed (a
+  fused member: half its in-process queue, its head and the members before it done);
 - ``task.before_close`` (txid, component, task, attempt): the member ran, its commit not sent;
 - ``task_host.midway`` (txid, component, task, attempt): as ``task.midway``, only in a task
   host (``task/task_host.py``; with hosts on, every ``task.*`` point runs in the host, so

@@ -66,7 +66,7 @@ def stop_reason_from(exc: Any) -> str:
     text = str(exc)
     raised = [m.group(0).strip() for m in map(_RAISED.match, text.splitlines()) if m]
     ours = [line for line in raised if "ComponentFailure" in line or "Stormshift" in line
-            or "StateError" in line or "FencedError" in line]
+            or "StateError" in line or "FencedError" in line or "KeyedFusionError" in line]
     if ours:
         return ours[-1]
     plain = [line for line in raised if not line.startswith(_WRAPPERS)]

@@ -89,7 +89,8 @@ def _route(layout: Layout, entry: DeadLetter, seq: int) -> tuple[int, int, int]:
     if head != comp.name:
         raise _Refused(f"{comp.name!r} runs fused behind {head!r} (same task, no shuffle), so "
                        "no rows reach it; fix: give it a grouping other than shuffle/none/"
-                       "local_or_shuffle or another par to make it a stage of its own")
+                       "local_or_shuffle or another par to make it a stage of its own, or run "
+                       "with -o stormshift.fuse=false")
     inputs = [i for i in comp.inputs if i.stream == entry.stream
               and (entry.source is None or i.source == entry.source)]
     if len(inputs) != 1:

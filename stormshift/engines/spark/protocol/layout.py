@@ -26,17 +26,36 @@ head's stage reads the spout's range itself (``spoutrange.py``). Topology
 config ``stormshift.spark.source_local: false`` turns this off (the rows are
 then shuffled over the head's tasks: even load when the spout's tasks are
 skewed).
+
+Topology config ``stormshift.fuse: false`` (``-o stormshift.fuse=false``) turns
+both off: every bolt is a stage of its own and no head is colocated with its
+spout, so every hop is a row and a shuffle -- the plan fusion must agree with
+(the fused-vs-unfused tests run both). ``spark_plan`` is the plan as plain
+data, for ``stormshift inspect``.
+
+*Keyed* fusion is opt-in per consumer (``stormshift.fuse.keyed: [bolt, ...]``): a
+bolt B fields-grouped on the output of one bolt A of the same ``par``, where A is
+itself fields-grouped, runs fused behind A, task *i* behind task *i*. Storm routes
+by the values A *emits*, and A's code may emit a key other than its input's, so
+this is never decided statically: at every emit to B the router still picks B's
+task, and a pick other than the running task fails the batch
+(``task/output.py``, ``KeyedFusionError``) naming B, the values and the fix.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
+from stormshift.errors import TopologyError
 from stormshift.topology.graph import GroupingKind, TopologyGraph
 
-__all__ = ["FUSABLE", "Layout", "Stage", "plan_stages"]
+__all__ = ["FUSABLE", "FUSE_KEY", "KEYED_KEY", "Layout", "Stage", "fusion_on", "keyed_consumers",
+           "plan_stages", "spark_plan"]
 
 SOURCE_LOCAL_KEY = "stormshift.spark.source_local"
+FUSE_KEY = "stormshift.fuse"
+KEYED_KEY = "stormshift.fuse.keyed"
 FUSABLE = frozenset({GroupingKind.SHUFFLE, GroupingKind.NONE, GroupingKind.LOCAL_OR_SHUFFLE})
 
 
@@ -68,9 +87,11 @@ class Layout:
         self.leaf_streams = frozenset(
             key for key in self.streams if not graph.subscriptions(key[0], key[1])
         )
-        self.stages = plan_stages(graph)
+        fuse = fusion_on(graph)
+        self.keyed = keyed_consumers(graph) if fuse else frozenset()
+        self.stages = plan_stages(graph, fuse)
         self.stage_of = {m: s for s in self.stages for m in s.members}
-        local = graph.config.get(SOURCE_LOCAL_KEY, True) is not False
+        local = fuse and graph.config.get(SOURCE_LOCAL_KEY, True) is not False
         self.direct_heads = frozenset(
             s.head for s in self.stages if local and _reads_spout_locally(graph, s)
         )
@@ -97,6 +118,17 @@ class Layout:
                 if any(i.source == name for i in self.graph.component(m).inputs)}
 
 
+def fusion_on(graph: TopologyGraph) -> bool:
+    """Whether the plan fuses (module doc): unless ``stormshift.fuse`` is false. ``-o``
+    values are checked at load (``topology/overrides.py``); a topology's own config is
+    checked here, so ``"false"`` (a string) in config.json never silently fuses."""
+    value = graph.config.get(FUSE_KEY)
+    if value is not None and type(value) is not bool:
+        raise TopologyError(f"config {FUSE_KEY}={value!r}: expected true or false",
+                            fix=f"set {FUSE_KEY} to the JSON boolean false (or true)")
+    return value is not False
+
+
 def _reads_spout_locally(graph: TopologyGraph, stage: Stage) -> bool:
     """Whether ``stage`` runs on its topology's only spout's partitions (module doc)."""
     spouts = graph.spouts
@@ -106,8 +138,43 @@ def _reads_spout_locally(graph: TopologyGraph, stage: Stage) -> bool:
     return spouts[0].par == head.par and all(i.grouping.kind in FUSABLE for i in head.inputs)
 
 
-def _fusable_into(graph: TopologyGraph, name: str) -> str | None:
-    """The bolt ``name`` can run fused behind, or None."""
+def keyed_consumers(graph: TopologyGraph) -> frozenset[str]:
+    """The bolts ``stormshift.fuse.keyed`` names (module doc), each checked to be one that
+    keyed fusion can run: a TopologyError naming the bolt, why and the fix otherwise."""
+    names = graph.config.get(KEYED_KEY) or ()
+    if isinstance(names, str) or not all(isinstance(n, str) for n in names):
+        raise TopologyError(f"{KEYED_KEY}={names!r}: expected a list of bolt names",
+                            fix=f'-o \'{KEYED_KEY}=["bolt"]\'')
+    for name in names:
+        why = _not_keyed_fusable(graph, name)
+        if why:
+            raise TopologyError(
+                f"{KEYED_KEY} names {name!r}, which cannot run fused by key: {why}",
+                fix=f"remove {name!r} from {KEYED_KEY}")
+    return frozenset(names)
+
+
+def _not_keyed_fusable(graph: TopologyGraph, name: str) -> str:
+    """Why ``name`` cannot run keyed-fused ('' when it can)."""
+    comp = graph.components.get(name)
+    if comp is None or comp.is_spout:
+        return "no bolt of the topology has that name"
+    sources = {i.source for i in comp.inputs}
+    up = graph.component(next(iter(sources))) if len(sources) == 1 else None
+    if up is None or up.is_spout:
+        return "it must read one bolt only"
+    if up.par != comp.par:
+        return f"its par {comp.par} differs from that of {up.name!r} ({up.par})"
+    if not all(i.grouping.kind is GroupingKind.FIELDS for i in comp.inputs):
+        return f"its input from {up.name!r} is not a fields grouping"
+    if not up.inputs or not all(i.grouping.kind is GroupingKind.FIELDS for i in up.inputs):
+        return f"{up.name!r} is not itself fields-grouped, so its task i holds other keys"
+    return ""
+
+
+def _fusable_into(graph: TopologyGraph, name: str,
+                  keyed: frozenset[str] = frozenset()) -> str | None:
+    """The bolt ``name`` can run fused behind, or None (``keyed``: the checked opt-ins)."""
     comp = graph.component(name)
     sources = {i.source for i in comp.inputs}
     if len(sources) != 1:
@@ -116,17 +183,19 @@ def _fusable_into(graph: TopologyGraph, name: str) -> str | None:
     up = graph.component(source)
     if up.is_spout or up.par != comp.par:
         return None
-    if all(i.grouping.kind in FUSABLE for i in comp.inputs):
+    if name in keyed or all(i.grouping.kind in FUSABLE for i in comp.inputs):
         return source
     return None
 
 
-def plan_stages(graph: TopologyGraph) -> tuple[Stage, ...]:
-    """Stages in topological order (a member's upstream is always earlier)."""
+def plan_stages(graph: TopologyGraph, fuse: bool = True) -> tuple[Stage, ...]:
+    """Stages in topological order (a member's upstream is always earlier); ``fuse=False``:
+    one stage per bolt."""
     chains: dict[str, list[str]] = {}
     head_of: dict[str, str] = {}
+    keyed = keyed_consumers(graph) if fuse else frozenset()
     for comp in graph.bolts:
-        up = _fusable_into(graph, comp.name)
+        up = _fusable_into(graph, comp.name, keyed) if fuse else None
         if up is not None and up in head_of:
             head = head_of[up]
             chains[head].append(comp.name)
@@ -140,3 +209,29 @@ def plan_stages(graph: TopologyGraph) -> tuple[Stage, ...]:
         sources = tuple(dict.fromkeys(i.source for i in comp.inputs))
         stages.append(Stage(tuple(members), comp.par, sources))
     return tuple(stages)
+
+
+def spark_plan(graph: TopologyGraph) -> dict[str, Any]:
+    """The stages a Spark run of ``graph`` executes, as JSON-ready data (``inspect``): per
+    stage its head, par, what its head reads, which spout's partitions it runs on (and
+    whether it reads that spout's ranges itself), and each fused member with the bolt it
+    runs behind and that input's grouping."""
+    layout = Layout(graph)
+    stages = []
+    for stage in layout.stages:
+        spout = next((s for s in stage.sources if stage.head in layout.colocated(s)), None)
+        stages.append({
+            "head": stage.head,
+            "par": stage.par,
+            "reads": list(stage.sources),
+            "spout_partitions": spout,
+            "reads_spout_range": spout is not None and layout.deferred(spout),
+            "fused": [{"bolt": m, "behind": _fusable_into(graph, m, layout.keyed),
+                       "keyed": m in layout.keyed,
+                       "grouping": ", ".join(sorted({i.grouping.kind.value
+                                                     for i in graph.component(m).inputs}))}
+                      for m in stage.members[1:]],
+        })
+    return {"fuse": fusion_on(graph),
+            "source_local": graph.config.get(SOURCE_LOCAL_KEY, True) is not False,
+            "stages": stages}

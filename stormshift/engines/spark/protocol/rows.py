@@ -69,6 +69,7 @@ SCHEMA = pa.schema([(name, arrow) for name, arrow, _ in _COLUMNS])
 SPARK_TYPES = tuple((name, ddl) for name, _, ddl in _COLUMNS)
 SCHEMA_DDL = ", ".join(f"{name} {ddl}" for name, ddl in SPARK_TYPES)
 OUT_ROWS_PER_BATCH = 1 << 17
+OUT_BYTES_PER_BATCH = 4 << 20  # a page (``RowBuilder``): output leaves a few MiB at a time
 # A chunk closes at this many tuples or bytes. 32 tuples already cut Spark's rows 32-fold;
 # longer chunks were slower in bench/stage_overhead.py (1024: +15-40% per tuple), as a
 # decoded chunk's value lists all live at once and survive the young GC generation.
@@ -248,6 +249,12 @@ class RowBuilder:
     ``writer(src)`` is ``add_emit`` for one source task as a closure: the per-emit
     path of a stage (``task/output.py``), the same chunks at a third of the cost.
     An open chunk is ``[src, sid, last seq, bytes, packed value, ...]``.
+
+    A closed chunk's bytes are appended to a *page* (a ``bytearray`` of about
+    ``OUT_BYTES_PER_BATCH``) with its end offset: one page is one output batch's
+    ``v`` column, handed to Arrow without a copy (``batches``). A task's output
+    then lives once, in a few large buffers freed page by page as they leave,
+    not as a Python ``bytes`` per row plus Arrow's copy of them all.
     """
 
     def __init__(self) -> None:
@@ -256,7 +263,9 @@ class RowBuilder:
         self.src: list[int] = []
         self.seq: list[int] = []
         self.sid: list[int] = []
-        self.v: list[bytes] = []
+        self._pages: list[bytearray] = [bytearray()]  # the rows' v cells, page by page
+        self._page_first: list[int] = [0]  # each page's first row
+        self._ends: list[int] = []  # each row's end offset in its page
         self._open: dict[int, list[Any]] = {}  # dest -> open chunk (class doc)
         self._seq: dict[int, list[int]] = {}  # src -> [its next seq]: a cell writers share
 
@@ -338,15 +347,34 @@ class RowBuilder:
 
     def _close(self, dest: int, c: list[Any]) -> None:
         parts = c[4:]
-        self._row(dest, _TUPLE, c[0], c[2], c[1], _array_header(len(parts)) + b"".join(parts))
+        page = self._page(c[3] + 5)
+        page += _array_header(len(parts))
+        for part in parts:
+            page += part
+        self._append(dest, _TUPLE, c[0], c[2], c[1], len(page))
 
     def _row(self, dest: int, kind: int, src: int, seq: int, sid: int, v: bytes) -> None:
+        page = self._page(len(v))
+        page += v
+        self._append(dest, kind, src, seq, sid, len(page))
+
+    def _page(self, size: int) -> bytearray:
+        """The page the next row's ``size`` bytes go to (a new one when the last is full)."""
+        page = self._pages[-1]
+        rows = len(self.dest) - self._page_first[-1]
+        if rows and (len(page) + size > OUT_BYTES_PER_BATCH or rows >= OUT_ROWS_PER_BATCH):
+            page = bytearray()
+            self._pages.append(page)
+            self._page_first.append(len(self.dest))
+        return page
+
+    def _append(self, dest: int, kind: int, src: int, seq: int, sid: int, end: int) -> None:
         self.dest.append(dest)
         self.kind.append(kind)
         self.src.append(src)
         self.seq.append(seq)
         self.sid.append(sid)
-        self.v.append(v)
+        self._ends.append(end)
 
     def _flush(self) -> None:
         for dest in sorted(self._open):
@@ -369,24 +397,43 @@ class RowBuilder:
         """Forget every tuple added after ``mark`` (a member's run being redone)."""
         n, seqs = mark
         self._open.clear()  # every open chunk was opened after the mark
-        for column in (self.dest, self.kind, self.src, self.seq, self.sid, self.v):
+        for column in (self.dest, self.kind, self.src, self.seq, self.sid):
             del column[n:]
+        pages, first = self._pages, self._page_first
+        while len(pages) > 1 and first[-1] >= n:  # pages that start after the mark
+            pages.pop()
+            first.pop()
+        del pages[-1][self._ends[n - 1] if n > first[-1] else 0:]
+        del self._ends[n:]
         for src, cell in self._seq.items():  # in place: writers hold the cells
             cell[0] = seqs.get(src, 0)
 
     def batches(self) -> Iterator[pa.RecordBatch]:
+        """The rows as record batches, one per page (class doc), each page's bytes handed to
+        Arrow as they are. Consumes the builder: a page is released once its batch is."""
         self._flush()
-        n = len(self.dest)
-        for lo in range(0, n, OUT_ROWS_PER_BATCH):
-            hi = min(lo + OUT_ROWS_PER_BATCH, n)
-            yield to_batch(self.dest[lo:hi], self.kind[lo:hi], self.src[lo:hi], self.seq[lo:hi], self.sid[lo:hi],
-                           self.v[lo:hi])
+        pages, first, ends = self._pages, self._page_first + [len(self.dest)], self._ends
+        self._pages, self._page_first, self._ends = [bytearray()], [0], []
+        for i, page in enumerate(pages):
+            lo, hi = first[i], first[i + 1]
+            if hi == lo:
+                continue
+            offsets = np.empty(hi - lo + 1, dtype=np.int32)
+            offsets[0] = 0
+            offsets[1:] = ends[lo:hi]
+            v = pa.Array.from_buffers(pa.binary(), hi - lo, [None, pa.py_buffer(offsets), pa.py_buffer(page)])
+            batch = to_batch(self.dest[lo:hi], self.kind[lo:hi], self.src[lo:hi], self.seq[lo:hi],
+                             self.sid[lo:hi], v)
+            pages[i] = bytearray()  # the batch holds the page now
+            del page
+            yield batch
+        for column in (self.dest, self.kind, self.src, self.seq, self.sid):
+            column.clear()
 
 
 def to_batch(dest: list[int], kind: list[int], src: list[int], seq: list[int], sid: list[int],
-             v: list[bytes]) -> pa.RecordBatch:
-    """One record batch of ``SCHEMA`` from its columns."""
+             v: list[bytes] | pa.Array) -> pa.RecordBatch:
+    """One record batch of ``SCHEMA`` from its columns (``v`` may be built already)."""
+    ints = [pa.array(column, arrow) for column, (_, arrow, _) in zip((dest, kind, src, seq, sid), _COLUMNS)]
     return pa.RecordBatch.from_arrays(
-        [pa.array(column, arrow) for column, (_, arrow, _) in zip((dest, kind, src, seq, sid, v), _COLUMNS)],
-        schema=SCHEMA,
-    )
+        [*ints, v if isinstance(v, pa.Array) else pa.array(v, pa.binary())], schema=SCHEMA)

@@ -17,7 +17,10 @@ second pass. A class that defines its own ``emit`` still fills the outbox;
 ``dispatch`` sends those. A value msgpack cannot encode is never raised into
 the user's code: the emit is dropped and its error kept in ``bad``; the stage
 dead-letters the tuple and redoes the member (so the tuple's other emits and
-its state changes are rewound, see ``stage.py``). Values are packed by
+its state changes are rewound, see ``stage.py``). A *keyed* fused consumer
+(``protocol/layout.py``) gets the emit in process only when the router picked
+the running task for it; any other pick is kept in ``misrouted`` (never cached
+as a plan, so the check costs nothing per emit) and the stage fails the batch. Values are packed by
 ``adapters/cwire.pyx`` where the install built it (the same bytes and errors as
 msgpack's ``Packer``, which packs them otherwise).
 """
@@ -31,6 +34,7 @@ import msgpack
 
 from stormshift import native
 from stormshift.engines.spark.protocol import rows as R
+from stormshift.errors import KeyedFusionError
 
 __all__ = ["MemberOutput"]
 
@@ -54,6 +58,11 @@ class MemberOutput:
         self.codes = {s: layout.stream_code[(name, s)] for s in comp.outputs}
         self.leaf_streams = frozenset(s for (c, s) in layout.leaf_streams if c == name)
         self.fused = frozenset(queues)
+        self.name, self.task = name, task
+        self.keyed = frozenset(c for c in queues if c in layout.keyed)
+        # (consumer, task the router picked, stream, values) of emits a keyed consumer's
+        # running task must not take: the stage fails the batch (``KeyedFusionError``)
+        self.misrouted: list[tuple[str, int, str, list[Any]]] = []
         self.keep_leaves = keep_leaves  # a drop sink only counts leaf emits
         self.kept = frozenset(s for s in self.leaf_streams
                               if keep_leaves and (only is None or s in only))
@@ -72,7 +81,7 @@ class MemberOutput:
         task_id, queues, out = self.task_id, self.queues, self.out
         write = out.writer(task_id)  # every emit with targets takes a seq there
         first_seq = out.emitted(task_id)
-        stats, bad = self.stats, self.bad
+        stats, bad, misrouted = self.stats, self.bad, self.misrouted
         leaf_streams, kept, leaves = self.leaf_streams, self.kept, self.leaves
         leaf = 0  # emits on a leaf stream
         stray = 0  # emits without targets on a stream that has consumers (none today)
@@ -90,7 +99,9 @@ class MemberOutput:
             try:  # a subscript, not .get(): a method call costs more than the lookup here
                 plan = plans[stream][targets]
             except KeyError:
-                plan = plans[stream][targets] = plan_for(stream, targets)
+                plan = plan_for(stream, targets, values)
+                if not misrouted:  # a misrouting plan is never kept (module doc)
+                    plans[stream][targets] = plan
             try:
                 v = pack(values)
             except (TypeError, ValueError, OverflowError) as exc:
@@ -116,11 +127,26 @@ class MemberOutput:
         self.settle = settle
         return deliver
 
-    def _plan(self, stream: str, targets: Any) -> tuple[tuple[int, ...], tuple[str, ...], int]:
-        """``(global task ids of rows to other stages, fused consumers, stream code)``."""
+    def _plan(self, stream: str, targets: Any,
+              values: Any = ()) -> tuple[tuple[int, ...], tuple[str, ...], int]:
+        """``(global task ids of rows to other stages, fused consumers, stream code)``; a
+        keyed consumer picked on another task than this one goes to ``misrouted``."""
         dests = tuple(self.first_task[c] + i for c, i in targets if c not in self.fused)
-        fused = tuple(c for c, _ in targets if c in self.fused)
+        fused = tuple(c for c, i in targets if c in self.fused
+                      and (c not in self.keyed or i == self.task))
+        self.misrouted.extend((c, i, stream, list(values)) for c, i in targets
+                              if c in self.keyed and i != self.task)
         return dests, fused, self.codes[stream]
+
+    def misrouted_error(self, txid: int) -> KeyedFusionError:
+        """The batch's error for ``misrouted`` (one line: the bolt, the values, the fix)."""
+        consumer, picked, stream, values = self.misrouted[0]
+        return KeyedFusionError(
+            f"{consumer!r} runs fused by key behind {self.name!r} (stormshift.fuse.keyed), but "
+            f"{self.name!r} task {self.task} emitted {values!r} on stream {stream!r} in txid "
+            f"{txid}, which the fields grouping sends to {consumer!r} task {picked}: the bolt "
+            f"emits other keys than it is given ({len(self.misrouted)} such emits); fix: "
+            f"remove {consumer!r} from stormshift.fuse.keyed")
 
     def dispatch(self, emits: list[Any]) -> None:
         """Send the outbox's emits (a class with its own ``emit``), then empty it."""

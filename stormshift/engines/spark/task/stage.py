@@ -365,6 +365,8 @@ def _run_members(job: StageJob, task: int, table: pa.Table, r: Any) -> R.RowBuil
                 started = time.perf_counter_ns()
                 _run_member(job, member, position, table, queues, ctx)
                 member.stats.busy_us = (time.perf_counter_ns() - started) // 1000
+            if member.output.misrouted:  # keyed fusion's check (output.py): nothing committed
+                raise member.output.misrouted_error(job.txid)
             if attempts.finish(member.tainted, member.retry_flush, member.poison) is AttemptStatus.REDO:
                 # drop this run's map writes, rows and fused queues; the next run restores the
                 # state of txid-1 (open() popped the live instance)
@@ -389,8 +391,9 @@ def _run_member(job: StageJob, member: _Member, position: int, table: pa.Table,
         feed = HeadInput(table, job.layout, job.redis_url, job.namespace)
         member.run_chunks(faults.midway(R.decoded_chunks(feed), ctx) if faults.active() else iter(feed))
         member.stats.maxseq = feed.maxseq
-    else:
-        member.run_chunks(iter(queues[member.name]))
+    else:  # a fused member: its queue (``task.midway`` fires half-way through it too)
+        queued = iter(queues[member.name])
+        member.run_chunks(faults.midway(queued, ctx) if faults.active() else queued)
     if member.name in job.ticks:
         member.tick()
     finish_windows(member, job.time)

@@ -17,8 +17,9 @@ Who does what (one stage task; the protocol around it is unchanged):
 2. the host runs the stage's members exactly as a worker would
    (``stage.run_task``: epochs, fencing, the one task transaction per member)
    with its own ``TaskCache`` -- the live instances stay in the host;
-3. the host answers the output rows (Arrow IPC) or the error; the worker
-   yields the rows, or raises (Spark retries the task, which takes a new epoch).
+3. the host answers the error, or OK and then the output rows (an Arrow IPC
+   stream, a few MiB per batch); the worker yields the rows as they arrive, or
+   raises (Spark retries the task, which takes a new epoch).
 
 A worker that dies while its host runs leaves the host to finish (its commit is
 an ordinary attempt's, fenced by any retry's newer epoch: the retry's request
@@ -46,7 +47,7 @@ import struct
 import sys
 import tempfile
 import traceback
-from collections.abc import Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -131,16 +132,21 @@ def _recv(sock: socket.socket) -> Any:
     return None if body is None else pickle.loads(body)
 
 
-def to_ipc(batches: Any, schema: pa.Schema) -> bytes:
-    sink = pa.BufferOutputStream()
-    with pa.ipc.new_stream(sink, schema) as writer:
-        for batch in batches:
-            writer.write_batch(batch)
-    return sink.getvalue().to_pybytes()
+def _send_rows(sock: socket.socket, batches: Iterable[pa.RecordBatch], schema: pa.Schema) -> None:
+    """Rows as an Arrow IPC stream straight onto the socket, a batch at a time: no copy of
+    the whole table in a message (a task's rows would otherwise be held three times)."""
+    with sock.makefile("wb") as out:
+        with pa.ipc.new_stream(out, schema) as writer:
+            for batch in batches:
+                writer.write_batch(batch)
+        out.flush()
 
 
-def from_ipc(data: bytes) -> pa.Table:
-    return pa.ipc.open_stream(pa.py_buffer(data)).read_all()
+def _recv_rows(sock: socket.socket) -> Iterator[pa.RecordBatch]:
+    """The batches of the Arrow IPC stream that follows on ``sock`` (read as they come;
+    nothing is sent after a stream on a connection, so the reader's read-ahead loses none)."""
+    with sock.makefile("rb") as src:
+        yield from pa.ipc.open_stream(src)
 
 
 # ------------------------------------------------------------- worker side -----
@@ -167,35 +173,40 @@ def connect(path: Path, owner: int) -> socket.socket:
 
 
 def run_on_host(payload: bytes, digest: str, dest: int, job: Any, task: int, table: pa.Table,
-                attempt: int) -> list[pa.RecordBatch]:
+                attempt: int) -> Iterator[pa.RecordBatch]:
     """Steps 1 and 3 of the module doc: the output rows of the stage task ``dest``, run
-    by its slot's host."""
+    by its slot's host, yielded as they arrive."""
     from stormshift.engines.spark.diagnostics import faults
     from stormshift.engines.spark.runtime.hosts import owner_pid
 
     owner = owner_pid()
     slot = slot_of(dest, job.task_hosts)
+    where = f"{job.stage.head}:{task} (txid {job.txid})"
+    died = (f"stage task {where}: its task host (slot {slot}) died while running it; "
+            "Spark's retry starts another, which restores from Redis")
     sock = connect(socket_path(slot, owner), owner)
     try:
         try:
             _send(sock, {"op": "run", "digest": digest, "jobs": payload, "dest": dest,
-                         "attempt": attempt, "table": to_ipc(table.to_batches(), table.schema)})
+                         "attempt": attempt})
+            _send_rows(sock, table.to_batches(), table.schema)
         except OSError:
             pass  # the reply is None: the host died
         faults.hit("task_host.sent", txid=job.txid, component=job.stage.head, task=task,
                    attempt=attempt, slot=slot)
         reply = _recv(sock)
+        if reply is None:
+            raise TaskHostError(died)
+        if "error" in reply:
+            kind = FencedError if reply["kind"] == "FencedError" else TaskHostError
+            raise kind(f"stage task {where} on task host slot {slot}: {reply['kind']}: "
+                       f"{reply['error']}\n{reply['trace']}")
+        try:
+            yield from _recv_rows(sock)
+        except (OSError, pa.ArrowException) as exc:
+            raise TaskHostError(f"{died} (while sending its rows: {exc})") from None
     finally:
         sock.close()
-    where = f"{job.stage.head}:{task} (txid {job.txid})"
-    if reply is None:
-        raise TaskHostError(f"stage task {where}: its task host (slot {slot}) died while running "
-                            "it; Spark's retry starts another, which restores from Redis")
-    if "error" in reply:
-        kind = FencedError if reply["kind"] == "FencedError" else TaskHostError
-        raise kind(f"stage task {where} on task host slot {slot}: {reply['kind']}: "
-                   f"{reply['error']}\n{reply['trace']}")
-    return from_ipc(reply["out"]).to_batches()
 
 
 def stop_hosts(owner: int) -> int:
@@ -225,19 +236,28 @@ class _Host:
         if msg["op"] == "stop":
             _send(sock, {})
             return False
+        from stormshift.engines.spark.protocol import rows as R
+
         try:
-            reply: dict[str, Any] = {"out": self.run(msg)}
+            with sock.makefile("rb") as src:  # the partition's rows, as the worker sent them
+                table = pa.ipc.open_stream(src).read_all()
+            out = self.run(msg, table)
+            del table  # held no longer than the run: the rows go back while only ``out`` is held
         except Exception as exc:  # noqa: BLE001 - the worker raises it (Spark retries the task)
-            reply = {"error": str(exc), "kind": type(exc).__name__, "trace": traceback.format_exc()}
-        with contextlib.suppress(OSError):  # a worker that died: its retry asks again
-            _send(sock, reply)
+            with contextlib.suppress(OSError):  # a worker that died: its retry asks again
+                _send(sock, {"error": str(exc), "kind": type(exc).__name__,
+                             "trace": traceback.format_exc()})
+            return True
+        with contextlib.suppress(OSError):
+            _send(sock, {"ok": True})
+            _send_rows(sock, out.batches(), R.SCHEMA)
         return True
 
-    def run(self, msg: dict[str, Any]) -> bytes:
-        """Step 2 of the module doc: the stage's members for task ``dest``, here."""
+    def run(self, msg: dict[str, Any], table: pa.Table) -> Any:
+        """Step 2 of the module doc: the stage's members for task ``dest``, here; the
+        ``RowBuilder`` of the rows they send on (streamed back only once all succeeded)."""
         from stormshift.engines.spark.diagnostics import faults
         from stormshift.engines.spark.diagnostics.profiling import profiled
-        from stormshift.engines.spark.protocol import rows as R
         from stormshift.engines.spark.runtime.worker import ensure_paths, redis_for
         from stormshift.engines.spark.task.stage import run_task
 
@@ -246,13 +266,17 @@ class _Host:
         ensure_paths(layout.graph)
         name, task = layout.task_owner[msg["dest"]]
         job = jobs[layout.stage_of[name].head]
-        table = from_ipc(msg["table"])
         faults.in_task(msg["attempt"], host=True)
-        def rows() -> Any:
-            yield from run_task(job, task, table, redis_for(job.redis_url)).batches()
+        done: list[Any] = []
+
+        def run() -> Iterator[None]:
+            done.append(run_task(job, task, table, redis_for(job.redis_url)))
+            yield None
 
         try:  # profiled as a worker's stage task is (``STORMSHIFT_PROFILE``), labelled host-
-            return to_ipc(profiled(f"host-{job.txid}-{job.stage.head}", rows()), R.SCHEMA)
+            for _ in profiled(f"host-{job.txid}-{job.stage.head}", run()):
+                pass
+            return done[0]
         finally:
             faults.in_task(None)
 
