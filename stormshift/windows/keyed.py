@@ -258,14 +258,12 @@ def _set(w: Windower, kord: str, key: Any, windows: dict[Window, WindowState],
 def _compact(w: Windower) -> None:
     """Rebuild the windower's heaps from its live windows and timers once the entries
     ``_forget`` left behind reach half of them: amortised O(1) per entry left."""
-    if w._stale * 2 < len(w._expiry) + len(w.timers):
+    if w._stale * 2 < w.indexed() + len(w.timers):
         return
     w.timers = w.live_timers()
     heapq.heapify(w.timers)
-    w._due, w._expiry, w._deadlines, w._stale = [], [], [], 0
-    for kord, states in sorted(w.windows.items()):
-        for window in sorted(states):
-            w._track(kord, window)
+    w._stale = 0
+    w.reindex()
 
 
 def merge_shared(shareds: Sequence[Mapping[str, Any]], task: int, par: int) -> dict[str, Any]:

@@ -12,6 +12,7 @@ import json
 from dataclasses import dataclass
 from enum import Enum
 from json.encoder import encode_basestring_ascii as _json_str
+from operator import attrgetter
 from typing import Any
 
 __all__ = [
@@ -38,12 +39,31 @@ class Window:
     def __init__(self, start_ms: int, end_ms: int) -> None:
         """Made per element and pane: the fields go straight into ``__dict__`` (what a
         frozen dataclass's own ``__init__`` does through ``object.__setattr__``, a call
-        per field); pickles as before (the same ``__dict__``)."""
+        per field), with the hash, computed once: a window is a dict key looked up a few
+        times over its life (``__hash__``)."""
         if end_ms <= start_ms:
             raise ValueError(f"a window needs start_ms < end_ms, got [{start_ms}, {end_ms})")
         d = self.__dict__
         d["start_ms"] = start_ms
         d["end_ms"] = end_ms
+        d["_hash"] = hash((start_ms, end_ms))
+
+    def __hash__(self) -> int:
+        """The dataclass's hash (of ``(start_ms, end_ms)``: ints, so not salted), cached:
+        reading it back costs half of computing it per lookup."""
+        return self._hash  # type: ignore[attr-defined,no-any-return]
+
+    def __getstate__(self) -> dict[str, int]:
+        """Pickled as before the cached hash: the two fields, so pickles of either version
+        load in the other (``__setstate__``)."""
+        return {"start_ms": self.start_ms, "end_ms": self.end_ms}
+
+    def __setstate__(self, state: dict[str, int]) -> None:
+        """A pickle of any version (the fields' ``__dict__``): the hash recomputed."""
+        d = self.__dict__
+        d["start_ms"] = start_ms = state["start_ms"]
+        d["end_ms"] = end_ms = state["end_ms"]
+        d["_hash"] = hash((start_ms, end_ms))
 
     def contains(self, event_ms: int) -> bool:
         return self.start_ms <= event_ms < self.end_ms
@@ -64,6 +84,11 @@ class Timing(str, Enum):
     EARLY = "early"  # before the watermark passed the window's end
     ON_TIME = "on_time"  # the firing when the watermark passed the end
     LATE = "late"  # after that, for data within the allowed lateness
+
+
+# ``timing.value`` (read per pane by bolts, e.g. to emit it): a C-level property, where
+# ``Enum.value`` is two Python calls (enum's descriptor, then its getter); the same object
+Timing.value = property(attrgetter("_value_"))  # type: ignore[assignment,method-assign]
 
 
 def stable_order(value: Any) -> str:

@@ -21,11 +21,13 @@ watermark and the timers: plain picklable data; ``snapshot()``/``restore()``.
 ``touched`` (derived) names the keys whose windows, timers or key changed since
 the owner last cleared it: a task's snapshot writes only those keys
 (``state.py``, ``keyed.py``).
-Heaps index the windows by when the watermark fires them (``end_ms``) and
-expires them (``end_ms + allowed_lateness_ms``), and their panes by processing-time
-deadline, so a watermark or processing-time step costs what it fires, not the
-number of open windows; entries of windows merged away or already fired are
-skipped when popped (derived: rebuilt on ``restore``); ``timers_of`` indexes the
+The windows are indexed by when the watermark fires them (``end_ms``) and expires
+them (``end_ms + allowed_lateness_ms``): per time, a list of ``(key order, window)``
+in the order indexed, and a heap of the distinct times (windows share their ends: the
+heap holds the minutes open, not the windows, and compares ints); their panes by
+processing-time deadline in a heap. A watermark or processing-time step costs what it
+fires, not the number of open windows; entries of windows merged away or already fired
+are skipped when taken (derived: rebuilt on ``restore``); ``timers_of`` indexes the
 timers by key and is the truth: a timer popped from the heap that it does not hold is
 skipped (a delta applied in place drops a key's entries from the indexes that way,
 counted in ``_stale``: ``keyed.py``).
@@ -93,11 +95,13 @@ class Windower:
         self.watermark_ms = START_OF_TIME_MS
         self.timers: list[tuple[int, str, str]] = []  # heap of (at_ms, key order, tag)
         self.timers_of: dict[str, list[tuple[int, str]]] = {}  # derived: key order -> (at, tag)
-        # (end, tie, key order, window), (end + lateness, tie, ...): ``tie`` (the window's
-        # id) only breaks ties in the heap, cheaper than comparing starts and key orders; the
-        # order they pop in does not matter (what pops is sorted before it fires or expires)
-        self._due: list[tuple[int, int, str, Window]] = []
-        self._expiry: list[tuple[int, int, str, Window]] = []
+        # end -> [(key order, window)] and the heap of those ends; the same by end +
+        # lateness (module doc). No tie breaker (``id()`` made a pickle's bytes differ
+        # between identical runs): what is taken is sorted before it fires or expires
+        self._due: dict[int, list[tuple[str, Window]]] = {}
+        self._due_times: list[int] = []
+        self._expiry: dict[int, list[tuple[str, Window]]] = {}
+        self._expiry_times: list[int] = []
         self._deadlines: list[tuple[int, int, int, str, Window]] = []  # (deadline, end, start, ...)
         self.touched: set[str] = set()  # key orders changed since cleared (module doc)
         self._sessions: dict[str, list[Window]] = {}  # merging: a key's windows by start
@@ -106,9 +110,15 @@ class Windower:
 
     def _track(self, kord: str, window: Window) -> None:
         """Index a window that just got its state (new, or a merge of sessions)."""
-        heapq.heappush(self._due, (window.end_ms, id(window), kord, window))
-        heapq.heappush(self._expiry, (window.end_ms + self.allowed_lateness_ms,
-                                      id(window), kord, window))
+        entry = (kord, window)
+        for by, times, at in ((self._due, self._due_times, window.end_ms),
+                              (self._expiry, self._expiry_times,
+                               window.end_ms + self.allowed_lateness_ms)):
+            entries = by.get(at)
+            if entries is None:
+                by[at] = entries = []
+                heapq.heappush(times, at)
+            entries.append(entry)
         state = self.windows.get(kord, {}).get(window)
         if state is not None and state.trigger.deadline_ms is not None:
             self._deadline(kord, window, state.trigger.deadline_ms)
@@ -144,9 +154,17 @@ class Windower:
                 born.on_time_fired = wm >= window.end_ms  # born late: no ON_TIME
                 state = states[window] = WindowState(
                     agg_init() if keep_all else None, agg_init(), born, [])
-                end, tie = window.end_ms, id(window)  # _track: no deadline yet
-                heapq.heappush(self._due, (end, tie, kord, window))
-                heapq.heappush(self._expiry, (end + lateness, tie, kord, window))
+                end, entry = window.end_ms, (kord, window)  # _track: no deadline yet
+                entries = self._due.get(end)
+                if entries is None:
+                    self._due[end] = entries = []
+                    heapq.heappush(self._due_times, end)
+                entries.append(entry)
+                entries = self._expiry.get(end + lateness)
+                if entries is None:
+                    self._expiry[end + lateness] = entries = []
+                    heapq.heappush(self._expiry_times, end + lateness)
+                entries.append(entry)
             if state.acc is not None:
                 state.acc = agg_add(state.acc, item)
             state.delta = agg_add(state.delta, item)
@@ -205,14 +223,16 @@ class Windower:
         # timer's tie only with an equal timer), so neither a window nor a state is compared
         due: list[tuple[int, int, int, str, Any, WindowState | None]] = []
         seen: set[int] = set()  # id of each state due: an entry indexed twice (forget_key)
-        windows, pop, heap = self.windows, heapq.heappop, self._due
-        while heap and heap[0][0] <= wm:
-            end, _, kord, window = pop(heap)
-            states = windows.get(kord)
-            state = None if states is None else states.get(window)
-            if state is not None and not state.trigger.on_time_fired and id(state) not in seen:
-                seen.add(id(state))
-                due.append((end, 0, window.start_ms, kord, window, state))
+        windows, pop, times, by = self.windows, heapq.heappop, self._due_times, self._due
+        while times and times[0] <= wm:
+            end = pop(times)
+            for kord, window in by.pop(end):
+                states = windows.get(kord)
+                state = None if states is None else states.get(window)
+                if state is not None and not state.trigger.on_time_fired \
+                        and id(state) not in seen:
+                    seen.add(id(state))
+                    due.append((end, 0, window.start_ms, kord, window, state))
         while self.timers and self.timers[0][0] <= wm:
             popped = self._pop_timer()
             if popped is not None:
@@ -254,13 +274,14 @@ class Windower:
         # each window found is taken out of its key's windows at once: one lookup, and
         # an entry indexed twice (forget_key) finds nothing the second time
         found: list[tuple[int, int, str, Window, WindowState]] = []
-        windows, pop, heap = self.windows, heapq.heappop, self._expiry
-        while heap and heap[0][0] <= wm:
-            expiry, _, kord, window = pop(heap)
-            states = windows.get(kord)
-            state = None if states is None else states.pop(window, None)
-            if state is not None:
-                found.append((expiry, window.start_ms, kord, window, state))
+        windows, pop, times, by = self.windows, heapq.heappop, self._expiry_times, self._expiry
+        while times and times[0] <= wm:
+            expiry = pop(times)
+            for kord, window in by.pop(expiry):
+                states = windows.get(kord)
+                state = None if states is None else states.pop(window, None)
+                if state is not None:
+                    found.append((expiry, window.start_ms, kord, window, state))
         found.sort()  # (expiry, start, key order) unique per window: no window compared
         outputs: list[Output] = []
         touched, merging = self.touched, self.assigner.merging
@@ -374,8 +395,11 @@ class Windower:
         return sorted((at, k, tag) for k, mine in self.timers_of.items() for at, tag in mine)
 
     def __setstate__(self, state: dict[str, Any]) -> None:
-        """Unpickle one pickled before ``timers_of`` existed: the index is derived."""
+        """Unpickle one pickled before ``timers_of`` or the indexes by time existed (its
+        heaps of windows held ``(time, id, key order, window)``): they are derived."""
         self.__dict__.update(state)
+        if "_due_times" not in state:
+            self.reindex()
         if "timers_of" not in state:
             self.index_timers()
         if "_deadlines" not in state:
@@ -406,10 +430,21 @@ class Windower:
         self.timers = list(snap["timers"])
         heapq.heapify(self.timers)
         self.index_timers()
-        self._due, self._expiry, self._deadlines, self.touched = [], [], [], set()
+        self.touched = set()
         self._stale, self.unretractable = 0, []
         self._sessions = {k: sorted(v) for k, v in sorted(self.windows.items())} \
             if self.assigner.merging else {}
+        self.reindex()
+
+    def reindex(self) -> None:
+        """The indexes by time and deadline rebuilt from the windows (no stale entries)."""
+        self._due, self._due_times, self._expiry, self._expiry_times = {}, [], {}, []
+        self._deadlines = []
         for kord, states in sorted(self.windows.items()):
             for window in sorted(states):
                 self._track(kord, window)
+
+    def indexed(self) -> int:
+        """Entries in the index by expiry (live windows and the stale ones ``_stale``
+        counts): a compaction's measure (``keyed.py``)."""
+        return sum(map(len, self._expiry.values()))
