@@ -12,6 +12,7 @@ import sys
 import pytest
 
 from stormshift.engines.spark.runtime.session import (
+    LOCAL_GC_OPTIONS,
     LOG4J2_FILE,
     driver_gc_conf,
     driver_jit_conf,
@@ -40,18 +41,21 @@ def test_a_local_driver_gets_the_client_compiler_beside_the_users_jvm_options() 
 def test_a_local_driver_with_the_default_heap_gets_the_serial_collector(monkeypatch) -> None:
     monkeypatch.delenv("SPARK_DRIVER_MEMORY", raising=False)
     key = "spark.driver.extraJavaOptions"
-    assert driver_gc_conf("local[2]", {}) == {key: "-XX:+UseSerialGC"}
+    ours = "-XX:+UseSerialGC -Xms256m"
+    assert LOCAL_GC_OPTIONS == ours
+    assert driver_gc_conf("local[2]", {}) == {key: ours}
     assert driver_gc_conf("local", {key: "-XX:TieredStopAtLevel=1"}) == {
-        key: "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"}
-    assert driver_gc_conf("local[2]", {key: "-Xlog:gc:file=/tmp/gc.log"}) == {
-        key: "-Xlog:gc:file=/tmp/gc.log -XX:+UseSerialGC"}
+        key: f"-XX:TieredStopAtLevel=1 {ours}"}
+    assert driver_gc_conf("local[2]", {key: "-Xlog:gc:file=/tmp/gc.log -Xss4m"}) == {
+        key: f"-Xlog:gc:file=/tmp/gc.log -Xss4m {ours}"}
 
 
-def test_the_users_collector_or_heap_size_keeps_the_jvms_collector(monkeypatch) -> None:
+def test_the_users_collector_or_heap_sizes_keep_the_jvms_collector(monkeypatch) -> None:
     monkeypatch.delenv("SPARK_DRIVER_MEMORY", raising=False)
     key = "spark.driver.extraJavaOptions"
     for own in ("-XX:+UseG1GC", "-XX:+UseZGC", "-XX:+UseParallelGC", "-XX:-UseSerialGC",
-                "-XX:G1HeapRegionSize=4m", "-XX:G1PeriodicGCInterval=1000"):
+                "-XX:G1HeapRegionSize=4m", "-XX:G1PeriodicGCInterval=1000", "-Xms512m", "-Xmn64m",
+                "-XX:InitialHeapSize=300m", "-XX:MaxNewSize=128m"):
         assert driver_gc_conf("local[2]", {key: f"-Xss4m {own}"}) == {}, own
     assert driver_gc_conf("local[2]", {"spark.driver.memory": "4g"}) == {}
     assert driver_gc_conf("spark://127.0.0.1:7077", {}) == {}

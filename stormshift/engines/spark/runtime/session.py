@@ -13,7 +13,7 @@ from typing import Any
 from stormshift.engines.spark.runtime.classcache import plan_archive
 from stormshift.engines.spark.runtime.launcher import worker_python
 
-__all__ = ["LOG4J2_FILE", "QUIET_LOGGERS", "RUNTIME_CONF", "build_session", "configure_session",
+__all__ = ["LOCAL_GC_OPTIONS", "LOG4J2_FILE", "QUIET_LOGGERS", "RUNTIME_CONF", "build_session", "configure_session",
            "driver_gc_conf", "driver_jit_conf", "driver_log_conf", "local_bind_conf", "loopback_ui", "quiet_logs",
            "ui_link", "worker_conf"]
 
@@ -122,15 +122,18 @@ def driver_jit_conf(master: str, conf: Mapping[str, str]) -> dict[str, str]:
     return {"spark.driver.extraJavaOptions": f"{options} -XX:TieredStopAtLevel=1".strip()}
 
 
-# A collector chosen in the driver's JVM options (``-XX:+UseG1GC``, ``-XX:+UseZGC``, ...) or
-# G1 settings of the user's: they keep the collector they tuned for.
-_GC_CHOICE = re.compile(r"-XX:[+-]Use\w*GC\b|-XX:[+-]?G1")
+# A collector chosen in the driver's JVM options (``-XX:+UseG1GC``, ``-XX:+UseZGC``, ...), G1
+# settings or heap sizes of the user's: they keep the collector and sizes they tuned for.
+_GC_CHOICE = re.compile(r"-XX:[+-]Use\w*GC\b|-XX:[+-]?G1|-Xm[sn]\d|-XX:\w*(HeapSize|NewSize)=")
+# The serial collector, starting from a 256 MiB heap (its default start is 1/64 of the
+# machine's memory: 376 MiB here, the whole 1 GiB on a 64 GiB machine).
+LOCAL_GC_OPTIONS = "-XX:+UseSerialGC -Xms256m"
 
 
 def driver_gc_conf(master: str, conf: Mapping[str, str]) -> dict[str, str]:
-    """On a local master with Spark's default driver heap, ``-XX:+UseSerialGC`` added to
-    ``--conf spark.driver.extraJavaOptions`` unless those options choose a collector or
-    tune G1.
+    """On a local master with Spark's default driver heap, ``LOCAL_GC_OPTIONS`` added to
+    ``--conf spark.driver.extraJavaOptions`` unless those options choose a collector, tune
+    G1 or size the heap.
 
     Why: G1 (the JVM's default) sizes its heap for its pause goal, not for the data
     alive: a stormshift batch allocates fast, in large arrays (the cached columns of a
@@ -148,7 +151,7 @@ def driver_gc_conf(master: str, conf: Mapping[str, str]) -> dict[str, str]:
     options = conf.get("spark.driver.extraJavaOptions", "")
     if _GC_CHOICE.search(options):
         return {}
-    return {"spark.driver.extraJavaOptions": f"{options} -XX:+UseSerialGC".strip()}
+    return {"spark.driver.extraJavaOptions": f"{options} {LOCAL_GC_OPTIONS}".strip()}
 
 
 def worker_conf(master: str) -> dict[str, str]:
