@@ -126,7 +126,7 @@ def driver_jit_conf(master: str, conf: Mapping[str, str]) -> dict[str, str]:
 # settings or heap sizes of the user's: they keep the collector and sizes they tuned for.
 _GC_CHOICE = re.compile(r"-XX:[+-]Use\w*GC\b|-XX:[+-]?G1|-Xm[sn]\d|-XX:\w*(HeapSize|NewSize)=")
 # The serial collector, starting from a 256 MiB heap (its default start is 1/64 of the
-# machine's memory: 376 MiB here, the whole 1 GiB on a 64 GiB machine).
+# machine's memory: the whole 1 GiB on a 64 GiB machine).
 LOCAL_GC_OPTIONS = "-XX:+UseSerialGC -Xms256m"
 
 
@@ -137,8 +137,8 @@ def driver_gc_conf(master: str, conf: Mapping[str, str]) -> dict[str, str]:
 
     Why: G1 (the JVM's default) sizes its heap for its pause goal, not for the data
     alive: a stormshift batch allocates fast, in large arrays (the cached columns of a
-    frame read by a later wave), so G1 committed 600-720 MiB of the 1 GiB heap with at
-    most ~220 MiB alive, plus ~60 MiB of its own remembered sets. The serial collector
+    frame read by a later wave), so G1 committed several times the data alive, plus its
+    own remembered sets. The serial collector
     grows the heap only when the data alive after a collection needs it (the same 1 GiB
     cap: a bigger batch gets the same room before an OutOfMemoryError), and on a local
     master its single GC thread costs nothing the two cores shared with the Python
