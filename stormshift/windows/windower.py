@@ -59,6 +59,17 @@ def _start(window: Window) -> int:
     return window.start_ms
 
 
+def _index(by: dict[int, list[tuple[str, Window]]], times: list[int], at: int,
+           entry: tuple[str, Window]) -> None:
+    """``entry`` indexed under time ``at`` (module doc): a time not indexed yet joins the
+    heap of ``times``."""
+    entries = by.get(at)
+    if entries is None:
+        by[at] = entries = []
+        heapq.heappush(times, at)
+    entries.append(entry)
+
+
 @dataclass
 class WindowState:
     acc: Any  # everything so far (None when discarding: not needed)
@@ -111,14 +122,8 @@ class Windower:
     def _track(self, kord: str, window: Window) -> None:
         """Index a window that just got its state (new, or a merge of sessions)."""
         entry = (kord, window)
-        for by, times, at in ((self._due, self._due_times, window.end_ms),
-                              (self._expiry, self._expiry_times,
-                               window.end_ms + self.allowed_lateness_ms)):
-            entries = by.get(at)
-            if entries is None:
-                by[at] = entries = []
-                heapq.heappush(times, at)
-            entries.append(entry)
+        _index(self._due, self._due_times, window.end_ms, entry)
+        _index(self._expiry, self._expiry_times, window.end_ms + self.allowed_lateness_ms, entry)
         state = self.windows.get(kord, {}).get(window)
         if state is not None and state.trigger.deadline_ms is not None:
             self._deadline(kord, window, state.trigger.deadline_ms)
@@ -154,17 +159,9 @@ class Windower:
                 born.on_time_fired = wm >= window.end_ms  # born late: no ON_TIME
                 state = states[window] = WindowState(
                     agg_init() if keep_all else None, agg_init(), born, [])
-                end, entry = window.end_ms, (kord, window)  # _track: no deadline yet
-                entries = self._due.get(end)
-                if entries is None:
-                    self._due[end] = entries = []
-                    heapq.heappush(self._due_times, end)
-                entries.append(entry)
-                entries = self._expiry.get(end + lateness)
-                if entries is None:
-                    self._expiry[end + lateness] = entries = []
-                    heapq.heappush(self._expiry_times, end + lateness)
-                entries.append(entry)
+                entry = (kord, window)  # _track: no deadline yet
+                _index(self._due, self._due_times, window.end_ms, entry)
+                _index(self._expiry, self._expiry_times, window.end_ms + lateness, entry)
             if state.acc is not None:
                 state.acc = agg_add(state.acc, item)
             state.delta = agg_add(state.delta, item)
