@@ -94,3 +94,74 @@ def test_a_key_entry_round_trips_its_windows_as_keys() -> None:
     entry = KeyEntry("ad", {Window(0, 60_000): WindowState((1, 2), (0, 1))})
     back = pickle.loads(pickle.dumps(entry))
     assert back.windows[Window(0, 60_000)].acc == (1, 2)
+
+
+# [WindowState, its TriggerState] with protocol 2, and the WindowState with protocol 5, as
+# main wrote them while both were dataclasses with a ``__dict__`` (75452e1)
+OLD_STATE_V2 = (
+    b"\x80\x02]q\x00(cstormshift.windows.windower\nWindowState\nq\x01)\x81q\x02}q\x03(X\x03"
+    b"\x00\x00\x00accq\x04K\x03K\x01\x86q\x05X\x05\x00\x00\x00deltaq\x06K\x01K\x00\x86q\x07X"
+    b"\x07\x00\x00\x00triggerq\x08cstormshift.windows.triggers\nTriggerState\nq\t)\x81q\n}q"
+    b"\x0b(X\x05\x00\x00\x00countq\x0cK\x02X\x0b\x00\x00\x00deadline_msq\rKMX\x05\x00\x00\x00"
+    b"panesq\x0eK\x01X\r\x00\x00\x00on_time_firedq\x0f\x88ubX\x07\x00\x00\x00retractq\x10]q"
+    b"\x11cstormshift.windows.window\nWindow\nq\x12)\x81q\x13}q\x14(X\x08\x00\x00\x00start_ms"
+    b"q\x15K\x00X\x06\x00\x00\x00end_msq\x16K\nubh\x07\x86q\x17aubh\ne.")
+OLD_STATE_V5 = (
+    b"\x80\x05\x95\x1f\x01\x00\x00\x00\x00\x00\x00\x8c\x1bstormshift.windows.windower\x94\x8c"
+    b"\x0bWindowState\x94\x93\x94)\x81\x94}\x94(\x8c\x03acc\x94K\x03K\x01\x86\x94\x8c\x05delta"
+    b"\x94K\x01K\x00\x86\x94\x8c\x07trigger\x94\x8c\x1bstormshift.windows.triggers\x94\x8c\x0c"
+    b"TriggerState\x94\x93\x94)\x81\x94}\x94(\x8c\x05count\x94K\x02\x8c\x0bdeadline_ms\x94KM"
+    b"\x8c\x05panes\x94K\x01\x8c\ron_time_fired\x94\x88ub\x8c\x07retract\x94]\x94\x8c\x19"
+    b"stormshift.windows.window\x94\x8c\x06Window\x94\x93\x94)\x81\x94}\x94(\x8c\x08start_ms"
+    b"\x94K\x00\x8c\x06end_ms\x94K\nubh\x08\x86\x94aub.")
+
+
+def test_window_states_slotted_read_and_write_the_pickles_of_their_dict_version() -> None:
+    """``Window``, ``WindowState`` and ``TriggerState`` hold their fields in slots (one object
+    each, no ``__dict__``): pickles written before load, and new ones are those bytes."""
+    from stormshift.windows.triggers import TriggerState
+
+    fresh = WindowState((3, 1), (1, 0), TriggerState(2, 77, 1, True), [(Window(0, 10), (1, 0))])
+    old, old_trigger = pickle.loads(OLD_STATE_V2)
+    for back in (old, pickle.loads(OLD_STATE_V5)):
+        assert back == fresh and back.trigger == TriggerState(2, 77, 1, True)
+        assert not hasattr(back, "__dict__") and not hasattr(back.trigger, "__dict__")
+        assert hash(back.retract[0][0]) == hash(Window(0, 10))
+    assert old_trigger is old.trigger
+    assert pickle.dumps([fresh, fresh.trigger], protocol=2) == OLD_STATE_V2
+    assert pickle.dumps(fresh, protocol=5) == OLD_STATE_V5
+    assert not hasattr(Window(0, 10), "__dict__")
+
+
+def _solo(w: Windower) -> list[Any]:
+    """Keys with one session each (``_feed``'s keys have several), then one of them extended
+    and one given a second session."""
+    out: list[Any] = []
+    for i in range(3):
+        out += w.add(f"solo{i}", 40_000 + 10 * i, i, now_ms=0).outputs
+    return out
+
+
+def test_a_windower_whose_sessions_index_lists_every_key_loads_and_continues() -> None:
+    """Pickled whole before keys with one session left ``_sessions`` (every key listed): read,
+    it merges, fires and expires as the live one, and drops the single ones as it goes."""
+    live = Windower(Sessions(2_000), trigger=Trigger(early_every_count=3),
+                    accumulation=Accumulation.RETRACTING, allowed_lateness_ms=20_000)
+    _solo(live)
+    _feed(live, 200)
+    state = dict(vars(pickle.loads(pickle.dumps(live))))
+    assert all(len(v) > 1 for v in state["_sessions"].values())
+    assert "solo0" not in str(sorted(state["_sessions"]))
+    state["_sessions"] = {k: sorted(v) for k, v in sorted(state["windows"].items())}
+    assert any(len(v) == 1 for v in state["_sessions"].values())
+    old = Windower.__new__(Windower)
+    old.__setstate__(state)
+    steps = [("solo0", 40_500), ("solo1", 45_000), ("solo2", 39_000)]  # extend, add, extend
+    added = [[(r.kind, r.outputs) for r in (w.add(k, t, 9, now_ms=1) for k, t in steps)]
+             for w in (old, live)]
+    assert added[0] == added[1] and [k for k, _ in added[0]] == ["late", "on_time", "late"]
+    assert len(live.windows['"solo1"']) == 2 and len(live.windows['"solo0"']) == 1
+    assert _feed(old, 400)[200:] == _feed(live, 400)[200:]
+    assert old.snapshot() == live.snapshot()
+    assert all(len(v) > 1 for v in old._sessions.values())
+    assert old._sessions == live.sessions_index() == live._sessions

@@ -39,6 +39,8 @@ from stormshift.windows.windower import Windower, WindowState
 
 __all__ = ["KeyEntry", "apply_in_place", "entries_of", "merge_shared", "shared_of"]
 
+_NONE = object()  # no key known yet (a key may be None itself)
+
 
 @dataclass
 class KeyEntry:
@@ -133,14 +135,10 @@ def entries_of(ws: Any, kords: set[str] | None) -> dict[str, KeyEntry | None]:
                 w.keys.pop(kord, None)
             out[kord] = None
             continue
-        if w is not None and kord in w.keys:
-            key = w.keys[kord]
-        elif prev is not None:
-            key = prev[0]
-        elif count is not None:
-            key = count.key
-        else:
-            key = mine_held[0][3] if mine_held else None
+        key = w.keys.get(kord, _NONE) if w is not None else _NONE  # (one lookup)
+        if key is _NONE:
+            key = prev[0] if prev is not None else count.key if count is not None else \
+                mine_held[0][3] if mine_held else None
         out[kord] = KeyEntry(key, dict(windows), mine_timers, dict(emitted),
                              None if prev is None else list(prev[1]), count, mine_held)
     return out
@@ -246,7 +244,7 @@ def _set(w: Windower, kord: str, key: Any, windows: dict[Window, WindowState],
         w.windows[kord] = windows
         for window in sorted(windows):
             w._track(kord, window)
-        if w.assigner.merging:
+        if w.assigner.merging and len(windows) > 1:  # (one: implicit, windower.py)
             w._sessions[kord] = sorted(windows)
     if windows or timers:
         w.keys[kord] = key

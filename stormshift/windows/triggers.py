@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from stormshift.windows.window import Timing
+from stormshift.windows.window import Timing, set_slot_state, slot_state
 
 __all__ = ["Trigger", "TriggerState"]
 
@@ -57,9 +57,10 @@ class Trigger:
         return min(periods) if periods else None
 
 
-@dataclass
+@dataclass(slots=True)
 class TriggerState:
-    """Per window: elements and processing-time deadline of the pending pane."""
+    """Per window: elements and processing-time deadline of the pending pane. Slotted, one
+    object (a task holds one per open window; ``window.slot_state``: pickled as before)."""
 
     count: int = 0  # elements since the last pane
     deadline_ms: int | None = None  # processing-time firing of the pending pane
@@ -89,6 +90,9 @@ class TriggerState:
         self.panes += 1
         if timing is Timing.ON_TIME:
             self.on_time_fired = True
+
+    __getstate__ = slot_state
+    __setstate__ = set_slot_state
 
     def merge(self, other: TriggerState) -> TriggerState:
         """The state of a session merged from two windows."""

@@ -9,7 +9,7 @@ output order matters sorts with it.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from json.encoder import encode_basestring_ascii as _json_str
 from operator import attrgetter
@@ -20,6 +20,8 @@ __all__ = [
     "START_OF_TIME_MS",
     "Timing",
     "Window",
+    "set_slot_state",
+    "slot_state",
     "stable_order",
 ]
 
@@ -29,41 +31,54 @@ END_OF_TIME_MS = 2**63 - 1
 """The watermark at end of input: every window is complete."""
 
 
-@dataclass(frozen=True, order=True, init=False)
+def slot_state(obj: Any) -> dict[str, Any]:
+    """A slotted dataclass's fields as the ``__dict__`` it had before ``__slots__``, in field
+    order: its pickles keep the bytes older versions wrote, and older versions read them."""
+    return {name: getattr(obj, name) for name in obj.__dataclass_fields__}
+
+
+def set_slot_state(obj: Any, state: Any) -> None:
+    """Fields from a pickle's state: a ``__dict__`` (every version so far), or ``(dict,
+    slots)`` as plain pickling of a slotted object gives."""
+    if isinstance(state, tuple):
+        state = {**(state[0] or {}), **state[1]}
+    for name, value in state.items():
+        object.__setattr__(obj, name, value)
+
+
+@dataclass(frozen=True, order=True, init=False, slots=True)
 class Window:
     """Event times ``start_ms <= t < end_ms``."""
 
     start_ms: int
     end_ms: int
+    _hash: int = field(repr=False, compare=False)
 
     def __init__(self, start_ms: int, end_ms: int) -> None:
-        """Made per element and pane: the fields go straight into ``__dict__`` (what a
-        frozen dataclass's own ``__init__`` does through ``object.__setattr__``, a call
-        per field), with the hash, computed once: a window is a dict key looked up a few
-        times over its life (``__hash__``)."""
+        """Made per element and pane; slotted (one object, no ``__dict__``: a windowed task
+        holds one or more per key, and reads them per element), with the hash computed once:
+        a window is a dict key looked up a few times over its life (``__hash__``)."""
         if end_ms <= start_ms:
             raise ValueError(f"a window needs start_ms < end_ms, got [{start_ms}, {end_ms})")
-        d = self.__dict__
-        d["start_ms"] = start_ms
-        d["end_ms"] = end_ms
-        d["_hash"] = hash((start_ms, end_ms))
+        _set_start(self, start_ms)
+        _set_end(self, end_ms)
+        _set_hash(self, hash((start_ms, end_ms)))
 
     def __hash__(self) -> int:
         """The dataclass's hash (of ``(start_ms, end_ms)``: ints, so not salted), cached:
         reading it back costs half of computing it per lookup."""
-        return self._hash  # type: ignore[attr-defined,no-any-return]
+        return self._hash
 
     def __getstate__(self) -> dict[str, int]:
-        """Pickled as before the cached hash: the two fields, so pickles of either version
-        load in the other (``__setstate__``)."""
+        """Pickled as before the cached hash and the slots: the two fields, so pickles of
+        either version load in the other (``__setstate__``)."""
         return {"start_ms": self.start_ms, "end_ms": self.end_ms}
 
     def __setstate__(self, state: dict[str, int]) -> None:
         """A pickle of any version (the fields' ``__dict__``): the hash recomputed."""
-        d = self.__dict__
-        d["start_ms"] = start_ms = state["start_ms"]
-        d["end_ms"] = end_ms = state["end_ms"]
-        d["_hash"] = hash((start_ms, end_ms))
+        _set_start(self, state["start_ms"])
+        _set_end(self, state["end_ms"])
+        _set_hash(self, hash((state["start_ms"], state["end_ms"])))
 
     def contains(self, event_ms: int) -> bool:
         return self.start_ms <= event_ms < self.end_ms
@@ -76,6 +91,12 @@ class Window:
 
     def __repr__(self) -> str:
         return f"[{self.start_ms}, {self.end_ms})"
+
+
+# the slots' own setters (a frozen dataclass's ``__setattr__`` refuses every write)
+_set_start = vars(Window)["start_ms"].__set__
+_set_end = vars(Window)["end_ms"].__set__
+_set_hash = vars(Window)["_hash"].__set__
 
 
 class Timing(str, Enum):

@@ -33,6 +33,10 @@ skipped (a delta applied in place drops a key's entries from the indexes that wa
 counted in ``_stale``: ``keyed.py``).
 Merging assigners (sessions) keep each key's windows sorted by start (``_sessions``): an
 element finds the sessions it merges with by bisection, not a scan of the key's windows.
+A key with one session (the usual one) is not in ``_sessions``: its ``windows`` entry is
+the index, so that table holds the few keys with several, and an element of a key with one
+looks up no entry of its own there (a table as large as the keys costs a cache miss per
+key once the state outgrows the caches).
 ``unretractable`` lists, per key, the windows whose last panes an expired window would
 have retracted (its state dropped without a pane): the owner forgets what they emitted
 (``WindowedBolt``) and empties the list.
@@ -50,7 +54,14 @@ from stormshift.windows.aggregation import Aggregation, Collect
 from stormshift.windows.assigners import Assigner
 from stormshift.windows.panes import Accumulation, Output, Pane, Retraction, TimerFired
 from stormshift.windows.triggers import Trigger, TriggerState
-from stormshift.windows.window import START_OF_TIME_MS, Timing, Window, stable_order
+from stormshift.windows.window import (
+    START_OF_TIME_MS,
+    Timing,
+    Window,
+    set_slot_state,
+    slot_state,
+    stable_order,
+)
 
 __all__ = ["AddResult", "WindowState", "Windower"]
 
@@ -70,12 +81,18 @@ def _index(by: dict[int, list[tuple[str, Window]]], times: list[int], at: int,
     entries.append(entry)
 
 
-@dataclass
+@dataclass(slots=True)
 class WindowState:
+    """One window's state (slotted, one object: a task holds one per open window; pickled
+    as before, ``window.slot_state``)."""
+
     acc: Any  # everything so far (None when discarding: not needed)
     delta: Any  # since the previous pane
     trigger: TriggerState = field(default_factory=TriggerState)
     retract: list[tuple[Window, Any]] = field(default_factory=list)  # RETRACTING only
+
+    __getstate__ = slot_state
+    __setstate__ = set_slot_state
 
 
 @dataclass
@@ -147,10 +164,10 @@ class Windower:
         for proto in protos:
             if wm >= proto.end_ms + lateness:
                 continue  # expired for this window
-            if states is None:
-                self.keys.setdefault(kord, key)
+            if states is None:  # a key with windows has its ``keys`` entry: one lookup
                 states = self.windows.get(kord)
                 if states is None:
+                    self.keys.setdefault(kord, key)
                     states = self.windows[kord] = {}
             window = self._merge(kord, states, proto) if assigner.merging else proto
             state = states.get(window)
@@ -306,10 +323,13 @@ class Windower:
     def _merge(self, kord: str, states: dict[Window, WindowState], proto: Window) -> Window:
         """Sessions: merge ``proto`` with the key's windows it intersects. A key's sessions
         never overlap (each merge spans what it joins), so sorted by start their ends rise
-        too: the ones ``proto`` meets are a run found by bisection (module doc)."""
-        index = self._sessions.get(kord)
-        if index is None:
-            index = self._sessions[kord] = []
+        too: the ones ``proto`` meets are a run found by bisection (module doc). A session
+        extended (one part) keeps its state object, updated as a merge into a new one
+        would set it: no new objects for the usual event."""
+        sessions = self._sessions
+        index = sessions.get(kord)
+        if index is None:  # none or one session: ``states`` holds it (module doc)
+            index = list(states)
         hi = bisect_left(index, proto.end_ms, key=_start)  # index[:hi] start before proto ends
         lo = hi
         while lo and index[lo - 1].end_ms > proto.start_ms:
@@ -321,18 +341,29 @@ class Windower:
         if parts == [merged]:
             return merged
         index[lo:hi] = [merged]
+        if len(index) > 1:
+            sessions[kord] = index
+        elif sessions:
+            sessions.pop(kord, None)
         agg = self.aggregation
-        state = self._new_state()
-        trigger = TriggerState()
-        for part in parts:
-            old = states.pop(part)
-            if state.acc is not None:
-                state.acc = agg.merge(state.acc, old.acc)
-            state.delta = agg.merge(state.delta, old.delta)
-            state.retract += old.retract
-            trigger = trigger.merge(old.trigger)
+        if len(parts) == 1:
+            state = states.pop(parts[0])
+            trigger = state.trigger  # a merge with a fresh state's gives the same fields
+            acc = agg.init() if self.accumulation is not Accumulation.DISCARDING else None
+            state.acc = None if acc is None else agg.merge(acc, state.acc)
+            state.delta = agg.merge(agg.init(), state.delta)
+        else:
+            state = self._new_state()
+            trigger = TriggerState()
+            for part in parts:
+                old = states.pop(part)
+                if state.acc is not None:
+                    state.acc = agg.merge(state.acc, old.acc)
+                state.delta = agg.merge(state.delta, old.delta)
+                state.retract += old.retract
+                trigger = trigger.merge(old.trigger)
+            state.trigger = trigger
         trigger.on_time_fired = trigger.on_time_fired and self.watermark_ms >= merged.end_ms
-        state.trigger = trigger
         states[merged] = state
         self._track(kord, merged)
         return merged
@@ -379,12 +410,12 @@ class Windower:
     def _unindex(self, kord: str, window: Window) -> None:
         """A merging assigner's window left the key's sorted sessions."""
         index = self._sessions.get(kord)
-        if index is None:
+        if index is None:  # none or one session: ``windows`` was the index
             return
         i = bisect_left(index, window.start_ms, key=_start)
         if i < len(index) and index[i] == window:
             del index[i]
-        if not index:
+        if len(index) < 2:
             del self._sessions[kord]
 
     def live_timers(self) -> list[tuple[int, str, str]]:
@@ -407,8 +438,7 @@ class Windower:
                         self._deadline(kord, window, st.trigger.deadline_ms)
         if "_sessions" not in state:
             self._stale, self.unretractable = 0, []
-            self._sessions = {k: sorted(v) for k, v in sorted(self.windows.items())} \
-                if self.assigner.merging else {}
+            self._sessions = self.sessions_index()
 
     # -- state ----------------------------------------------------------------
     def snapshot(self) -> dict[str, Any]:
@@ -429,9 +459,14 @@ class Windower:
         self.index_timers()
         self.touched = set()
         self._stale, self.unretractable = 0, []
-        self._sessions = {k: sorted(v) for k, v in sorted(self.windows.items())} \
-            if self.assigner.merging else {}
+        self._sessions = self.sessions_index()
         self.reindex()
+
+    def sessions_index(self) -> dict[str, list[Window]]:
+        """``_sessions`` rebuilt: the keys with more than one session (module doc)."""
+        if not self.assigner.merging:
+            return {}
+        return {k: sorted(v) for k, v in sorted(self.windows.items()) if len(v) > 1}
 
     def reindex(self) -> None:
         """The indexes by time and deadline rebuilt from the windows (no stale entries)."""
