@@ -20,7 +20,11 @@ fresh build (``native.py``); ``tests/test_cwire.py`` checks both paths equal.
 """
 
 from cpython.exc cimport PyErr_Clear, PyErr_Occurred
+from cpython.float cimport PyFloat_AS_DOUBLE
+from cpython.long cimport PyLong_AsLongLongAndOverflow
 from cpython.object cimport PyObject, PyTypeObject
+from cpython.ref cimport Py_INCREF, Py_XDECREF
+from libc.math cimport isfinite
 
 import msgpack
 from pystorm.component import Tuple as _TUPLE
@@ -366,6 +370,13 @@ cdef extern from *:
     PyObject* sw_make_tuple(PyTypeObject* tt, PyObject* tid, PyObject* source, PyObject* stream,
                             PyObject* task, PyTypeObject* vtype, PyObject* values) except NULL
     PyObject* sw_packb(PyObject* values)
+    ctypedef struct PyListObject:
+        PyObject** ob_item
+    ctypedef struct PyTupleObject:
+        PyObject** ob_item
+    PyTypeObject PyUnicode_Type, PyBool_Type, PyLong_Type, PyFloat_Type
+    Py_ssize_t Py_SIZE(object o)
+    PyTypeObject* Py_TYPE(object o)
     int PyObject_GetBuffer(object obj, Py_buffer* view, int flags) except -1
     void PyBuffer_Release(Py_buffer* view)
     int PyBUF_SIMPLE
@@ -432,13 +443,16 @@ cdef class Writer:
         self.max_len, self.max_bytes = max_len, max_bytes
 
     def write(self, sid, bytes v, tuple dests):
+        self._write(sid, v, dests)
+
+    cdef int _write(self, sid, bytes v, tuple dests) except -1:
         cdef list cell = self.cell
         cdef list c
         cdef object got, c_src, c_sid
         s = cell[0]
         cell[0] = s + 1
         if not dests:
-            return
+            return 0
         cdef Py_ssize_t n = len(v)
         src = self.src
         for dest in dests:
@@ -454,3 +468,182 @@ cdef class Writer:
                     continue
                 self.close(dest, c)
             self.opened[dest] = [src, sid, s, n, v]
+        return 0
+
+
+cdef enum:
+    PLAN_SLOTS = 64  # the identity cache of (stream, targets) -> plan: a power of two
+
+
+cdef class Deliver:
+    """``MemberOutput``'s per-emit ``deliver(stream, values, targets)`` in C (``task/output.py``
+    is the truth: the same plans, rows, queues, leaves, counts and ``bad`` errors). The plan
+    is found by the identity of ``targets`` first (routes hand out the same tuple objects for
+    equal targets), then by ``plans[stream][targets]``; the values are packed and written
+    into their chunks without a Python-level call."""
+
+    cdef dict plans
+    cdef object plan_for
+    cdef list misrouted
+    cdef list bad
+    cdef list leaves
+    cdef object leaf_streams
+    cdef object kept
+    cdef dict queues
+    cdef object task_id
+    cdef Writer writer
+    cdef object write
+    cdef public Py_ssize_t leaf
+    cdef public Py_ssize_t stray
+    cdef PyObject* slot_stream[PLAN_SLOTS]
+    cdef PyObject* slot_targets[PLAN_SLOTS]
+    cdef PyObject* slot_plan[PLAN_SLOTS]
+
+    def __init__(self, dict plans, plan_for, list misrouted, list bad, leaf_streams, kept,
+                 list leaves, dict queues, task_id, write):
+        """``write``: ``RowBuilder.writer``'s (a ``Writer``'s, called in C, or a closure)."""
+        self.plans, self.plan_for, self.misrouted, self.bad = plans, plan_for, misrouted, bad
+        self.leaf_streams, self.kept, self.leaves = leaf_streams, kept, leaves
+        self.queues, self.task_id, self.write = queues, task_id, write
+        owner = getattr(write, "__self__", None)
+        self.writer = owner if type(owner) is Writer else None
+
+    def __dealloc__(self):
+        cdef int i
+        for i in range(PLAN_SLOTS):
+            Py_XDECREF(self.slot_stream[i])
+            Py_XDECREF(self.slot_targets[i])
+            Py_XDECREF(self.slot_plan[i])
+
+    def __call__(self, stream, values, targets):
+        self.deliver(stream, values, targets)
+
+    cdef tuple plan(self, stream, values, targets):
+        cdef size_t h = ((<size_t><PyObject*>targets >> 4) ^ (<size_t><PyObject*>stream >> 5)) \
+            & (PLAN_SLOTS - 1)
+        if self.slot_targets[h] == <PyObject*>targets and self.slot_stream[h] == <PyObject*>stream:
+            return <tuple>self.slot_plan[h]
+        by = self.plans.get(stream)
+        got = by.get(targets) if by is not None else None
+        if got is None:
+            got = self.plan_for(stream, targets, values)
+            if self.misrouted:  # a misrouting plan is never kept (output.py)
+                return <tuple?>got
+            self.plans[stream][targets] = got
+        Py_XDECREF(self.slot_stream[h])
+        Py_XDECREF(self.slot_targets[h])
+        Py_XDECREF(self.slot_plan[h])
+        Py_INCREF(stream)
+        Py_INCREF(targets)
+        Py_INCREF(got)
+        self.slot_stream[h] = <PyObject*>stream
+        self.slot_targets[h] = <PyObject*>targets
+        self.slot_plan[h] = <PyObject*>got
+        return <tuple?>got
+
+    cdef int deliver(self, stream, values, targets) except -1:
+        cdef PyObject* out
+        cdef list q
+        if not targets:  # a leaf emit: the sink's (a drop sink only counts it)
+            if stream in self.leaf_streams:
+                self.leaf += 1
+                if stream in self.kept:
+                    self.leaves.append((stream, list(values)))
+            else:
+                self.stray += 1
+            return 0
+        cdef tuple plan = self.plan(stream, values, targets)
+        out = sw_packb(<PyObject*>values)
+        if out != NULL:
+            v = sw_steal(out)
+        elif PyErr_Occurred() != NULL:
+            raise MemoryError()
+        else:
+            try:
+                v = _packer.pack(values)
+            except (TypeError, ValueError, OverflowError) as exc:
+                self.bad.append(exc)
+                return 0
+        dests, fused, code = plan
+        if self.writer is not None:
+            self.writer._write(code, <bytes?>v, <tuple?>dests)
+        else:
+            self.write(code, v, dests)
+        for consumer in fused:  # kept past the emit: a copy (the emit passes the user's list)
+            q = self.queues[consumer]
+            if q:
+                last = q[-1]
+                if last[0] == self.task_id and last[1] == code:
+                    last[2].append(list(values))
+                    continue
+            q.append((self.task_id, code, [list(values)]))
+        return 0
+
+
+cdef inline bint _plain(values):
+    """Every value a str, None, bool, 64-bit int or finite float: ``fastpath``'s wire check."""
+    cdef Py_ssize_t i, n = Py_SIZE(values)
+    cdef PyObject** items = (<PyListObject*>values).ob_item if type(values) is list \
+        else (<PyTupleObject*>values).ob_item
+    cdef PyObject* v
+    cdef PyTypeObject* t
+    cdef int overflow
+    for i in range(n):
+        v = items[i]
+        t = Py_TYPE(<object>v)
+        if t == &PyUnicode_Type or v == <PyObject*>None or t == &PyBool_Type:
+            continue
+        if t == &PyLong_Type:
+            PyLong_AsLongLongAndOverflow(<object>v, &overflow)
+            if overflow == 0:
+                continue
+            return False
+        if t == &PyFloat_Type and isfinite(PyFloat_AS_DOUBLE(<object>v)):
+            continue
+        return False
+    return True
+
+
+cdef class BoltEmit:
+    """``fastpath.bolt_emit``'s ``emit`` when the emits are delivered (``deliver`` given): the
+    stream's route, the wire check, the route call and the delivery in one C call
+    (``fastpath.py`` is the truth; a ``Deliver`` is called without a Python-level call)."""
+
+    cdef dict routes
+    cdef object undeclared
+    cdef object task_ids
+    cdef object component
+    cdef object fields
+    cdef object values_of
+    cdef object to_wire
+    cdef bint check_wire
+    cdef object deliver_py
+    cdef Deliver deliver_c
+
+    def __init__(self, dict routes, undeclared, task_ids, component, fields, values_of, to_wire,
+                 bint check_wire, deliver):
+        self.routes, self.undeclared, self.task_ids = routes, undeclared, task_ids
+        self.component, self.fields, self.values_of = component, fields, values_of
+        self.to_wire, self.check_wire, self.deliver_py = to_wire, check_wire, deliver
+        self.deliver_c = deliver if type(deliver) is Deliver else None
+
+    def __call__(self, tup, stream=None, anchors=None, direct_task=None, need_task_ids=False):
+        if stream is None:
+            stream = "default"
+        route = self.routes.get(stream)
+        if route is None:
+            raise self.undeclared(stream, tup)
+        t = type(tup)
+        if (t is list or t is tuple) and self.check_wire:
+            values = tup if _plain(tup) else self.to_wire(tup, self.component, stream,
+                                                          self.fields[stream])
+        else:
+            values = self.values_of(tup, stream)
+        targets = route(values, direct_task)
+        if self.deliver_c is not None:
+            self.deliver_c.deliver(stream, values, targets)
+        else:
+            self.deliver_py(stream, values, targets)
+        if need_task_ids:
+            return self.task_ids(targets)
+        return None

@@ -279,7 +279,8 @@ class Router:
         arity = len(stream.fields)
         key_of = itemgetter(*positions)
         memo: dict[Any, Targets] = {}
-        single = len(positions) == 1
+        same: dict[Targets, Targets] = {}  # one object per distinct targets (a deliver's plan
+        single = len(positions) == 1       # is found by identity first: cwire.Deliver)
 
         # The checks and the picker loop of route_many, inlined on purpose: a shared helper
         # costs one more call per emit (see _picker).
@@ -301,7 +302,7 @@ class Router:
                     out += pick(values, s)
                 if len(memo) < _MEMO_MAX and (type(key) is str if single
                                               else all(type(k) is str for k in key)):
-                    memo[key] = out
+                    memo[key] = out = same.setdefault(out, out)
             return out
 
         return route_keyed
