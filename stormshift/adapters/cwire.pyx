@@ -647,3 +647,65 @@ cdef class BoltEmit:
         if need_task_ids:
             return self.task_ids(targets)
         return None
+
+
+cdef class Runner:
+    """``Kernel.run_chunks``'s per-tuple loop in C (``kernel.py`` is the truth: the same ids,
+    skips, Tuples, outcomes and latency samples). One per ``run_chunks`` call; ``run`` takes
+    one chunk's value lists; ``count`` is the tuples seen (skipped ones too)."""
+
+    cdef object prefix, head, skip, on_skip, on_outcome, attempt, observe, clock, arity_outcome
+    cdef object error
+    cdef tuple digits, padded
+    cdef Py_ssize_t hi, lo, sample
+
+    def __init__(self, prefix, tuple digits, tuple padded, skip, on_skip, on_outcome, attempt,
+                 observe, clock, Py_ssize_t sample, arity_outcome, error):
+        """``digits``/``padded``: the id tails (``kernel._DIGITS``, ``_PADDED``); ``sample``:
+        ``SAMPLE_EVERY - 1``; ``arity_outcome``: ``Outcome.ARITY``; ``error``: ``TupleError``."""
+        self.prefix = self.head = prefix
+        self.digits, self.padded, self.skip = digits, padded, skip
+        self.on_skip, self.on_outcome, self.attempt = on_skip, on_outcome, attempt
+        self.observe, self.clock, self.sample = observe, clock, sample
+        self.arity_outcome, self.error = arity_outcome, error
+        self.hi = self.lo = 0
+
+    @property
+    def count(self):
+        return 1000 * self.hi + self.lo
+
+    def run(self, values_list, src, source, stream, vtype, Py_ssize_t arity, make):
+        """The tuples of one chunk: ``values_list`` (value lists, or ``vtype`` instances)
+        from ``source``/``stream``, task ``src``; ``make`` builds the ones not of ``arity``."""
+        cdef PyTypeObject* tt = <PyTypeObject*>_tuple_type
+        cdef PyTypeObject* vt = <PyTypeObject*>vtype if vtype is not None else NULL
+        for values in values_list:
+            self.lo += 1
+            if self.lo == 1000:
+                self.hi += 1
+                self.lo = 0
+                self.head = self.prefix + str(self.hi)
+                self.digits = self.padded
+            tid = self.head + <str>self.digits[self.lo]
+            if self.skip and tid in self.skip:
+                self.on_skip(tid)
+                continue
+            if len(values) == arity:  # TupleFactory.maker's tuple, in C
+                tup = sw_steal(sw_make_tuple(tt, <PyObject*>tid, <PyObject*>source,
+                                             <PyObject*>stream, <PyObject*>src, vt,
+                                             <PyObject*>values))
+            else:
+                try:
+                    tup = make(values, tid, src)  # a stream without a values type, or an error
+                except self.error as exc:
+                    self.on_outcome(tuple.__new__(_tuple_type, (tid, source, stream, src, values)),
+                                    self.arity_outcome, exc)
+                    continue
+            if (self.lo & self.sample) != 1 or self.observe is None:  # 1, 17, 33, ... timed
+                result = self.attempt(tup)
+            else:
+                started = self.clock()
+                result = self.attempt(tup)
+                self.observe(self.clock() - started)
+            if result is not None:
+                self.on_outcome(tup, *result)
