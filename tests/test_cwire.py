@@ -179,6 +179,7 @@ def _kernel_tuples(chunks: list[Any], raw: bool, monkeypatch: Any) -> list[Any]:
     if not raw:
         monkeypatch.setattr(K, "_UNPACK", None)
         monkeypatch.setattr(K, "_MAKE", None)
+        monkeypatch.setattr(K, "_CWIRE", None)
     graph = load_topology(GroupingsTopology)
     host = host_component(graph, "by_field", 0)
     host.open()
@@ -334,8 +335,8 @@ def _stage_rows(redis_url: str, monkeypatch: Any, raw: bool) -> tuple[pa.Table, 
     if not raw:
         from stormshift.adapters import fastpath as F
 
-        for module, name in ((K, "_UNPACK"), (K, "_MAKE"), (O, "_CWIRE"), (R, "_CWIRE"),
-                             (F, "_CWIRE")):
+        for module, name in ((K, "_UNPACK"), (K, "_MAKE"), (K, "_CWIRE"), (O, "_CWIRE"),
+                             (R, "_CWIRE"), (F, "_CWIRE")):
             monkeypatch.setattr(module, name, None)
         monkeypatch.setattr(R, "RAW_CELLS", False)
     layout = Layout(load_topology(outtopo.VariedTopo))

@@ -656,6 +656,7 @@ cdef class Runner:
 
     cdef object prefix, head, skip, on_skip, on_outcome, attempt, observe, clock, arity_outcome
     cdef object error
+    cdef Attempt attempt_c
     cdef tuple digits, padded
     cdef Py_ssize_t hi, lo, sample
 
@@ -668,6 +669,7 @@ cdef class Runner:
         self.on_skip, self.on_outcome, self.attempt = on_skip, on_outcome, attempt
         self.observe, self.clock, self.sample = observe, clock, sample
         self.arity_outcome, self.error = arity_outcome, error
+        self.attempt_c = attempt if type(attempt) is Attempt else None
         self.hi = self.lo = 0
 
     @property
@@ -702,10 +704,81 @@ cdef class Runner:
                                     self.arity_outcome, exc)
                     continue
             if (self.lo & self.sample) != 1 or self.observe is None:  # 1, 17, 33, ... timed
-                result = self.attempt(tup)
+                if self.attempt_c is not None:
+                    result = self.attempt_c.attempt(tup)
+                else:
+                    result = self.attempt(tup)
             else:
                 started = self.clock()
                 result = self.attempt(tup)
                 self.observe(self.clock() - started)
             if result is not None:
                 self.on_outcome(tup, *result)
+
+
+cdef inline object _tid(tup):
+    """``tup.id`` (a pystorm ``Tuple``'s first item, read without the property)."""
+    return (<tuple>tup)[0] if type(tup) is _tuple_type else tup.id
+
+
+cdef class Attempt:
+    """``Kernel._compile``'s batch-mode attempt in C (``kernel.py`` is the truth: the same
+    ``_current_tups``, acks, outcomes, dispatch and discards); ``Runner`` calls it without a
+    Python-level call."""
+
+    cdef object inst, process, failure, dispatch, cache, empty, error
+    cdef object emit_outcome, raised_outcome, encode_outcome, failed_outcome
+    cdef set done
+    cdef list fails, emits, acks, rejected
+    cdef bint track, anchors, auto_ack_ok, fast_ack
+
+    def __init__(self, inst, process, set done, list fails, list emits, list acks, failure,
+                 dispatch, list rejected, cache, empty, bint track, bint anchors,
+                 bint auto_ack_ok, bint fast_ack, outcomes, error):
+        """``outcomes``: ``(EMIT, RAISED, ENCODE, FAILED)``; ``error``: ``TupleError``."""
+        self.inst, self.process, self.done, self.fails = inst, process, done, fails
+        self.emits, self.acks, self.failure, self.dispatch = emits, acks, failure, dispatch
+        self.rejected, self.cache, self.empty, self.error = rejected, cache, empty, error
+        self.track, self.anchors = track, anchors
+        self.auto_ack_ok, self.fast_ack = auto_ack_ok, fast_ack
+        self.emit_outcome, self.raised_outcome, self.encode_outcome, self.failed_outcome = outcomes
+
+    def __call__(self, tup):
+        return self.attempt(tup)
+
+    cdef object attempt(self, tup):
+        cdef Py_ssize_t before
+        if self.done:
+            self.done.clear()
+        if self.track:
+            cur = [tup]
+            self.inst._current_tups = cur
+            if self.anchors:
+                self.cache.tups = cur
+                self.cache.ids = (_tid(tup),)
+        before = len(self.fails)
+        try:
+            self.process(tup)
+        except Exception as exc:  # the user's error: reported as pystorm does
+            err = self.failure(exc, "process", tup)
+            self.emits.clear()  # a failed attempt's emits are discarded
+            self.rejected.clear()
+            return (self.emit_outcome if isinstance(exc, self.error) else self.raised_outcome, err)
+        if self.auto_ack_ok and self.inst.auto_ack:
+            if self.fast_ack:
+                tid = _tid(tup)
+                if not self.done or tid not in self.done:
+                    self.acks.append(tid)
+            else:
+                self.inst.ack(tup)
+        if self.track:
+            self.inst._current_tups = self.empty
+        if self.emits:
+            self.dispatch(self.emits)
+        if self.rejected:
+            bad = self.rejected[0]
+            self.rejected.clear()
+            return (self.encode_outcome, bad)
+        if len(self.fails) > before and _tid(tup) in self.fails[before:]:
+            return (self.failed_outcome, None)
+        return None

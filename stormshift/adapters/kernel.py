@@ -83,6 +83,10 @@ class Kernel:
         anchors = anchors and not host.batching
         dispatch, rejected = self.dispatch, self.rejected
         empty = EMPTY
+        if batch and _CWIRE is not None:  # the same attempt in C (adapters/cwire.pyx)
+            return _CWIRE.Attempt(inst, process, done, fails, emits, outbox.acks, failure,
+                                  dispatch, rejected, cache, empty, track, anchors, auto_ack_ok,
+                                  fast_ack, (_EMIT, _RAISED, _ENCODE, _FAILED), TupleError)
 
         def attempt(tup: Tuple) -> tuple[Outcome, Any] | None:
             if done:
@@ -169,7 +173,7 @@ class Kernel:
         observe = latency.observe_ns if latency is not None else None
         sample, clock = SAMPLE_EVERY - 1, perf_counter_ns
         unpack, build = _UNPACK, _MAKE
-        if build is not None:  # the per-tuple loop in C as well (adapters/cwire.pyx)
+        if _CWIRE is not None and build is not None:  # the per-tuple loop in C (cwire.pyx)
             runner = _CWIRE.Runner(prefix, _DIGITS, _PADDED, skip,  # type: ignore[union-attr]
                                    on_skip, on_outcome, attempt, observe, clock, sample,
                                    Outcome.ARITY, TupleError)
