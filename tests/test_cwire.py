@@ -20,7 +20,8 @@ import msgpack
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
-from support.adapters_fixtures import GroupingsTopology
+from streamparse import Grouping, Topology
+from support.adapters_fixtures import GroupingsTopology, KeyedTopology, PairSpout, Sink
 
 from stormshift import native
 from stormshift.adapters import host_component
@@ -323,6 +324,65 @@ def test_the_c_emit_routes_checks_and_delivers_as_the_closure(seed, monkeypatch)
     assert _same(native_[0], pure[0]) and len(pure[0]) > 100
     assert repr(native_[1]) == repr(pure[1])
     assert any(isinstance(r, tuple) for r in pure[1]) and any(isinstance(r, list) for r in pure[1])
+
+
+class OneKeyTopology(Topology):
+    """A keyed stream whose memo has one level: one grouping field, beside a global."""
+
+    pairs = PairSpout.spec(par=2)
+    by_key = Sink.spec(inputs={pairs: Grouping.fields("key")}, par=4)
+    to_global = Sink.spec(inputs={pairs: Grouping.GLOBAL}, par=3)
+
+
+def _routed(topology: Any, rows: list[Any], c_route: bool, monkeypatch: Any) -> list[Any]:
+    """``Router.route`` of each row, twice (the second pass reads the memo), pairs task 1:
+    the targets, or the error's type and text; and the seq after."""
+    from stormshift.adapters import routing
+
+    if not c_route:
+        monkeypatch.setattr(routing, "_CWIRE", None)
+    router = routing.Router(load_topology(topology), "pairs", 1)
+    monkeypatch.undo()
+    got: list[Any] = []
+    for _pass in range(2):
+        for values, direct in rows:
+            try:
+                got.append(router.route("default", values, direct))
+            except Exception as exc:  # noqa: BLE001 - the error itself is compared
+                got.append((type(exc), str(exc)))
+    return [got, router.seq("default")]
+
+
+class Key(str):
+    """A str subclass: equal to its str, never memoized."""
+
+
+@needs_c
+@pytest.mark.parametrize("topology", [KeyedTopology, OneKeyTopology])
+def test_the_c_keyed_route_picks_the_closures_targets(topology, monkeypatch):
+    rng = random.Random(7)
+    keys = [f"user-{i}" for i in range(50)] + ["", "é", 1, 1.0, True, None, -3, 2**70, (1, 2)]
+    rows: list[Any] = []
+    for _ in range(600):
+        values: Any = [rng.choice(keys), rng.choice(keys)]
+        if rng.randrange(10) == 0:
+            values[rng.randrange(2)] = Key(rng.choice(("user-1", "zz")))
+        if rng.randrange(20) == 0:
+            values[rng.randrange(2)] = rng.choice(([1, "a"], {"a": 1}, object()))
+        if rng.randrange(30) == 0:
+            values = values[:1]
+        if rng.randrange(4) == 0:
+            values = tuple(values)
+        rows.append((values, 3 if rng.randrange(40) == 0 else None))
+    pure = _routed(topology, rows, False, monkeypatch)
+    native_ = _routed(topology, rows, True, monkeypatch)
+    assert native_[1] == pure[1] > 1000  # emits past the checks each took a seq
+    assert repr(native_[0]) == repr(pure[0])
+    assert any(type(t) is tuple and type(t[0]) is type for t in pure[0])
+    # equal targets from the memo are one object (cwire.Deliver finds its plan by identity)
+    memoized = [t for t, (values, direct) in zip(native_[0][len(rows):], rows)
+                if direct is None and len(values) == 2 and all(type(v) is str for v in values)]
+    assert len({id(t) for t in memoized}) == len(set(memoized)) and len(memoized) > 100
 
 
 def _stage_rows(redis_url: str, monkeypatch: Any, raw: bool) -> tuple[pa.Table, list[pa.Table]]:
