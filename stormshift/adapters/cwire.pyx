@@ -580,6 +580,71 @@ cdef class Deliver:
         return 0
 
 
+cdef class KeyedRoute:
+    """``Router._compile_keyed``'s ``route_keyed`` in C (``routing.py`` is the truth: the same
+    checks, seq, pickers and memo rule, so the same targets). The memo is keyed by the
+    grouping values one level per position (a dict of dicts), equal to the pure memo's tuple
+    keys without building a tuple per emit; a hit returns the one targets object."""
+
+    cdef Py_ssize_t arity
+    cdef object check, no_direct
+    cdef list seq
+    cdef tuple positions
+    cdef list pickers
+    cdef dict memo
+    cdef dict same
+    cdef Py_ssize_t size, max_size
+
+    def __init__(self, Py_ssize_t arity, check, no_direct, list seq, tuple positions,
+                 list pickers, Py_ssize_t max_size):
+        self.arity, self.check, self.no_direct, self.seq = arity, check, no_direct, seq
+        self.positions, self.pickers, self.max_size = positions, pickers, max_size
+        self.memo, self.same, self.size = {}, {}, 0
+
+    def __call__(self, values, direct_task_id=None):
+        return self.route(values, direct_task_id)
+
+    cdef object route(self, values, direct_task_id):
+        cdef Py_ssize_t i, n = len(self.positions)
+        cdef object node, k
+        if len(values) != self.arity:
+            self.check(values)
+        if direct_task_id is not None:
+            self.no_direct(direct_task_id)
+        s = self.seq[0]
+        self.seq[0] = s + 1
+        node = self.memo
+        try:
+            for i in range(n):
+                node = (<dict>node).get(values[<Py_ssize_t>self.positions[i]])
+                if node is None:
+                    break
+        except TypeError:  # an unhashable value: the picker below says what is wrong
+            node = None
+        if node is not None:
+            return node
+        out = ()
+        for pick in self.pickers:
+            out += pick(values, s)
+        if self.size < self.max_size:
+            for i in range(n):
+                if type(values[<Py_ssize_t>self.positions[i]]) is not str:
+                    return out
+            out = self.same.setdefault(out, out)
+            node = self.memo
+            for i in range(n - 1):
+                k = values[<Py_ssize_t>self.positions[i]]
+                nxt = (<dict>node).get(k)
+                if nxt is None:
+                    nxt = (<dict>node)[k] = {}
+                node = nxt
+            k = values[<Py_ssize_t>self.positions[n - 1]]
+            if k not in <dict>node:
+                (<dict>node)[k] = out
+                self.size += 1
+        return out
+
+
 cdef inline bint _plain(values):
     """Every value a str, None, bool, 64-bit int or finite float: ``fastpath``'s wire check."""
     cdef Py_ssize_t i, n = Py_SIZE(values)
@@ -627,7 +692,8 @@ cdef class BoltEmit:
         self.to_wire, self.check_wire, self.deliver_py = to_wire, check_wire, deliver
         self.deliver_c = deliver if type(deliver) is Deliver else None
 
-    def __call__(self, tup, stream=None, anchors=None, direct_task=None, need_task_ids=False):
+    def emit(self, tup, stream=None, anchors=None, direct_task=None, need_task_ids=False):
+        """The bolt's ``emit`` (the bound method: a vectorcall, no argument tuple)."""
         if stream is None:
             stream = "default"
         route = self.routes.get(stream)
@@ -639,7 +705,10 @@ cdef class BoltEmit:
                                                           self.fields[stream])
         else:
             values = self.values_of(tup, stream)
-        targets = route(values, direct_task)
+        if type(route) is KeyedRoute:
+            targets = (<KeyedRoute>route).route(values, direct_task)
+        else:
+            targets = route(values, direct_task)
         if self.deliver_c is not None:
             self.deliver_c.deliver(stream, values, targets)
         else:
@@ -782,65 +851,3 @@ cdef class Attempt:
         if len(self.fails) > before and _tid(tup) in self.fails[before:]:
             return (self.failed_outcome, None)
         return None
-
-
-cdef class KeyedRoute:
-    """``Router._compile_keyed``'s ``route_keyed`` in C (``routing.py`` is the truth: the same
-    checks, seq, pickers and memo rule, so the same targets). The memo is keyed by the
-    grouping values one level per position (a dict of dicts), equal to the pure memo's tuple
-    keys without building a tuple per emit; a hit returns the one targets object."""
-
-    cdef Py_ssize_t arity
-    cdef object check, no_direct
-    cdef list seq
-    cdef tuple positions
-    cdef list pickers
-    cdef dict memo
-    cdef dict same
-    cdef Py_ssize_t size, max_size
-
-    def __init__(self, Py_ssize_t arity, check, no_direct, list seq, tuple positions,
-                 list pickers, Py_ssize_t max_size):
-        self.arity, self.check, self.no_direct, self.seq = arity, check, no_direct, seq
-        self.positions, self.pickers, self.max_size = positions, pickers, max_size
-        self.memo, self.same, self.size = {}, {}, 0
-
-    def __call__(self, values, direct_task_id=None):
-        cdef Py_ssize_t i, n = len(self.positions)
-        cdef object node, k
-        if len(values) != self.arity:
-            self.check(values)
-        if direct_task_id is not None:
-            self.no_direct(direct_task_id)
-        s = self.seq[0]
-        self.seq[0] = s + 1
-        node = self.memo
-        try:
-            for i in range(n):
-                node = (<dict>node).get(values[<Py_ssize_t>self.positions[i]])
-                if node is None:
-                    break
-        except TypeError:  # an unhashable value: the picker below says what is wrong
-            node = None
-        if node is not None:
-            return node
-        out = ()
-        for pick in self.pickers:
-            out += pick(values, s)
-        if self.size < self.max_size:
-            for i in range(n):
-                if type(values[<Py_ssize_t>self.positions[i]]) is not str:
-                    return out
-            out = self.same.setdefault(out, out)
-            node = self.memo
-            for i in range(n - 1):
-                k = values[<Py_ssize_t>self.positions[i]]
-                nxt = (<dict>node).get(k)
-                if nxt is None:
-                    nxt = (<dict>node)[k] = {}
-                node = nxt
-            k = values[<Py_ssize_t>self.positions[n - 1]]
-            if k not in <dict>node:
-                (<dict>node)[k] = out
-                self.size += 1
-        return out

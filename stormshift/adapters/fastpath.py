@@ -174,7 +174,7 @@ def bolt_emit(
     emit: Callable[..., Any]
     if deliver is not None and _CWIRE is not None:  # this emit in C (adapters/cwire.pyx)
         emit = _CWIRE.BoltEmit(routes, undeclared, task_ids, component, fields, values_of,
-                               to_wire, check_wire, deliver)
+                               to_wire, check_wire, deliver).emit
         return emit if not batching else _batching(emit)
 
     def emit(  # type: ignore[no-redef]
