@@ -14,9 +14,18 @@ only to copy it, and pays a Python-level call for each object. Here:
 
 Anything outside the common types (ext types, subclasses of scalars, ints beyond
 64 bits, bad UTF-8, deep nesting, a short buffer) is handed to msgpack itself,
-so values, bytes and errors are msgpack's by construction. ``kernel.py``,
-``protocol/rows.py`` and ``task/output.py`` use this module only while it is a
-fresh build (``native.py``); ``tests/test_cwire.py`` checks both paths equal.
+so values, bytes and errors are msgpack's by construction.
+
+The per-tuple loop around them is here too, as ``cdef class``es that call each other
+in C (one module, so those calls need no Python-level call or argument tuple): a
+Spark task's ``Runner`` (``Kernel.run_chunks``' loop) calls the kernel's ``Attempt``;
+the bolt's ``BoltEmit.emit`` calls its stream's ``KeyedRoute`` (``route_keyed``) and
+the stage's ``Deliver`` (``MemberOutput.deliver``: plan, pack, ``Writer``). Each
+mirrors a pure function that stays the truth and runs where this module is not built.
+
+``kernel.py``, ``routing.py``, ``fastpath.py``, ``protocol/rows.py`` and
+``task/output.py`` use this module only while it is a fresh build (``native.py``);
+``tests/test_cwire.py`` checks both paths equal.
 """
 
 from cpython.exc cimport PyErr_Clear, PyErr_Occurred
@@ -741,6 +750,11 @@ cdef class Runner:
         self.attempt_c = attempt if type(attempt) is Attempt else None
         self.hi = self.lo = 0
 
+    cdef inline object call(self, tup):
+        if self.attempt_c is not None:
+            return self.attempt_c.attempt(tup)
+        return self.attempt(tup)
+
     @property
     def count(self):
         return 1000 * self.hi + self.lo
@@ -773,13 +787,10 @@ cdef class Runner:
                                     self.arity_outcome, exc)
                     continue
             if (self.lo & self.sample) != 1 or self.observe is None:  # 1, 17, 33, ... timed
-                if self.attempt_c is not None:
-                    result = self.attempt_c.attempt(tup)
-                else:
-                    result = self.attempt(tup)
+                result = self.call(tup)
             else:
                 started = self.clock()
-                result = self.attempt(tup)
+                result = self.call(tup)
                 self.observe(self.clock() - started)
             if result is not None:
                 self.on_outcome(tup, *result)
