@@ -1,19 +1,30 @@
-"""adclicks on a real standalone cluster: does the work spread across executors?
+"""adclicks on a real standalone cluster: does the work spread, and how fast against by hand?
 
 Starts what ``tests/test_cluster.py`` starts (``tests/support/cluster_harness.py``): a
 standalone master and two workers on loopback (127.0.0.1 and 127.0.0.2, one
-core each, so one executor each), and a redis-server of its own. Then, each
-with Spark's event log on:
+core each, so one executor each), and a redis-server of its own. Each job runs
+with Spark's event log on, against the hand-written job doing the same work
+(``--report``, both by default):
 
-1. stormshift — ``stormshift submit examples/adclicks --run`` (the project and
-   stormshift shipped as zips; the example's own spout, ``--events`` lines);
-2. baseline  — ``bench/spark_adclicks.py``'s hand-written job on the same
-   master (its text-file source over adgen's lines, same seed and count).
+- ``legacy``: ``bench/spark_adclicks.py``'s two phases on the cluster master:
+  ``examples/adclicks`` (windows off) reading adgen's lines from the files with
+  ``JsonLinesSpout``, against its hand-written job on the same files: the same
+  per-ad and per-advertiser totals.
+- ``windowed``: ``bench/windowed_adclicks.py``'s two phases on the cluster master:
+  stormshift's event-time report (a windowed bolt whose live state must stay where it
+  runs, issue 32) against the hand-written ``withWatermark`` + ``groupBy(window)`` job,
+  both checked against ``expected.compute_windowed``.
+- ``submit`` (not by default, no baseline): ``stormshift submit examples/adclicks --run
+  -o adclicks.windows=false``, the example's own spout generating ``--events`` lines on
+  the driver, stormshift as the cluster has it installed (``--ship-stormshift``: shipped
+  as a zip and run from source): the deployment path, timed.
+
+The executors on loopback share this machine's Python, so the phases import the
+installed (compiled) stormshift, as a cluster where it is pip-installed would.
 
 From the event logs (Spark's own record of every task: executor, host, run
-time) it prints per executor the tasks and their run time, and the share the
-busier one took; events/s from the driver's batch lines (stormshift) and
-Spark's progress (baseline). Usage (heavy)::
+time) it prints per executor the tasks and their run time; events/s after the
+first batch, and the ratio per report. Usage (heavy)::
 
     flock /tmp/stormshift-heavy.lock python bench/cluster_adclicks.py --events 400000 --batch 100000
 """
@@ -22,7 +33,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import shlex
 import sys
 import tempfile
@@ -35,6 +45,7 @@ BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
 sys.path.insert(0, str(BENCH.parent / "tests"))
 import spark_adclicks as sa  # the bench's own helpers, beside this file
+import windowed_adclicks as wa
 from support.cluster_harness import (  # the cluster the tests start
     APP_CONFS,
     RedisServer,
@@ -73,7 +84,10 @@ def run_stormshift(cluster: StandaloneCluster, server: RedisServer, args: argpar
             "--checkpoint", str(tmp / "ck"), "--sink", "drop", "--build-dir", str(tmp / "build"),
             "--until-done", "--batch-max-tuples", str(args.batch),  # AdLogSpout: par 1
             "-o", f"adclicks.events={args.events}", "-o", f"adclicks.seed={sa.SEED}",
+            "-o", "adclicks.windows=false",  # the hand-written job's work: per-ad/advertiser totals
             "--conf", "spark.driver.host=127.0.0.1", "--conf", "spark.ui.enabled=false"]
+    if not args.ship_stormshift:
+        argv.append("--no-ship-stormshift")  # the executors import the installed (compiled) one
     for key, value in confs.items():
         argv += ["--conf", f"{key}={value}"]
     started = time.perf_counter()
@@ -100,26 +114,46 @@ def cluster_confs() -> dict[str, str]:
             "spark.executor.memory": "1g"}
 
 
-def run_baseline(cluster: StandaloneCluster, args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
-    events_dir = tmp / "events-baseline"
+def run_phase(cluster: StandaloneCluster, script: Any, phase: str, argv: list[str], tmp: Path,
+              label: str) -> dict[str, Any]:
+    """One phase of a bench script (``spark_adclicks`` or ``windowed_adclicks``) on the
+    cluster's master, in its own process; its tasks per executor from its event log."""
+    events_dir = tmp / f"events-{label}"
     events_dir.mkdir()
     confs = {**APP_CONFS, **event_log_confs(events_dir), **cluster_confs(),
              "spark.driver.host": "127.0.0.1"}
-    # the job's session is built inside spark_adclicks: its JVM's arguments come from here
-    words = ["--py-files", str(BENCH / "spark_adclicks.py")]
+    # the job's session is built inside the script: its JVM's arguments come from here
+    words = ["--py-files", ",".join(str(BENCH / n) for n in ("spark_adclicks.py",
+                                                               "windowed_adclicks.py"))]
     for key, value in confs.items():
         words += ["--conf", f"{key}={value}"]
-    submit = shlex.join([*words, "pyspark-shell"])  # pyspark splits it with shlex
-    os.environ["PYSPARK_SUBMIT_ARGS"] = submit
-    os.environ["SPARK_LOCAL_IP"] = "127.0.0.1"
-    try:
-        res = sa.run_phase_in_subprocess("baseline", [
-            "--events", str(args.events), "--batch", str(args.batch), "--master", cluster.url,
-            "--no-check"], script=sa.__file__)
-    finally:
-        del os.environ["PYSPARK_SUBMIT_ARGS"]
-    res.pop("totals", None)
+    env = {"PYSPARK_SUBMIT_ARGS": shlex.join([*words, "pyspark-shell"]),  # split with shlex
+           "SPARK_LOCAL_IP": "127.0.0.1"}
+    res = sa.run_phase_in_subprocess(phase, [*argv, "--master", cluster.url], script=script.__file__,
+                                     env=env)
     res["executors"] = executor_tasks(events_dir)
+    return res
+
+
+def run_legacy(cluster: StandaloneCluster, phase: str, args: argparse.Namespace, tmp: Path,
+               data: Path) -> dict[str, Any]:
+    """``spark_adclicks.py``'s ``phase`` on the cluster; the baseline's totals checked."""
+    res = run_phase(cluster, sa, phase, ["--events", str(args.events), "--batch",
+                                         str(args.batch)], tmp, f"legacy-{phase}")
+    if "totals" in res:
+        res["check"] = sa.check_totals(res.pop("totals"), data)
+    return res
+
+
+def run_windowed(cluster: StandaloneCluster, phase: str, args: argparse.Namespace, tmp: Path,
+                 want: dict[Any, Any]) -> dict[str, Any]:
+    """``windowed_adclicks.py``'s ``phase`` on the cluster, checked against the oracle."""
+    res = run_phase(cluster, wa, phase, ["--events", str(args.events), "--batch",
+                                         str(args.batch)], tmp, f"windowed-{phase}")
+    if "error" not in res:
+        res["check"] = (wa.check_baseline if phase == "baseline" else wa.check_stormshift)(res, want)
+        res.pop("minutes", None)
+        res.pop("minutes_by_label", None)
     return res
 
 
@@ -129,7 +163,7 @@ def show(name: str, res: dict[str, Any]) -> None:
         return
     print(f"{name:>10}: {res['events']:,} events, {res['batches']} batches, "
           f"{res['steady_events_per_s']:,.0f} events/s after the first batch, batch p50 "
-          f"{res['batch_ms_p50']:,.0f} ms")
+          f"{res['batch_ms_p50']:,.0f} ms" + (f"; {res['check']}" if "check" in res else ""))
     execs = res["executors"]
     run_total = sum(e["run_s"] for e in execs.values()) or 1.0
     for key in sorted(execs):
@@ -144,8 +178,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--batch", type=int, default=100_000)
     p.add_argument("--timeout", type=float, default=600)
     p.add_argument("--only", default="stormshift,baseline")
+    p.add_argument("--report", default="legacy,windowed", help="legacy (totals, windows off), "
+                   "windowed (the event-time report), submit (stormshift submit, no baseline)")
+    p.add_argument("--ship-stormshift", action="store_true",
+                   help="ship stormshift.zip to the executors (from source) instead of the installed one")
     args = p.parse_args(argv)
-    sa.ensure_data(args.events, args.batch, 2, Path(tempfile.gettempdir()) / "stormshift-bench")
+    data = sa.ensure_data(args.events, args.batch, 2, Path(tempfile.gettempdir()) / "stormshift-bench")
+    reports = args.report.split(",")
+    want = wa.oracle(data) if "windowed" in reports else {}
     results: dict[str, dict[str, Any]] = {}
     with tempfile.TemporaryDirectory(prefix="bench-cluster-") as name:
         tmp = Path(name)
@@ -154,12 +194,16 @@ def main(argv: list[str] | None = None) -> int:
             cluster.start()
             for host in HOSTS:
                 cluster.add_worker(host, cores=1, memory="2g")
-            if "stormshift" in args.only:
-                print("running stormshift on the cluster ...", file=sys.stderr, flush=True)
-                results["stormshift"] = run_stormshift(cluster, server, args, tmp)
-            if "baseline" in args.only:
-                print("running baseline on the cluster ...", file=sys.stderr, flush=True)
-                results["baseline"] = run_baseline(cluster, args, tmp)
+            for report in reports:
+                for job in args.only.split(","):
+                    print(f"running {report} {job} on the cluster ...", file=sys.stderr, flush=True)
+                    if report == "windowed":
+                        results[f"{report} {job}"] = run_windowed(cluster, job, args, tmp, want)
+                    elif report == "submit":
+                        if job == "stormshift":
+                            results["submit stormshift"] = run_stormshift(cluster, server, args, tmp)
+                    else:
+                        results[f"{report} {job}"] = run_legacy(cluster, job, args, tmp, data)
             apps = (cluster.state() or {}).get("completedapps", [])
         finally:
             cluster.stop()
@@ -170,10 +214,11 @@ def main(argv: list[str] | None = None) -> int:
         show(name_, res)
     print("\nmaster's completed apps: " + ", ".join(f"{a.get('name')} ({a.get('cores')} cores, "
           f"{a.get('duration', 0) / 1000:.0f} s)" for a in apps))
-    base, ours = results.get("baseline", {}), results.get("stormshift", {})
-    if base.get("steady_events_per_s") and ours.get("steady_events_per_s"):
-        print(f"\n     ratio stormshift / baseline (steady): "
-              f"{ours['steady_events_per_s'] / base['steady_events_per_s']:.2f}")
+    for report in reports:
+        base, ours = results.get(f"{report} baseline", {}), results.get(f"{report} stormshift", {})
+        if base.get("steady_events_per_s") and ours.get("steady_events_per_s"):
+            print(f"\n     {report}: ratio stormshift / hand-written (steady): "
+                  f"{ours['steady_events_per_s'] / base['steady_events_per_s']:.2f}")
     return 0 if all("error" not in r for r in results.values()) else 1
 
 
