@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import re
 import warnings
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -19,6 +19,7 @@ __all__ = [
     "LOG4J2_FILE",
     "QUIET_LOGGERS",
     "RUNTIME_CONF",
+    "RUNTIME_SIZES",
     "build_session",
     "configure_session",
     "driver_gc_conf",
@@ -29,6 +30,7 @@ __all__ = [
     "loopback_ui",
     "malloc_arenas",
     "quiet_logs",
+    "runtime_sizes",
     "ui_link",
     "worker_conf",
 ]
@@ -45,6 +47,11 @@ RUNTIME_CONF = {
     "spark.sql.execution.arrow.maxRecordsPerBatch": "100000",
     "spark.sql.streaming.noDataMicroBatches.enabled": "false",
 }
+
+# Runtime SQL sizes, set unless the user chose them (``runtime_sizes``): a stage's input goes
+# to Python in Arrow batches of at most 4 MiB (its output leaves in pages of the same size:
+# ``protocol/rows.py``).
+RUNTIME_SIZES = {"spark.sql.execution.arrow.maxBytesPerBatch": str(4 << 20)}
 
 
 # Spark loggers whose WARN lines are noise on a stormshift console (level raised to ERROR).
@@ -255,6 +262,20 @@ def ui_link(session: Any) -> str | None:
     return session.sparkContext.uiWebUrl  # type: ignore[no-any-return]
 
 
+def runtime_sizes(chosen: Callable[[str], bool]) -> dict[str, str]:
+    """``RUNTIME_SIZES`` but those the user set (``chosen(key)``: the session's SQL conf has it).
+
+    Why a byte bound: a row carries a chunk of up to 32 tuples (``protocol/rows.py``), so
+    ``maxRecordsPerBatch`` alone let one Arrow batch hold a whole partition of a big
+    micro-batch (tens of MiB). The driver JVM builds each batch in native memory, growing
+    its buffers by doubling, and glibc kept those freed buffers: the driver JVM's RSS
+    (``bench/history.md``, 2026-11-28 eleventh session, jvmdisk)."""
+    return {key: value for key, value in RUNTIME_SIZES.items() if not chosen(key)}
+
+
 def configure_session(session: Any) -> None:
     for key, value in RUNTIME_CONF.items():
+        session.conf.set(key, value)
+    sql = session._jsparkSession.sessionState().conf()
+    for key, value in runtime_sizes(sql.contains).items():
         session.conf.set(key, value)
