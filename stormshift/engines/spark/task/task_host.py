@@ -54,6 +54,7 @@ from typing import Any
 import pyarrow as pa
 
 from stormshift.engines.spark.runtime import hosts
+from stormshift.engines.spark.task.collector import task_collections
 from stormshift.errors import FencedError, StormshiftError
 
 __all__ = ["ENABLED_KEY", "IDLE_SECS", "SLOTS_KEY", "TaskHostError", "host_dir", "jobs_of", "run_on_host",
@@ -236,6 +237,12 @@ class _Host:
         if msg["op"] == "stop":
             _send(sock, {})
             return False
+        with task_collections():  # the young objects after the task, not the state (collector.py)
+            self._serve_task(sock, msg)
+        return True
+
+    def _serve_task(self, sock: socket.socket, msg: dict[str, Any]) -> None:
+        """Steps 2-3 of the module doc for one request (its rows, the run, the answer)."""
         from stormshift.engines.spark.protocol import rows as R
 
         try:
@@ -247,11 +254,10 @@ class _Host:
             with contextlib.suppress(OSError):  # a worker that died: its retry asks again
                 _send(sock, {"error": str(exc), "kind": type(exc).__name__,
                              "trace": traceback.format_exc()})
-            return True
+            return
         with contextlib.suppress(OSError):
             _send(sock, {"ok": True})
             _send_rows(sock, out.batches(), R.SCHEMA)
-        return True
 
     def run(self, msg: dict[str, Any], table: pa.Table) -> Any:
         """Step 2 of the module doc: the stage's members for task ``dest``, here; the
