@@ -12,7 +12,7 @@ inclusive counts of functions only the measured path calls:
 - bare ``process()``: ``_operator_call`` (the bolts' own code, emit/ack no-ops);
 - attempt: the kernel's per-tuple attempt (``process()`` with the real emit and
   ack: the hosting around it, plus the emit's delivery into rows);
-- deliver: ``MemberOutput`` deliver (route, msgpack pack, row append): data plane.
+- deliver: ``MemberOutput`` deliver (plan, msgpack pack, row append): data plane.
 
 (Where the rest of the data plane goes: ``python -m cProfile`` cannot see inside the
 compiled modules; ``callgrind_annotate --inclusive=yes`` on the kept files can.)
@@ -44,8 +44,9 @@ REPO = BENCH.parent
 MARKERS = {
     "stage": re.compile(r"sysmodule\.c:sys_call_tracing$"),
     "bare": re.compile(r"_operator\.c:_operator_call$"),
-    "attempt": re.compile(r"kernel_\d+Kernel_\d+_compile_attempt$"),
-    "deliver": re.compile(r"output_\d+MemberOutput_\d+_compile_\d*deliver$"),
+    "attempt": re.compile(r"(kernel_\d+Kernel_\d+_compile_attempt|cwire_\d+Attempt_attempt)$"),
+    # the closure, or cwire.Deliver's C method where the install built it
+    "deliver": re.compile(r"(output_\d+MemberOutput_\d+_compile_\d*deliver|cwire_\d+Deliver_deliver)$"),
 }
 STAGES_PER_LINE = 3  # parse_bolt, then ads_ctr_bolt and client_spent_bolt each get its tuple
 

@@ -511,6 +511,7 @@ def run_stormshift(args: argparse.Namespace, data: Path) -> dict[str, Any]:
         from stormshift.engines.spark.runtime.session import (
             driver_gc_conf,
             driver_jit_conf,
+            malloc_arenas,
             worker_conf,
         )
 
@@ -520,7 +521,8 @@ def run_stormshift(args: argparse.Namespace, data: Path) -> dict[str, Any]:
         if os.environ.get("BENCH_SPARK_DAEMON"):  # A/B: BENCH_SPARK_DAEMON=pyspark.daemon
             conf["spark.python.daemon.module"] = os.environ["BENCH_SPARK_DAEMON"]
         conf.update(experiment_conf(conf))
-        spark = spark_session(args.master, "adclicks-stormshift", conf)
+        with malloc_arenas(args.master):
+            spark = spark_session(args.master, "adclicks-stormshift", conf)
         listener = progress_listener()
         spark.streams.addListener(listener)
         engine = SparkEngine(

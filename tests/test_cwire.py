@@ -20,7 +20,8 @@ import msgpack
 import pyarrow as pa
 import pyarrow.compute as pc
 import pytest
-from support.adapters_fixtures import GroupingsTopology
+from streamparse import Grouping, Topology
+from support.adapters_fixtures import GroupingsTopology, KeyedTopology, PairSpout, Sink
 
 from stormshift import native
 from stormshift.adapters import host_component
@@ -179,6 +180,7 @@ def _kernel_tuples(chunks: list[Any], raw: bool, monkeypatch: Any) -> list[Any]:
     if not raw:
         monkeypatch.setattr(K, "_UNPACK", None)
         monkeypatch.setattr(K, "_MAKE", None)
+        monkeypatch.setattr(K, "_CWIRE", None)
     graph = load_topology(GroupingsTopology)
     host = host_component(graph, "by_field", 0)
     host.open()
@@ -215,6 +217,174 @@ def test_the_kernel_gets_equal_tuples_from_raw_cells_and_from_decoded_lists(seed
     assert _same([t.values for t, _ in pure[2]], [t.values for t, _ in native_[2]])
 
 
+def _delivered(script: list[Any], c_deliver: bool, monkeypatch: Any) -> list[Any]:
+    """What ``MemberOutput.deliver`` (``cwire.Deliver`` or the closure) makes of ``script``
+    for encoder task 0 of ``EncodeTopo`` (rows to ``totals``, or its fused queue) and for a
+    leaf member: rows, queues, leaves, errors kept, counts, with a settle midway."""
+    from stormshift.engines.spark.protocol.layout import Layout
+    from stormshift.engines.spark.task.counters import MemberStats
+
+    if not c_deliver:
+        monkeypatch.setattr(O, "_CWIRE", None)
+    layout = Layout(load_topology(outtopo.EncodeTopo))
+    out = R.RowBuilder()
+    queues: dict[str, list[Any]] = {"totals": []}
+    members = {"rows": O.MemberOutput(layout, "encoder", 0, out, {}, True, MemberStats()),
+               "fused": O.MemberOutput(layout, "encoder", 0, out, queues, True, MemberStats()),
+               "leaf": O.MemberOutput(layout, "totals", 0, out, {}, True, MemberStats())}
+    for i, (member, stream, values, targets) in enumerate(script):
+        members[member].deliver(stream, values, targets)
+        if i == len(script) // 2:
+            for m in members.values():
+                m.settle()
+    for m in members.values():
+        m.settle()
+    monkeypatch.undo()
+    return [pa.Table.from_batches(list(out.batches())), queues,
+            [m.leaves for m in members.values()],
+            [[(type(e), str(e)) for e in m.bad] for m in members.values()],
+            [(m.stats.tuples_out, m.stats.leaf) for m in members.values()]]
+
+
+@needs_c
+@pytest.mark.parametrize("seed", range(4))
+def test_the_c_deliver_gives_the_closures_rows_queues_leaves_errors_and_counts(seed, monkeypatch):
+    rng = random.Random(seed)
+    shared = [(("totals", 0),), (("totals", 1),), (("totals", 0), ("totals", 1))]
+    script = []
+    for i in range(3000):
+        member = rng.choice(("rows", "rows", "fused", "leaf"))
+        values: Any = [rng.choice(("k", "é", "x" * rng.choice((1, 60000)))), i]
+        if rng.randrange(30) == 0:  # msgpack's errors: kept in bad, the emit dropped
+            values[1] = rng.choice(("\ud800", {1, 2}, 2**70))
+        if rng.randrange(4) == 0:
+            values = tuple(values)  # an emitted tuple: what is kept is a list
+        if member == "leaf" or rng.randrange(40) == 0:
+            targets: Any = ()
+        else:  # the same targets object (as routes give), or an equal copy
+            targets = rng.choice(shared)
+            if rng.randrange(3) == 0:
+                targets = tuple(tuple(t) for t in targets)
+        stream = "default" if member != "leaf" or rng.randrange(10) else "nowhere"
+        script.append((member, stream, values, targets))
+    pure = _delivered(script, False, monkeypatch)
+    native_ = _delivered(script, True, monkeypatch)
+    assert pure[0].num_rows > 10 and native_[0].equals(pure[0])
+    assert _same(native_[1], pure[1]) and native_[1]["totals"]
+    assert _same(native_[2], pure[2]) and pure[2][2]
+    assert native_[3] == pure[3] and pure[3][0]
+    assert native_[4] == pure[4] and pure[4][2][1] > 0
+
+
+def _emitted(calls: list[Any], c_emit: bool, monkeypatch: Any) -> list[Any]:
+    """What a hosted bolt's fast ``emit`` (``cwire.BoltEmit`` or the closure) hands its
+    ``deliver`` for each call (task 1 of 2), and what each call returns or raises."""
+    from stormshift.adapters import fastpath as F
+
+    if not c_emit:
+        monkeypatch.setattr(F, "_CWIRE", None)
+    host = host_component(load_topology(outtopo.ShuffledKeyTopo), "encoder", 1)
+    got: list[Any] = []
+    host.deliver_to(lambda stream, values, targets: got.append((stream, list(values), targets)))
+    results: list[Any] = []
+    for args, kwargs in calls:
+        try:
+            results.append(host.instance.emit(*args, **kwargs))
+        except Exception as exc:  # noqa: BLE001 - the error itself is compared
+            results.append((type(exc), str(exc)))
+    monkeypatch.undo()
+    return [got, results]
+
+
+@needs_c
+@pytest.mark.parametrize("seed", range(4))
+def test_the_c_emit_routes_checks_and_delivers_as_the_closure(seed, monkeypatch):
+    rng = random.Random(seed)
+    odd = (float("nan"), float("inf"), 2**63, -2**63 - 1, 2**63 - 1, -2**63, True, None, 1.5,
+           b"raw", {"a": 1}, [1, 2], {1}, object, "\ud800", 10**30, -0.0)
+    calls: list[Any] = []
+    for i in range(400):
+        key = rng.choice(("a", "b", "c", str(i), i, 2.5))
+        values: Any = [key, rng.choice(odd) if rng.randrange(3) == 0 else i]
+        if rng.randrange(5) == 0:
+            values = tuple(values)
+        if rng.randrange(25) == 0:
+            values = values[:1]  # the wrong arity
+        kwargs: dict[str, Any] = {}
+        if rng.randrange(10) == 0:
+            kwargs["stream"] = rng.choice(("default", "undeclared"))
+        if rng.randrange(10) == 0:
+            kwargs["need_task_ids"] = True
+        if rng.randrange(30) == 0:
+            kwargs["direct_task"] = 3
+        calls.append(((values,), kwargs))
+    calls += [((["k", 1], "default", None, None, True), {}), (("not a list",), {})]
+    pure = _emitted(calls, False, monkeypatch)
+    native_ = _emitted(calls, True, monkeypatch)
+    assert _same(native_[0], pure[0]) and len(pure[0]) > 100
+    assert repr(native_[1]) == repr(pure[1])
+    assert any(isinstance(r, tuple) for r in pure[1]) and any(isinstance(r, list) for r in pure[1])
+
+
+class OneKeyTopology(Topology):
+    """A keyed stream whose memo has one level: one grouping field, beside a global."""
+
+    pairs = PairSpout.spec(par=2)
+    by_key = Sink.spec(inputs={pairs: Grouping.fields("key")}, par=4)
+    to_global = Sink.spec(inputs={pairs: Grouping.GLOBAL}, par=3)
+
+
+def _routed(topology: Any, rows: list[Any], c_route: bool, monkeypatch: Any) -> list[Any]:
+    """``Router.route`` of each row, twice (the second pass reads the memo), pairs task 1:
+    the targets, or the error's type and text; and the seq after."""
+    from stormshift.adapters import routing
+
+    if not c_route:
+        monkeypatch.setattr(routing, "_CWIRE", None)
+    router = routing.Router(load_topology(topology), "pairs", 1)
+    monkeypatch.undo()
+    got: list[Any] = []
+    for _pass in range(2):
+        for values, direct in rows:
+            try:
+                got.append(router.route("default", values, direct))
+            except Exception as exc:  # noqa: BLE001 - the error itself is compared
+                got.append((type(exc), str(exc)))
+    return [got, router.seq("default")]
+
+
+class Key(str):
+    """A str subclass: equal to its str, never memoized."""
+
+
+@needs_c
+@pytest.mark.parametrize("topology", [KeyedTopology, OneKeyTopology])
+def test_the_c_keyed_route_picks_the_closures_targets(topology, monkeypatch):
+    rng = random.Random(7)
+    keys = [f"user-{i}" for i in range(50)] + ["", "é", 1, 1.0, True, None, -3, 2**70, (1, 2)]
+    rows: list[Any] = []
+    for _ in range(600):
+        values: Any = [rng.choice(keys), rng.choice(keys)]
+        if rng.randrange(10) == 0:
+            values[rng.randrange(2)] = Key(rng.choice(("user-1", "zz")))
+        if rng.randrange(20) == 0:
+            values[rng.randrange(2)] = rng.choice(([1, "a"], {"a": 1}, object()))
+        if rng.randrange(30) == 0:
+            values = values[:1]
+        if rng.randrange(4) == 0:
+            values = tuple(values)
+        rows.append((values, 3 if rng.randrange(40) == 0 else None))
+    pure = _routed(topology, rows, False, monkeypatch)
+    native_ = _routed(topology, rows, True, monkeypatch)
+    assert native_[1] == pure[1] > 1000  # emits past the checks each took a seq
+    assert repr(native_[0]) == repr(pure[0])
+    assert any(type(t) is tuple and type(t[0]) is type for t in pure[0])
+    # equal targets from the memo are one object (cwire.Deliver finds its plan by identity)
+    memoized = [t for t, (values, direct) in zip(native_[0][len(rows):], rows)
+                if direct is None and len(values) == 2 and all(type(v) is str for v in values)]
+    assert len({id(t) for t in memoized}) == len(set(memoized)) and len(memoized) > 100
+
+
 def _stage_rows(redis_url: str, monkeypatch: Any, raw: bool) -> tuple[pa.Table, list[pa.Table]]:
     """VariedTopo's two stages on one path: the varied stage's rows, then each totals
     task's rows (its input: the varied stage's rows for it, with a beacon)."""
@@ -223,7 +393,10 @@ def _stage_rows(redis_url: str, monkeypatch: Any, raw: bool) -> tuple[pa.Table, 
     from stormshift.engines.spark.task.stage import StageJob, run_partition
 
     if not raw:
-        for module, name in ((K, "_UNPACK"), (K, "_MAKE"), (O, "_CWIRE"), (R, "_CWIRE")):
+        from stormshift.adapters import fastpath as F
+
+        for module, name in ((K, "_UNPACK"), (K, "_MAKE"), (K, "_CWIRE"), (O, "_CWIRE"),
+                             (R, "_CWIRE"), (F, "_CWIRE")):
             monkeypatch.setattr(module, name, None)
         monkeypatch.setattr(R, "RAW_CELLS", False)
     layout = Layout(load_topology(outtopo.VariedTopo))

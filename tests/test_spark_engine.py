@@ -67,6 +67,27 @@ def test_every_grouping_kind_delivers_like_storm(spark, redis_url, namespace, tm
     assert s["fields_seen"].tuples_in == N and s["all_seen"].tuples_in == 2 * N
 
 
+def test_a_stage_input_split_into_tiny_arrow_batches_delivers_the_same(spark, redis_url, namespace,
+                                                                      tmp_path):
+    """``RUNTIME_SIZES`` bounds a stage's Arrow input in bytes, so one partition comes in
+    several batches: here one row each (the bound below any row), every tuple once."""
+    from stormshift.engines.spark.runtime.session import RUNTIME_SIZES
+
+    key = "spark.sql.execution.arrow.maxBytesPerBatch"
+    spark.conf.set(key, "1")  # the user's size: kept by the engine's configure_session
+    try:
+        s = run(spark, load_topology(sparktopo.Groupings), tmp_path, redis_url, namespace)
+        assert spark.conf.get(key) == "1"
+    finally:
+        spark.conf.set(key, RUNTIME_SIZES[key])
+    everything = list(range(N))
+    assert s.stop_reason == "done" and s["numbers"].tuples_out == N
+    assert sorted(n for _, n in s.output("fields_seen", "seen")) == everything
+    all_seen = by_task(s.output("all_seen", "seen"))
+    assert {t: sorted(ns) for t, ns in all_seen.items()} == {0: everything, 1: everything}
+    assert s["fields_seen"].tuples_in == N and s["all_seen"].tuples_in == 2 * N
+
+
 def test_state_join_and_poison_tuple_dead_lettered(spark, redis_url, namespace, tmp_path):
     from stormshift.state.connection import connect
     from stormshift.state.deadletter import DeadLetters

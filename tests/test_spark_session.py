@@ -13,10 +13,15 @@ import pytest
 
 from stormshift.engines.spark.runtime.session import (
     LOCAL_GC_OPTIONS,
+    LOCAL_MALLOC_ENV,
     LOG4J2_FILE,
+    RUNTIME_SIZES,
     driver_gc_conf,
     driver_jit_conf,
     driver_log_conf,
+    driver_malloc_env,
+    malloc_arenas,
+    runtime_sizes,
 )
 
 
@@ -61,6 +66,58 @@ def test_the_users_collector_or_heap_sizes_keep_the_jvms_collector(monkeypatch) 
     assert driver_gc_conf("spark://127.0.0.1:7077", {}) == {}
     monkeypatch.setenv("SPARK_DRIVER_MEMORY", "8g")
     assert driver_gc_conf("local[2]", {}) == {}
+
+
+def test_a_local_driver_jvm_starts_with_two_malloc_arenas_unless_the_user_chose() -> None:
+    assert LOCAL_MALLOC_ENV == {"MALLOC_ARENA_MAX": "2"}
+    assert driver_malloc_env("local[2]", {}) == {"MALLOC_ARENA_MAX": "2"}
+    assert driver_malloc_env("local", {"GLIBC_TUNABLES": "glibc.malloc.tcache_count=0"}) == {
+        "MALLOC_ARENA_MAX": "2"}
+    assert driver_malloc_env("local[2]", {"MALLOC_ARENA_MAX": "8"}) == {}
+    assert driver_malloc_env("local[2]", {"GLIBC_TUNABLES": "glibc.malloc.arena_max=4"}) == {}
+    assert driver_malloc_env("spark://127.0.0.1:7077", {}) == {}
+    environ = {"PATH": "/usr/bin"}
+    with malloc_arenas("local[2]", environ):
+        assert environ == {"PATH": "/usr/bin", "MALLOC_ARENA_MAX": "2"}
+    assert environ == {"PATH": "/usr/bin"}  # only while the JVM starts
+    environ = {"MALLOC_ARENA_MAX": "8"}
+    with malloc_arenas("local[2]", environ):
+        assert environ == {"MALLOC_ARENA_MAX": "8"}
+    assert environ == {"MALLOC_ARENA_MAX": "8"}  # the user's, kept
+
+
+def test_arrow_batches_to_python_are_bounded_in_bytes_unless_the_user_chose() -> None:
+    key = "spark.sql.execution.arrow.maxBytesPerBatch"
+    assert RUNTIME_SIZES == {key: str(4 << 20)}
+    assert runtime_sizes(lambda k: False) == {key: "4194304"}
+    assert runtime_sizes(lambda k: k == key) == {}
+    assert runtime_sizes(lambda k: k == "spark.sql.execution.arrow.maxRecordsPerBatch") == {key: "4194304"}
+
+
+@pytest.mark.spark
+def test_the_driver_jvm_gets_the_arenas_and_its_python_workers_inherit_them(tmp_path) -> None:
+    """A real local session: the variable reaches the driver JVM's environment and the
+    workers it starts, and leaves the driver's own; the Arrow byte bound is set, and a size
+    the user set on the session is kept when the engine configures it again."""
+    code = (
+        "import os\n"
+        "os.environ.pop('MALLOC_ARENA_MAX', None)\n"
+        "from stormshift.engines.spark.runtime.session import build_session\n"
+        "s = build_session('local[1]', shuffle_partitions=1, conf={'spark.ui.enabled': 'false'})\n"
+        "jvm = s.sparkContext._jvm.java.lang.System.getenv('MALLOC_ARENA_MAX')\n"
+        "print('BYTES', s.conf.get('spark.sql.execution.arrow.maxBytesPerBatch'))\n"
+        "from stormshift.engines.spark.runtime.session import configure_session\n"
+        "s.conf.set('spark.sql.execution.arrow.maxBytesPerBatch', '1048576')\n"
+        "configure_session(s)\n"
+        "print('MINE', s.conf.get('spark.sql.execution.arrow.maxBytesPerBatch'))\n"
+        "rdd = s.sparkContext.parallelize([0], 1)\n"
+        "worker = rdd.map(lambda _: __import__('os').environ.get('MALLOC_ARENA_MAX')).collect()[0]\n"
+        "print('JVM', jvm, 'WORKER', worker, 'DRIVER', os.environ.get('MALLOC_ARENA_MAX'))\n"
+        "s.stop()\n")
+    out = subprocess.run([sys.executable, "-c", code], check=False, capture_output=True, text=True,
+                         timeout=240, cwd=tmp_path)
+    assert "JVM 2 WORKER 2 DRIVER None" in out.stdout, out.stderr[-2000:]
+    assert "BYTES 4194304" in out.stdout and "MINE 1048576" in out.stdout  # a user's size kept
 
 
 def test_the_log4j2_file_ships_with_the_package_and_keeps_warnings() -> None:

@@ -27,6 +27,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from stormshift import native
 from stormshift.adapters.logging_capture import STORM_LEVEL_NAMES
 from stormshift.adapters.outbox import Emit, Outbox
 from stormshift.adapters.routing import Router
@@ -35,6 +36,7 @@ from stormshift.errors import TupleError
 from stormshift.topology.capabilities import Capabilities
 
 _INT64 = 2**63  # JSON ints Storm (Java long) can carry: -2**63 <= v < 2**63
+_CWIRE = native.load("stormshift.adapters.cwire")  # a delivered bolt emit in C, or None
 
 
 class Completion:
@@ -169,8 +171,13 @@ def bolt_emit(
     fields = emitter.fields
     check_wire = emitter.check_wire
     values_of = emitter.values
+    emit: Callable[..., Any]
+    if deliver is not None and _CWIRE is not None:  # this emit in C (adapters/cwire.pyx)
+        emit = _CWIRE.BoltEmit(routes, undeclared, task_ids, component, fields, values_of,
+                               to_wire, check_wire, deliver).emit
+        return emit if not batching else _batching(emit)
 
-    def emit(
+    def emit(  # type: ignore[no-redef]
         tup: Any,
         stream: str | None = None,
         anchors: Sequence[Any] | None = None,
@@ -223,8 +230,11 @@ def bolt_emit(
             return task_ids(targets)
         return None
 
-    if not batching:
-        return emit
+    return emit if not batching else _batching(emit)
+
+
+def _batching(emit: Callable[..., Any]) -> Callable[..., None]:
+    """``BatchingBolt.emit``'s signature (keywords only, no task ids) over ``emit``."""
 
     def batching_emit(
         tup: Any,

@@ -83,6 +83,10 @@ class Kernel:
         anchors = anchors and not host.batching
         dispatch, rejected = self.dispatch, self.rejected
         empty = EMPTY
+        if batch and _CWIRE is not None:  # the same attempt in C (adapters/cwire.pyx)
+            return _CWIRE.Attempt(inst, process, done, fails, emits, outbox.acks, failure,
+                                  dispatch, rejected, cache, empty, track, anchors, auto_ack_ok,
+                                  fast_ack, (_EMIT, _RAISED, _ENCODE, _FAILED), TupleError)
 
         def attempt(tup: Tuple) -> tuple[Outcome, Any] | None:
             if done:
@@ -169,6 +173,19 @@ class Kernel:
         observe = latency.observe_ns if latency is not None else None
         sample, clock = SAMPLE_EVERY - 1, perf_counter_ns
         unpack, build = _UNPACK, _MAKE
+        if _CWIRE is not None and build is not None:  # the per-tuple loop in C (cwire.pyx)
+            runner = _CWIRE.Runner(prefix, _DIGITS, _PADDED, skip,  # type: ignore[union-attr]
+                                   on_skip, on_outcome, attempt, observe, clock, sample,
+                                   Outcome.ARITY, TupleError)
+            run = runner.run
+            for src, sid, values_list in chunks:
+                known = shapes.get((src, sid))
+                if known is None:
+                    known = shapes[(src, sid)] = self._shape(*shape(src, sid))
+                if type(values_list) is memoryview:
+                    values_list = unpack(values_list, known[2], known[3])  # type: ignore[misc]
+                run(values_list, src, *known)
+            return runner.count  # type: ignore[no-any-return]
         for src, sid, values_list in chunks:
             known = shapes.get((src, sid))
             if known is None:

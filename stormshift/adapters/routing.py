@@ -34,6 +34,7 @@ from collections.abc import Callable, Sequence
 from operator import itemgetter
 from typing import Any
 
+from stormshift import native
 from stormshift.adapters.direct_routes import compile_direct
 from stormshift.adapters.hashing import STR_SEED, hash_one, stable_hash
 from stormshift.errors import TupleError
@@ -54,6 +55,7 @@ RouteFn = Callable[[Sequence[Any], "int | None"], Targets]
 _ROUND_ROBIN = (GroupingKind.SHUFFLE, GroupingKind.NONE, GroupingKind.LOCAL_OR_SHUFFLE)
 _CONSTANT = (GroupingKind.GLOBAL, GroupingKind.ALL)
 _MEMO_MAX = 1 << 16  # distinct str keys remembered per stream (routing of hot keys)
+_CWIRE = native.load("stormshift.adapters.cwire")  # route_keyed in C, or None
 
 
 # -- the pure choice ---------------------------------------------------
@@ -277,9 +279,13 @@ class Router:
         if not positions:
             return None
         arity = len(stream.fields)
+        if _CWIRE is not None:  # the same route in C (adapters/cwire.pyx)
+            return _CWIRE.KeyedRoute(arity, check, no_direct, seq,  # type: ignore[no-any-return]
+                                     tuple(positions), pickers, _MEMO_MAX)
         key_of = itemgetter(*positions)
         memo: dict[Any, Targets] = {}
-        single = len(positions) == 1
+        same: dict[Targets, Targets] = {}  # one object per distinct targets (a deliver's plan
+        single = len(positions) == 1       # is found by identity first: cwire.Deliver)
 
         # The checks and the picker loop of route_many, inlined on purpose: a shared helper
         # costs one more call per emit (see _picker).
@@ -301,7 +307,7 @@ class Router:
                     out += pick(values, s)
                 if len(memo) < _MEMO_MAX and (type(key) is str if single
                                               else all(type(k) is str for k in key)):
-                    memo[key] = out
+                    memo[key] = out = same.setdefault(out, out)
             return out
 
         return route_keyed

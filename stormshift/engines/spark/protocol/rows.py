@@ -346,11 +346,11 @@ class RowBuilder:
         return write
 
     def _close(self, dest: int, c: list[Any]) -> None:
-        parts = c[4:]
+        """The open chunk ``c`` becomes a row: its parts joined once (one page resize, not
+        one per part)."""
         page = self._page(c[3] + 5)
-        page += _array_header(len(parts))
-        for part in parts:
-            page += part
+        page += _array_header(len(c) - 4)
+        page += b"".join(c[4:])
         self._append(dest, _TUPLE, c[0], c[2], c[1], len(page))
 
     def _row(self, dest: int, kind: int, src: int, seq: int, sid: int, v: bytes) -> None:

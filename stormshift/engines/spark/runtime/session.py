@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 import re
 import warnings
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
@@ -13,9 +13,27 @@ from typing import Any
 from stormshift.engines.spark.runtime.classcache import plan_archive
 from stormshift.engines.spark.runtime.launcher import worker_python
 
-__all__ = ["LOCAL_GC_OPTIONS", "LOG4J2_FILE", "QUIET_LOGGERS", "RUNTIME_CONF", "build_session", "configure_session",
-           "driver_gc_conf", "driver_jit_conf", "driver_log_conf", "local_bind_conf", "loopback_ui", "quiet_logs",
-           "ui_link", "worker_conf"]
+__all__ = [
+    "LOCAL_GC_OPTIONS",
+    "LOCAL_MALLOC_ENV",
+    "LOG4J2_FILE",
+    "QUIET_LOGGERS",
+    "RUNTIME_CONF",
+    "RUNTIME_SIZES",
+    "build_session",
+    "configure_session",
+    "driver_gc_conf",
+    "driver_jit_conf",
+    "driver_log_conf",
+    "driver_malloc_env",
+    "local_bind_conf",
+    "loopback_ui",
+    "malloc_arenas",
+    "quiet_logs",
+    "runtime_sizes",
+    "ui_link",
+    "worker_conf",
+]
 
 LOOPBACK = "127.0.0.1"
 
@@ -29,6 +47,11 @@ RUNTIME_CONF = {
     "spark.sql.execution.arrow.maxRecordsPerBatch": "100000",
     "spark.sql.streaming.noDataMicroBatches.enabled": "false",
 }
+
+# Runtime SQL sizes, set unless the user chose them (``runtime_sizes``): a stage's input goes
+# to Python in Arrow batches of at most 4 MiB (its output leaves in pages of the same size:
+# ``protocol/rows.py``).
+RUNTIME_SIZES = {"spark.sql.execution.arrow.maxBytesPerBatch": str(4 << 20)}
 
 
 # Spark loggers whose WARN lines are noise on a stormshift console (level raised to ERROR).
@@ -69,7 +92,7 @@ def build_session(master: str, *, app_name: str = "stormshift", shuffle_partitio
         conf = {**conf, **_more_driver_options(conf, archive.options())}
     for key, value in {**worker_conf(master), **conf, **driver_log_conf(conf)}.items():
         builder = builder.config(key, value)
-    with worker_python(master, conf), loopback_ui(master, conf):
+    with worker_python(master, conf), loopback_ui(master, conf), malloc_arenas(master):
         session = builder.getOrCreate()
     if archive is not None:
         archive.finish_at_exit(session)
@@ -154,6 +177,41 @@ def driver_gc_conf(master: str, conf: Mapping[str, str]) -> dict[str, str]:
     return {"spark.driver.extraJavaOptions": f"{options} {LOCAL_GC_OPTIONS}".strip()}
 
 
+# glibc's malloc in the driver JVM: two arenas (its default: eight per core).
+LOCAL_MALLOC_ENV = {"MALLOC_ARENA_MAX": "2"}
+
+
+def driver_malloc_env(master: str, environ: Mapping[str, str] = os.environ) -> dict[str, str]:
+    """On a local master, ``LOCAL_MALLOC_ENV`` for the driver JVM's environment, unless the
+    user chose the arenas (``MALLOC_ARENA_MAX``, or ``arena_max`` in ``GLIBC_TUNABLES``).
+
+    Why: a stormshift run's driver JVM makes its native allocations from a few hundred
+    threads (Spark's task, Python runner and block manager pools grow batch after batch),
+    and glibc gives threads arenas of their own, up to eight per core: each arena keeps
+    the memory its threads freed, so the JVM's RSS grew beyond what it tracks, by what
+    no JVM setting bounds (``bench/history.md``, 2026-11-28 eleventh session, jvmdisk). Two
+    arenas keep the freed memory in two places to reuse. The Python workers the JVM starts
+    inherit the variable (mostly one thread each: no contention). Left alone on a cluster,
+    where the executors' JVMs are not started from here."""
+    if not _is_local(master) or "MALLOC_ARENA_MAX" in environ \
+            or "arena_max" in environ.get("GLIBC_TUNABLES", ""):
+        return {}
+    return dict(LOCAL_MALLOC_ENV)
+
+
+@contextmanager
+def malloc_arenas(master: str, environ: dict[str, str] | os._Environ[str] = os.environ) -> Iterator[None]:
+    """While the driver JVM starts: ``driver_malloc_env`` in ``environ`` (pyspark copies
+    ``os.environ`` into the JVM's), restored afterwards."""
+    ours = driver_malloc_env(master, environ)
+    environ.update(ours)
+    try:
+        yield
+    finally:
+        for key in ours:
+            environ.pop(key, None)
+
+
 def worker_conf(master: str) -> dict[str, str]:
     """Settings for the Python workers of ``master``: on a local master (workers run the
     driver's Python, where stormshift is installed) the daemon that imports pyspark from
@@ -204,6 +262,20 @@ def ui_link(session: Any) -> str | None:
     return session.sparkContext.uiWebUrl  # type: ignore[no-any-return]
 
 
+def runtime_sizes(chosen: Callable[[str], bool]) -> dict[str, str]:
+    """``RUNTIME_SIZES`` but those the user set (``chosen(key)``: the session's SQL conf has it).
+
+    Why a byte bound: a row carries a chunk of up to 32 tuples (``protocol/rows.py``), so
+    ``maxRecordsPerBatch`` alone let one Arrow batch hold a whole partition of a big
+    micro-batch (tens of MiB). The driver JVM builds each batch in native memory, growing
+    its buffers by doubling, and glibc kept those freed buffers: the driver JVM's RSS
+    (``bench/history.md``, 2026-11-28 eleventh session, jvmdisk)."""
+    return {key: value for key, value in RUNTIME_SIZES.items() if not chosen(key)}
+
+
 def configure_session(session: Any) -> None:
     for key, value in RUNTIME_CONF.items():
+        session.conf.set(key, value)
+    sql = session._jsparkSession.sessionState().conf()
+    for key, value in runtime_sizes(sql.contains).items():
         session.conf.set(key, value)

@@ -86,6 +86,9 @@ class MemberOutput:
         leaf = 0  # emits on a leaf stream
         stray = 0  # emits without targets on a stream that has consumers (none today)
 
+        if _CWIRE is not None:  # the same deliver in C (adapters/cwire.pyx)
+            return self._compile_c(plans, write, first_seq)
+
         def deliver(stream: str, values: list[Any], targets: Any) -> None:
             nonlocal leaf, stray
             if not targets:  # a leaf emit: the sink's (a drop sink only counts it)
@@ -126,6 +129,25 @@ class MemberOutput:
 
         self.settle = settle
         return deliver
+
+    def _compile_c(self, plans: dict[str, dict[Any, Any]], write: Any,
+                   first_seq: int) -> Callable[[str, list[Any], Any], None]:
+        """``_compile``'s ``deliver`` and ``settle`` with ``cwire.Deliver`` (its counts are
+        C ints on the object)."""
+        task_id, out, stats = self.task_id, self.out, self.stats
+        c = _CWIRE.Deliver(plans, self._plan, self.misrouted, self.bad, self.leaf_streams,  # type: ignore[union-attr]
+                           self.kept, self.leaves, self.queues, task_id, write)
+
+        def settle() -> None:
+            nonlocal first_seq
+            now = out.emitted(task_id)
+            stats.tuples_out += now - first_seq + c.leaf + c.stray
+            stats.leaf += c.leaf
+            c.leaf = c.stray = 0
+            first_seq = now
+
+        self.settle = settle
+        return c  # type: ignore[no-any-return]
 
     def _plan(self, stream: str, targets: Any,
               values: Any = ()) -> tuple[tuple[int, ...], tuple[str, ...], int]:
