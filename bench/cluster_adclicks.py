@@ -23,8 +23,10 @@ The executors on loopback share this machine's Python, so the phases import the
 installed (compiled) stormshift, as a cluster where it is pip-installed would.
 
 From the event logs (Spark's own record of every task: executor, host, run
-time) it prints per executor the tasks and their run time; events/s after the
-first batch, and the ratio per report. Usage (heavy)::
+time) it prints per executor the tasks and their run time; per stormshift bolt, how
+its tasks found their live state (reused, caught up, restored, started: after the
+first batch a catch-up or restore means a task ran away from its live instance);
+events/s after the first batch, and the ratio per report. Usage (heavy)::
 
     flock /tmp/stormshift-heavy.lock python bench/cluster_adclicks.py --events 400000 --batch 100000
 """
@@ -164,6 +166,9 @@ def show(name: str, res: dict[str, Any]) -> None:
     print(f"{name:>10}: {res['events']:,} events, {res['batches']} batches, "
           f"{res['steady_events_per_s']:,.0f} events/s after the first batch, batch p50 "
           f"{res['batch_ms_p50']:,.0f} ms" + (f"; {res['check']}" if "check" in res else ""))
+    for component, (reused, caught_up, restored, started) in sorted(res.get("state", {}).items()):
+        print(f"{'':>12}{component}: tasks reused {reused}, caught up {caught_up}, restored "
+              f"{restored}, started {started}")
     execs = res["executors"]
     run_total = sum(e["run_s"] for e in execs.values()) or 1.0
     for key in sorted(execs):

@@ -556,7 +556,17 @@ def run_stormshift(args: argparse.Namespace, data: Path) -> dict[str, Any]:
         "steady_cpu": steady_cpu(rss, ends, sizes),
         "driver_steps_ms": {k: statistics.median(v[1:] or v) for k, v in steps.items()},
         "tuples_in": {c.name: c.tuples_in for c in summary.components.values()},
+        "state": state_found(summary),
     }
+
+
+def state_found(summary: Any) -> dict[str, list[int]]:
+    """Per bolt whose tasks ran on Spark: how its tasks found their live state over the
+    run (reused, caught up, restored, started; the summary's state table). A catch-up
+    or restore is a task that ran where its live instance was not (issue 32: 0 on a
+    local master, and on a cluster only after the executors change)."""
+    return {s.name: [s.reused, s.caught_up, s.restored, s.started]
+            for s in summary.components.values() if s.reused + s.caught_up + s.restored + s.started}
 
 
 def on_line(line: str, batches: list[tuple[int, float]], ends: list[float]) -> None:

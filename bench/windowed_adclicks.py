@@ -129,6 +129,7 @@ def run_stormshift(args: argparse.Namespace, data: Path) -> dict[str, Any]:
         "steady_events_per_s": base.steady_rate(sizes, durations), "batches": len(sizes),
         "batch_ms_p50": base.percentile(durations, 50), "peak_rss": rss.peaks,
         "minutes_by_label": {f"{ad}|{minute}": [v[2], v[4]] for (ad, minute), v in latest.items()},
+        "state": base.state_found(summary),
     }
 
 
