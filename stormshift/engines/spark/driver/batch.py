@@ -105,6 +105,7 @@ class BatchConfig:
     txid_base: int
     max_attempts: int = 3
     task_hosts: int = 0  # task host slots per executor (``task/task_host.py``); 0: none
+    home_key: bytes = b""  # tasks' homes on other executors (``task/homes.py``); b"": off
 
 
 class BatchRunner:
@@ -254,7 +255,7 @@ class BatchRunner:
         c = self.cfg
         return StageJob(c.layout, stage, txid, frozenset(t for t in ticks if t in stage.members),
                         c.redis_url, c.namespace, c.state_key, c.sink, c.max_attempts, time_,
-                        c.task_hosts)
+                        c.task_hosts, c.home_key)
 
     # -- step 4 ------------------------------------------------------------
     def _gather(self, result: BatchResult, time_: BatchTime | None = None) -> None:

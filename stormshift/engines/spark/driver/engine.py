@@ -180,11 +180,12 @@ class SparkEngine:
         tick_ms = min(intervals.values()) if intervals else 0
         summary = RunSummary.for_graph(self.graph, "spark")
         summary.warnings.extend(notes)  # an upgrade's and a rebalance's, from start-up
+        from stormshift.engines.spark.task.homes import home_key_for
         from stormshift.engines.spark.task.task_host import slots_for
 
         hosts = slots_for(self.graph.config, spark.sparkContext.defaultParallelism)
         cfg = BatchConfig(self.layout, self.namespace, url, state_key, self.sink, base, self.max_attempts,
-                          hosts)
+                          hosts, home_key_for(self.graph.config, spark.sparkContext.master) if hosts else b"")
         ticks = TickRecorder(r, self.namespace, intervals, os.path.join(self.checkpoint_dir, "spark"))
 
         from stormshift.state.deadletter import DeadLetters

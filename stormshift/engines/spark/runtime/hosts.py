@@ -69,9 +69,9 @@ def dial(path: Path) -> socket.socket | None:
 
 
 def connect(path: Path, owner: int, module: str, what: str, wait_secs: float,
-            error: type[Exception] = StormshiftError) -> socket.socket:
-    """The host at ``path``, started as ``python -m module PATH OWNER`` (detached, in a
-    session of its own) if none listens; ``error`` if it does not listen within
+            error: type[Exception] = StormshiftError, extra: tuple[str, ...] = ()) -> socket.socket:
+    """The host at ``path``, started as ``python -m module PATH OWNER *extra`` (detached,
+    in a session of its own) if none listens; ``error`` if it does not listen within
     ``wait_secs``."""
     sock = dial(path)
     if sock is not None:
@@ -80,7 +80,7 @@ def connect(path: Path, owner: int, module: str, what: str, wait_secs: float,
     path.parent.mkdir(mode=0o700, exist_ok=True)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
     with open(path.with_suffix(".log"), "ab") as err:
-        subprocess.run([sys.executable, "-m", module, str(path), str(owner)], env=env,
+        subprocess.run([sys.executable, "-m", module, str(path), str(owner), *extra], env=env,
                        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
                        start_new_session=True, check=True, timeout=wait_secs)
     deadline = time.monotonic() + wait_secs
@@ -93,13 +93,13 @@ def connect(path: Path, owner: int, module: str, what: str, wait_secs: float,
                 f"see {path.with_suffix('.log')}")
 
 
-def detach(argv: list[str]) -> tuple[Path, int]:
-    """A host's ``python -m MODULE PATH OWNER``: ``(path, owner)`` in a forked child, so
-    the starter (``connect``'s ``subprocess.run``) returns at once."""
+def detach(argv: list[str]) -> tuple[Path, int, list[str]]:
+    """A host's ``python -m MODULE PATH OWNER [EXTRA...]``: ``(path, owner, extra)`` in a
+    forked child, so the starter (``connect``'s ``subprocess.run``) returns at once."""
     path, owner = Path(argv[0]), int(argv[1])
     if os.fork() > 0:
         os._exit(0)
-    return path, owner
+    return path, owner, argv[2:]
 
 
 def owner_alive(owner: int) -> bool:
@@ -112,12 +112,17 @@ def owner_alive(owner: int) -> bool:
     return True
 
 
+Remote = Callable[[], tuple[socket.socket, Callable[[socket.socket], bool]]]
+
+
 def serve(path: Path, owner: int, handle: Callable[[socket.socket], bool], idle_secs: float,
-          backlog: int = 16) -> None:
+          backlog: int = 16, remote: Remote | None = None) -> None:
     """Listen at ``path`` (one host per path: a lock file) and ``handle`` each connection
     (it closes nothing; False stops the host) until stopped, idle for ``idle_secs`` or
-    the owner is gone; then remove the socket, the lock, an empty log and, for the
-    owner's last host, its directory."""
+    the owner is gone; then remove the socket, the lock, its ``.addr``, an empty log and,
+    for the owner's last host, its directory. ``remote()``, called once this process owns
+    the path, gives a second listener (TCP) whose connections are handled once its
+    ``admit`` says so."""
     lock = open(path.with_suffix(".lock"), "w")  # noqa: SIM115 (held for the process's life)
     try:
         fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -125,24 +130,31 @@ def serve(path: Path, owner: int, handle: Callable[[socket.socket], bool], idle_
         return  # another host serves this path
     with contextlib.suppress(FileNotFoundError):
         path.unlink()
+    far, admit = remote() if remote is not None else (None, None)
     server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
     server.bind(str(path))
     server.listen(backlog)
+    listeners = [server] if far is None else [server, far]
     last = time.monotonic()
     try:
         while owner_alive(owner) and time.monotonic() - last < idle_secs:
-            ready, _, _ = select.select([server], [], [], 0.5)
+            ready, _, _ = select.select(listeners, [], [], 0.5)
             if not ready:
                 continue
-            sock, _ = server.accept()
+            listener = ready[0]
+            sock, _ = listener.accept()
             try:
+                if listener is far and admit is not None and not admit(sock):
+                    continue
                 if not handle(sock):
                     break
             finally:
                 sock.close()
             last = time.monotonic()
     finally:
-        for leftover in (path, path.with_suffix(".lock")):
+        if far is not None:
+            far.close()
+        for leftover in (path, path.with_suffix(".lock"), path.with_suffix(".addr")):
             with contextlib.suppress(FileNotFoundError):
                 leftover.unlink()
         server.close()

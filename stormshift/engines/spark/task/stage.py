@@ -98,6 +98,7 @@ class StageJob:
     max_attempts: int = 3
     time: BatchTime | None = None  # windows and end of input (``windowing.py``)
     task_hosts: int = 0  # host slots per executor (``task_host.py``); 0: run in the worker
+    home_key: bytes = b""  # the run's key for tasks' homes on other executors (``homes.py``)
 
 
 class _Member:

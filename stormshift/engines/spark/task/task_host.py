@@ -39,6 +39,7 @@ assignment ``slot_of`` is a pure function of the global task id.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import os
 import pickle
@@ -54,6 +55,7 @@ from typing import Any
 import pyarrow as pa
 
 from stormshift.engines.spark.runtime import hosts
+from stormshift.engines.spark.task import homes as homes_mod
 from stormshift.engines.spark.task.collector import task_collections
 from stormshift.errors import FencedError, StormshiftError
 
@@ -168,9 +170,29 @@ def _connect(path: Path) -> socket.socket | None:
     return hosts.dial(path)
 
 
-def connect(path: Path, owner: int) -> socket.socket:
-    """The task host at ``path``, started if none listens (``runtime/hosts.py``)."""
-    return hosts.connect(path, owner, HOST_MODULE, "task host", START_WAIT_SECS, TaskHostError)
+def connect(path: Path, owner: int, homes: bool = False) -> socket.socket:
+    """The task host at ``path``, started if none listens (``runtime/hosts.py``); with
+    ``homes`` a host started here also listens for other executors' workers (``homes.py``)."""
+    extra = ("--homes", homes_mod.advertised_ip()) if homes else ()
+    return hosts.connect(path, owner, HOST_MODULE, "task host", START_WAIT_SECS, TaskHostError,
+                         extra)
+
+
+def _home_or_local(job: Any, dest: int, path: Path, owner: int) -> tuple[socket.socket, str | None]:
+    """A connection to the host that should run ``dest`` (``homes.py``): its home on another
+    executor when that answers, else this executor's slot host; with the address to record
+    as its home afterwards (None: nothing to record)."""
+    from stormshift.engines.spark.runtime.worker import redis_for
+
+    home = homes_mod.read_home(redis_for(job.redis_url), job.namespace, dest)
+    mine = homes_mod.local_addr(path)
+    if home is not None and home != mine:
+        far = homes_mod.dial_home(home, job.home_key)
+        if far is not None:
+            return far, None
+    sock = connect(path, owner, homes=True)
+    mine = mine or homes_mod.local_addr(path)
+    return sock, (mine if mine is not None and mine != home else None)
 
 
 def run_on_host(payload: bytes, digest: str, dest: int, job: Any, task: int, table: pa.Table,
@@ -185,11 +207,15 @@ def run_on_host(payload: bytes, digest: str, dest: int, job: Any, task: int, tab
     where = f"{job.stage.head}:{task} (txid {job.txid})"
     died = (f"stage task {where}: its task host (slot {slot}) died while running it; "
             "Spark's retry starts another, which restores from Redis")
-    sock = connect(socket_path(slot, owner), owner)
+    path = socket_path(slot, owner)
+    if job.home_key:
+        sock, new_home = _home_or_local(job, dest, path, owner)
+    else:
+        sock, new_home = connect(path, owner), None
     try:
         try:
             _send(sock, {"op": "run", "digest": digest, "jobs": payload, "dest": dest,
-                         "attempt": attempt})
+                         "attempt": attempt, "key": job.home_key})
             _send_rows(sock, table.to_batches(), table.schema)
         except OSError:
             pass  # the reply is None: the host died
@@ -206,6 +232,10 @@ def run_on_host(payload: bytes, digest: str, dest: int, job: Any, task: int, tab
             yield from _recv_rows(sock)
         except (OSError, pa.ArrowException) as exc:
             raise TaskHostError(f"{died} (while sending its rows: {exc})") from None
+        if new_home is not None:  # its live instance is here now: later batches come here
+            from stormshift.engines.spark.runtime.worker import redis_for
+
+            homes_mod.write_home(redis_for(job.redis_url), job.namespace, dest, new_home)
     finally:
         sock.close()
 
@@ -229,6 +259,14 @@ def stop_hosts(owner: int) -> int:
 class _Host:
     """The serving loop (its live instances are ``stage``'s ``TaskCache``, in this process)."""
 
+    def __init__(self) -> None:
+        # the run keys this host's own executor's workers sent (``homes.py``): a worker of
+        # another executor is admitted only when it proves one of these (newest first)
+        self.keys: collections.deque[bytes] = collections.deque(maxlen=8)
+
+    def admit(self, sock: socket.socket) -> bool:
+        return bool(self.keys) and homes_mod.admit(sock, self.keys)
+
     def serve(self, sock: socket.socket) -> bool:
         """One request; False on ``stop``."""
         msg = _recv(sock)
@@ -237,6 +275,9 @@ class _Host:
         if msg["op"] == "stop":
             _send(sock, {})
             return False
+        key = msg.get("key")
+        if key and key not in self.keys:
+            self.keys.appendleft(key)
         with task_collections():  # the young objects after the task, not the state (collector.py)
             self._serve_task(sock, msg)
         return True
@@ -287,14 +328,29 @@ class _Host:
             faults.in_task(None)
 
 
-def serve(path: Path, owner: int) -> None:
-    """Serve task requests at ``path`` until stopped, idle or the owner is gone."""
-    hosts.serve(path, owner, _Host().serve, IDLE_SECS, backlog=64)
+def serve(path: Path, owner: int, homes_ip: str | None = None) -> None:
+    """Serve task requests at ``path`` until stopped, idle or the owner is gone; with
+    ``homes_ip`` also other executors' workers, over TCP at that address (``homes.py``)."""
+    host = _Host()
+
+    def remote() -> tuple[socket.socket, Any]:
+        far = homes_mod.listen(homes_ip or "")
+        ip, port = far.getsockname()[:2]
+        addr = f"[{ip}]:{port}" if ":" in ip else f"{ip}:{port}"
+        tmp = path.with_suffix(".addr-new")
+        tmp.write_text(addr)
+        tmp.replace(path.with_suffix(".addr"))  # before the Unix socket: a worker reads it after
+        return far, host.admit
+
+    hosts.serve(path, owner, host.serve, IDLE_SECS, backlog=64,
+                remote=remote if homes_ip else None)
 
 
 def main(argv: list[str]) -> None:
-    """``python -m ...task_host PATH OWNER``: detach (the starter returns at once), serve."""
-    serve(*hosts.detach(argv))
+    """``python -m ...task_host PATH OWNER [--homes IP]``: detach (the starter returns at
+    once), serve."""
+    path, owner, extra = hosts.detach(argv)
+    serve(path, owner, extra[1] if extra[:1] == ["--homes"] and len(extra) > 1 else None)
 
 
 if __name__ == "__main__":

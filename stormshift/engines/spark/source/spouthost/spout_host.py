@@ -166,7 +166,8 @@ def serve(path: Path, owner: int) -> None:
 
 def main(argv: list[str]) -> None:
     """``python -m ...spout_host PATH OWNER``: detach (the starter returns at once), serve."""
-    serve(*hosts.detach(argv))
+    path, owner, _ = hosts.detach(argv)
+    serve(path, owner)
 
 
 if __name__ == "__main__":
