@@ -32,6 +32,9 @@ started by the first request that finds none, and exit when the owner is gone,
 after ``IDLE_SECS`` without a request, or on ``stop``. Messages are pickles
 with an 8-byte length: the socket is this user's only, as the spout hosts'.
 
+On a cluster the host that runs a task is its *home* executor's, whichever executor
+Spark gave the task to (``homes.py``): the worker sends the request there over TCP.
+
 Options: ``-o stormshift.task_hosts=false`` runs tasks in the workers as before;
 ``-o stormshift.task_hosts.slots=N`` (default: Spark's default parallelism). The
 assignment ``slot_of`` is a pure function of the global task id.
