@@ -71,6 +71,33 @@ def test_only_a_worker_that_proves_the_runs_key_is_admitted_and_the_host_proves_
     assert _handshake([], key) == (False, False)
 
 
+def test_a_busy_home_is_waited_for_and_a_gone_one_is_not(monkeypatch):
+    """A home host busy with other tasks accepts late: the task still goes there (a timeout
+    would move it off its live instance). A closed port is no home at all."""
+    import time
+
+    monkeypatch.setattr(homes, "HANDSHAKE_SECS", 0.3)
+    key = b"k" * 32
+    server = homes.listen("127.0.0.1")
+    addr = f"127.0.0.1:{server.getsockname()[1]}"
+    admitted: list[bool] = []
+
+    def busy_host() -> None:
+        time.sleep(1.0)  # serving another task first
+        conn, _ = server.accept()
+        admitted.append(homes.admit(conn, [key]))
+        conn.close()
+
+    thread = threading.Thread(target=busy_host)
+    thread.start()
+    sock = homes.dial_home(addr, key)
+    thread.join()
+    assert sock is not None and admitted == [True]
+    sock.close()
+    server.close()
+    assert homes.dial_home(addr, key) is None  # nothing listens there now
+
+
 @pytest.fixture
 def executors(monkeypatch):
     """Two live owners (two executors' Python daemons), a short socket directory, hosts on

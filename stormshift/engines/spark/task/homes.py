@@ -158,11 +158,14 @@ def dial_home(addr: str, key: bytes) -> socket.socket | None:
         sock = socket.create_connection((host.strip("[]"), int(port)), timeout=HANDSHAKE_SECS)
     except (OSError, ValueError):
         return None
+    # Connected: the host may be busy with other tasks before it takes this one, so the
+    # proof waits as long as the host lives (a dead host resets the connection; a vanished
+    # machine fails the keepalive), never a timeout that would move a task off its home.
+    sock.settimeout(None)
+    _keepalive(sock)
     if not prove(sock, key):
         sock.close()
         return None
-    sock.settimeout(None)
-    _keepalive(sock)
     return sock
 
 
