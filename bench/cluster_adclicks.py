@@ -59,6 +59,7 @@ from support.cluster_harness import (  # the cluster the tests start
 )
 
 HOSTS = ("127.0.0.1", "127.0.0.2")
+EXTRA_CONFS: dict[str, str] = {}  # --conf: every job of the run, both sides
 
 
 def executor_tasks(folder: Path) -> dict[str, dict[str, float]]:
@@ -81,7 +82,7 @@ def run_stormshift(cluster: StandaloneCluster, server: RedisServer, args: argpar
                    tmp: Path) -> dict[str, Any]:
     events_dir, log = tmp / "events-stormshift", tmp / "submit.log"
     events_dir.mkdir()
-    confs = {**APP_CONFS, **event_log_confs(events_dir), **cluster_confs()}
+    confs = {**APP_CONFS, **event_log_confs(events_dir), **cluster_confs(), **EXTRA_CONFS}
     argv = [str(sa.EXAMPLE), "--master", cluster.url, "--redis", server.url(1),
             "--checkpoint", str(tmp / "ck"), "--sink", "drop", "--build-dir", str(tmp / "build"),
             "--until-done", "--batch-max-tuples", str(args.batch),  # AdLogSpout: par 1
@@ -123,7 +124,7 @@ def run_phase(cluster: StandaloneCluster, script: Any, phase: str, argv: list[st
     events_dir = tmp / f"events-{label}"
     events_dir.mkdir()
     confs = {**APP_CONFS, **event_log_confs(events_dir), **cluster_confs(),
-             "spark.driver.host": "127.0.0.1"}
+             "spark.driver.host": "127.0.0.1", **EXTRA_CONFS}
     # the job's session is built inside the script: its JVM's arguments come from here
     words = ["--py-files", ",".join(str(BENCH / n) for n in ("spark_adclicks.py",
                                                                "windowed_adclicks.py"))]
@@ -187,7 +188,10 @@ def main(argv: list[str] | None = None) -> int:
                    "windowed (the event-time report), submit (stormshift submit, no baseline)")
     p.add_argument("--ship-stormshift", action="store_true",
                    help="ship stormshift.zip to the executors (from source) instead of the installed one")
+    p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                   help="a Spark setting for every job of the run (both sides)")
     args = p.parse_args(argv)
+    EXTRA_CONFS.update(kv.split("=", 1) for kv in args.conf)
     data = sa.ensure_data(args.events, args.batch, 2, Path(tempfile.gettempdir()) / "stormshift-bench")
     reports = args.report.split(",")
     want = wa.oracle(data) if "windowed" in reports else {}
