@@ -167,9 +167,38 @@ def test_a_task_runs_at_its_home_until_that_host_is_gone_then_where_spark_put_it
         assert home_b not in (None, home_a) and home_b == homes.local_addr(task_host.socket_path(0, b))
         assert batch(4, a, [7]) == [("k1", 18)]  # back on a: sent to b
         assert found(4) == (1, 0) and home() == home_b
+        # b's host killed: its .addr file stays behind, naming the home; the host that
+        # replaces it must become the home, not the stale address
+        b_path = task_host.socket_path(0, b)
+        stale = homes.local_addr(b_path)
+        _kill_host(b_path)
+        assert homes.local_addr(b_path) == stale == home()
+        assert batch(5, b, [13]) == [("k1", 13)]
+        assert home() == homes.local_addr(b_path) != stale
         # another run (a new key): b's host does not know it, so the task runs where it is
-        assert batch(5, a, [9], run_key=os.urandom(32)) == [("k1", 9)]
-        assert home() == homes.local_addr(task_host.socket_path(0, a)) != home_b
+        assert batch(6, a, [9], run_key=os.urandom(32)) == [("k1", 9)]
+        assert home() == homes.local_addr(task_host.socket_path(0, a)) != homes.local_addr(b_path)
     finally:
         for k in r.scan_iter(f"*{namespace}*"):
             r.delete(k)
+
+
+def _kill_host(path: Path) -> None:
+    """SIGKILL the task host serving ``path`` (found by its command line) and wait until
+    it has closed its files; it leaves its socket and ``.addr`` file behind."""
+    import signal
+    import time
+
+    out = subprocess.run(["ps", "-ww", "-eo", "pid=,args="], capture_output=True, text=True,
+                         check=True).stdout
+    (pid,) = [int(line.split()[0]) for line in out.splitlines()
+              if task_host.HOST_MODULE in line and str(path) in line]
+    os.kill(pid, signal.SIGKILL)
+    while True:
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except FileNotFoundError:
+            return
+        if stat.rsplit(")", 1)[1].split()[0] in ("Z", "X"):
+            return
+        time.sleep(0.01)

@@ -194,7 +194,7 @@ def _home_or_local(job: Any, dest: int, path: Path, owner: int) -> tuple[socket.
         if far is not None:
             return far, None
     sock = connect(path, owner, homes=True)
-    mine = mine or homes_mod.local_addr(path)
+    mine = homes_mod.local_addr(path)  # read again: a host started just now has a new one
     return sock, (mine if mine is not None and mine != home else None)
 
 
