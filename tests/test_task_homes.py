@@ -202,3 +202,32 @@ def _kill_host(path: Path) -> None:
         if stat.rsplit(")", 1)[1].split()[0] in ("Z", "X"):
             return
         time.sleep(0.01)
+
+
+@pytest.mark.redis
+def test_a_host_that_cannot_listen_for_other_executors_still_runs_its_executors_tasks(
+        redis_url, monkeypatch, executors):
+    import redis
+    from pyspark import cloudpickle
+
+    monkeypatch.setenv("SPARK_LOCAL_IP", "192.0.2.1")  # not this machine's (TEST-NET-1)
+    monkeypatch.setenv(OWNER_ENV, str(executors[0]))
+    r = redis.Redis.from_url(redis_url)
+    layout = Layout(load_topology(outtopo.EncodeTopo))
+    namespace = f"test-homes-{uuid.uuid4().hex[:10]}"
+    jobs = {s.head: StageJob(layout, s, 1, frozenset(), redis_url, namespace, b"k",
+                             SinkSpec("drop"), task_hosts=1, home_key=os.urandom(32))
+            for s in layout.stages}
+    payload = cloudpickle.dumps(jobs)
+    digest = hashlib.blake2b(payload, digest_size=16).hexdigest()
+    try:
+        out = list(run_partition(jobs, iter(outtopo.encoder_rows(layout, [1, 2])), None,
+                                 lambda *args: task_host.run_on_host(payload, digest, *args)))
+        assert sorted(tuple(v) for _s, _i, v in R.iter_rows(pa.Table.from_batches(out))) == \
+            [("k0", 2), ("k1", 1)]
+        assert homes.read_home(r, namespace, layout.first_task("encoder")) is None
+        log = task_host.socket_path(0, executors[0]).with_suffix(".log").read_text()
+        assert "cannot listen for other executors at '192.0.2.1'" in log and "SPARK_LOCAL_IP" in log
+    finally:
+        for k in r.scan_iter(f"*{namespace}*"):
+            r.delete(k)

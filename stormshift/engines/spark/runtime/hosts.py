@@ -112,7 +112,7 @@ def owner_alive(owner: int) -> bool:
     return True
 
 
-Remote = Callable[[], tuple[socket.socket, Callable[[socket.socket], bool]]]
+Remote = Callable[[], tuple[socket.socket | None, Callable[[socket.socket], bool] | None]]
 
 
 def serve(path: Path, owner: int, handle: Callable[[socket.socket], bool], idle_secs: float,

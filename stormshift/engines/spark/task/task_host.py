@@ -336,8 +336,13 @@ def serve(path: Path, owner: int, homes_ip: str | None = None) -> None:
     ``homes_ip`` also other executors' workers, over TCP at that address (``homes.py``)."""
     host = _Host()
 
-    def remote() -> tuple[socket.socket, Any]:
-        far = homes_mod.listen(homes_ip or "")
+    def remote() -> tuple[socket.socket | None, Any]:
+        try:
+            far = homes_mod.listen(homes_ip or "")
+        except OSError as exc:  # this executor's tasks then run where Spark puts them
+            print(f"task host {path.name}: cannot listen for other executors at {homes_ip!r} "
+                  f"({exc}); set SPARK_LOCAL_IP to this machine's address", file=sys.stderr)
+            return None, None
         ip, port = far.getsockname()[:2]
         addr = f"[{ip}]:{port}" if ":" in ip else f"{ip}:{port}"
         tmp = path.with_suffix(".addr-new")
