@@ -34,6 +34,7 @@ events/s after the first batch, and the ratio per report. Usage (heavy)::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import shlex
 import sys
@@ -188,6 +189,8 @@ def main(argv: list[str] | None = None) -> int:
                    "windowed (the event-time report), submit (stormshift submit, no baseline)")
     p.add_argument("--ship-stormshift", action="store_true",
                    help="ship stormshift.zip to the executors (from source) instead of the installed one")
+    p.add_argument("--keep", metavar="DIR", help="work in DIR and keep it (the event logs: "
+                   "events-*/, per stage and task)")
     p.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
                    help="a Spark setting for every job of the run (both sides)")
     args = p.parse_args(argv)
@@ -196,8 +199,10 @@ def main(argv: list[str] | None = None) -> int:
     reports = args.report.split(",")
     want = wa.oracle(data) if "windowed" in reports else {}
     results: dict[str, dict[str, Any]] = {}
-    with tempfile.TemporaryDirectory(prefix="bench-cluster-") as name:
-        tmp = Path(name)
+    with contextlib.ExitStack() as stack:
+        tmp = Path(args.keep) if args.keep else Path(stack.enter_context(
+            tempfile.TemporaryDirectory(prefix="bench-cluster-")))
+        tmp.mkdir(parents=True, exist_ok=True)
         cluster, server = StandaloneCluster(tmp / "cluster"), RedisServer(tmp / "redis")
         try:
             cluster.start()
