@@ -19,6 +19,7 @@ import pytest
 sys.path.insert(0, str(Path(__file__).parent / "spark_fixtures"))
 
 import chunktopo
+from support.processes import kill_and_wait
 
 from stormshift.engines.spark.records.chunks import ChunkHead, ChunkLog
 from stormshift.engines.spark.runtime.worker import redis_for
@@ -284,7 +285,6 @@ def test_reads_on_other_workers_do_not_replay_with_a_spout_host(redis_url: str, 
 @pytest.mark.redis
 def test_a_dead_spout_host_is_replaced_by_one_that_catches_up(redis_url: str, namespace: str) -> None:
     import os
-    import signal
 
     from stormshift.engines.spark.source.read import host_client
 
@@ -297,11 +297,8 @@ def test_a_dead_spout_host_is_replaced_by_one_that_catches_up(redis_url: str, na
         while not start.get("fin"):
             end = planner.latest_offset(start)
             if batch == 4:  # every host dies: the next reads start new ones, which replay
-                pids = _host_pids(os.getpid())
-                for pid in pids:
-                    os.kill(pid, signal.SIGKILL)
-                while not all(_exited(pid) for pid in pids):  # gone, not only signalled
-                    time.sleep(0.01)
+                kill_and_wait(_host_pids(os.getpid()),  # gone, not only signalled
+                              host_client.host_dir(os.getpid()).glob("*.sock"))
             for part in planner.partitions(start, end):
                 if part.number >= 0:
                     entries = chunk_entries(opts, part.task, part.number, part.limit)
@@ -313,16 +310,6 @@ def test_a_dead_spout_host_is_replaced_by_one_that_catches_up(redis_url: str, na
         assert all(s["fresh"] == 2 and s["replayed"] == 400 for s in stats), stats
     finally:
         host_client.stop_hosts(os.getpid())
-
-
-def _exited(pid: int) -> bool:
-    """``pid`` has closed its files: reaped, or a zombie. (Its command line empties
-    earlier, while its listening socket may still take a connection it never answers.)"""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except (FileNotFoundError, ProcessLookupError):
-        return True
-    return stat.rsplit(")", 1)[1].split()[0] in ("Z", "X")
 
 
 def _host_pids(owner: int) -> list[int]:

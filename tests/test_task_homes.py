@@ -34,6 +34,7 @@ from stormshift.topology.loader import load_topology
 
 sys.path.insert(0, str(Path(__file__).parent / "spark_fixtures"))
 import outtopo
+from support.processes import kill_and_wait
 
 
 def test_homes_are_off_on_a_local_master_and_on_for_a_cluster_unless_the_option_says():
@@ -185,23 +186,12 @@ def test_a_task_runs_at_its_home_until_that_host_is_gone_then_where_spark_put_it
 
 def _kill_host(path: Path) -> None:
     """SIGKILL the task host serving ``path`` (found by its command line) and wait until
-    it has closed its files; it leaves its socket and ``.addr`` file behind."""
-    import signal
-    import time
-
+    its socket refuses connections; it leaves that socket and its ``.addr`` file behind."""
     out = subprocess.run(["ps", "-ww", "-eo", "pid=,args="], capture_output=True, text=True,
                          check=True).stdout
     (pid,) = [int(line.split()[0]) for line in out.splitlines()
               if task_host.HOST_MODULE in line and str(path) in line]
-    os.kill(pid, signal.SIGKILL)
-    while True:
-        try:
-            stat = Path(f"/proc/{pid}/stat").read_text()
-        except FileNotFoundError:
-            return
-        if stat.rsplit(")", 1)[1].split()[0] in ("Z", "X"):
-            return
-        time.sleep(0.01)
+    kill_and_wait([pid], [path])
 
 
 @pytest.mark.redis

@@ -26,7 +26,7 @@ from pathlib import Path
 from stormshift.errors import StormshiftError
 
 __all__ = ["OWNER_ENV", "connect", "detach", "dial", "owner_alive", "owner_pid", "private_dir",
-           "serve"]
+           "recv_exact", "serve"]
 
 OWNER_ENV = "STORMSHIFT_SPOUT_OWNER"  # set by stormshift's worker daemon: its pid
 
@@ -66,6 +66,18 @@ def dial(path: Path) -> socket.socket | None:
         sock.close()
         return None
     return sock
+
+
+def recv_exact(sock: socket.socket, n: int) -> bytearray | None:
+    """The next ``n`` bytes from ``sock``; None if the peer closed first (OSError: it died)."""
+    buf = bytearray(n)
+    view, at = memoryview(buf), 0
+    while at < n:
+        got = sock.recv_into(view[at:], min(n - at, 1 << 22))
+        if not got:
+            return None
+        at += got
+    return buf
 
 
 def connect(path: Path, owner: int, module: str, what: str, wait_secs: float,

@@ -35,6 +35,8 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from stormshift.engines.spark.runtime.hosts import recv_exact
+from stormshift.errors import StormshiftError
 from stormshift.state import keys as K
 
 __all__ = ["HANDSHAKE_SECS", "HOMES_KEY", "admit", "advertised_ip", "dial_home", "home_key_for",
@@ -55,8 +57,6 @@ def home_key_for(config: Mapping[str, Any], master: str) -> bytes:
     if raw in _OFF:
         return b""
     if raw not in _ON and raw != "auto":
-        from stormshift.errors import StormshiftError
-
         raise StormshiftError(f"-o {HOMES_KEY}={config.get(HOMES_KEY)!r}: expected true, false "
                               "or auto (auto: on for a cluster master, off for local[...])")
     if raw == "auto" and master.strip().startswith("local"):
@@ -75,16 +75,12 @@ def _mac(key: bytes, side: bytes, first: bytes, second: bytes) -> bytes:
 
 # ------------------------------------------------------------ handshake ---------
 def _read(sock: socket.socket, n: int) -> bytes | None:
-    buf = b""
-    while len(buf) < n:
-        try:
-            got = sock.recv(n - len(buf))
-        except OSError:
-            return None
-        if not got:
-            return None
-        buf += got
-    return buf
+    """``n`` bytes of the handshake; None if the peer closed, died or timed out."""
+    try:
+        got = recv_exact(sock, n)
+    except OSError:
+        return None
+    return None if got is None else bytes(got)
 
 
 def admit(sock: socket.socket, keys: Iterable[bytes]) -> bool:

@@ -114,25 +114,14 @@ def _send(sock: socket.socket, obj: Any) -> None:
     sock.sendall(data)
 
 
-def _recv_exact(sock: socket.socket, n: int) -> bytearray | None:
-    buf = bytearray(n)
-    view, at = memoryview(buf), 0
-    while at < n:
-        got = sock.recv_into(view[at:], min(n - at, 1 << 22))
-        if not got:
-            return None
-        at += got
-    return buf
-
-
 def _recv(sock: socket.socket) -> Any:
     """The next message, or None when the peer closed the connection (or died)."""
     try:
-        head = _recv_exact(sock, _HEADER.size)
+        head = hosts.recv_exact(sock, _HEADER.size)
         if head is None:
             return None
         (size,) = _HEADER.unpack(head)
-        body = _recv_exact(sock, size)
+        body = hosts.recv_exact(sock, size)
     except OSError:
         return None
     return None if body is None else pickle.loads(body)
