@@ -45,21 +45,26 @@ _EMBEDDED_FILES = ("state.rdb", "appendonly.aof", "appendonlydir")
 
 
 def connect(url: str | None = None) -> Any:
-    """A Redis client for ``url`` (see module doc); raises StateError on a bad URL."""
+    """A Redis client for ``url`` (see module doc); InfraError (one line, exit 2 in the CLI)
+    for a URL of a shape no server can be at (``state/url.py``)."""
+    from stormshift.errors import InfraError
+    from stormshift.private import mask_url
+    from stormshift.state.url import check_url
+
     url = (url or os.environ.get("STORMSHIFT_REDIS") or os.environ.get("STORMSHIFT_REDIS_URL")
            or os.environ.get("REDIS_URL"))
     if not url:
         return embedded()
-    if url.startswith(("redis+cluster://", "rediss+cluster://")):
-        from redis.cluster import RedisCluster
+    check_url(url)
+    try:
+        if url.startswith(("redis+cluster://", "rediss+cluster://")):
+            from redis.cluster import RedisCluster
 
-        return RedisCluster.from_url(url.replace("+cluster", "", 1))
-    if not url.startswith(("redis://", "rediss://", "unix://")):
-        raise StateError(
-            f"state: Redis URL {url!r} has an unknown scheme; "
-            "fix: use redis://, rediss://, unix:// or redis+cluster://"
-        )
-    return redis.Redis.from_url(url)
+            return RedisCluster.from_url(url.replace("+cluster", "", 1))
+        return redis.Redis.from_url(url)
+    except ValueError as exc:  # a query option redis-py refuses (?socket_timeout=abc)
+        raise InfraError(f"Redis URL {mask_url(url)!r} cannot be used ({exc}). Fix: drop or "
+                         "correct the option after '?'") from None
 
 
 def embedded(directory: str | None = None) -> Any:
