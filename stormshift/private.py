@@ -109,11 +109,13 @@ def mask_url(url: str) -> str:
     The user info ends at the URL's LAST ``@`` (a password may hold ``@``, ``/`` or ``:``),
     so a malformed URL is over-masked rather than shown."""
     scheme, sep, rest = str(url).partition("://")
+    if not sep:  # no scheme (a malformed URL): what comes before an @ is still user info
+        scheme, rest = "", str(url)
     at = rest.rfind("@")
-    if not sep or at < 0:
+    if at < 0:
         return mask_text(str(url))
     user, colon, _password = rest[:at].partition(":")
-    return f"{scheme}://{user + ':' if colon else ''}{MASK}@{rest[at + 1:]}"
+    return f"{scheme}{sep}{user + ':' if colon else ''}{MASK}@{rest[at + 1:]}"
 
 
 def mask_text(text: str) -> str:

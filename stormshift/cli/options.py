@@ -66,12 +66,12 @@ def redis_option(help: str = "Redis URL of the state server (default: embedded R
                         callback=_checked_url)
 
 
-def _checked_url(_ctx: click.Context, _param: click.Parameter, value: str | None) -> str | None:
+def _checked_url(_ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
     """``--redis`` (or the environment's URL when it is not given) checked, or InfraError."""
     from stormshift.state.reach import configured_url
     from stormshift.state.url import check_url
 
-    url = configured_url(value)
+    url = configured_url(value) if getattr(param, "envvar", None) else value
     if url:
         check_url(url)
     return value

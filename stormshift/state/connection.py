@@ -11,7 +11,8 @@ command's) leaves it alone.
 
 Transient errors (connection refused/reset, timeouts, a server still loading
 its AOF, cluster failovers) are retried with exponential backoff; a fenced
-write never is: the attempt that gets ``FencedError`` must stop.
+write never is: the attempt that gets ``FencedError`` must stop; nor is a
+refused password (redis-py counts it as a connection error).
 """
 
 from __future__ import annotations
@@ -24,7 +25,13 @@ from typing import Any, TypeVar
 
 import redis
 from redis import exceptions as rex
-from tenacity import retry, retry_if_exception_type, stop_after_delay, wait_exponential
+from tenacity import (
+    retry,
+    retry_if_exception_type,
+    retry_if_not_exception_type,
+    stop_after_delay,
+    wait_exponential,
+)
 
 from stormshift.errors import FencedError, StateError
 from stormshift.state.keys import SCRIPTS
@@ -37,6 +44,8 @@ TRANSIENT: tuple[type[BaseException], ...] = (
     rex.ClusterDownError,
     rex.MasterDownError,
 )
+REFUSED: tuple[type[BaseException], ...] = (rex.AuthenticationError, rex.AuthorizationError)
+"""Connection errors by redis-py's classes, but no retry heals them: a refused password."""
 RETRY_SECS = float(os.environ.get("STORMSHIFT_REDIS_RETRY_SECS", "30"))
 _embedded: dict[str, Any] = {}
 _started: set[str] = set()  # directories whose embedded server this process started
@@ -145,9 +154,10 @@ def url_of(r: Any) -> str | None:
 
 
 def retrying(fn: Callable[..., T]) -> Callable[..., T]:
-    """Retry ``fn`` on transient Redis errors only (never on FencedError/StateError)."""
+    """Retry ``fn`` on transient Redis errors only (never on FencedError/StateError, nor
+    on a refused password: ``REFUSED``)."""
     return retry(
-        retry=retry_if_exception_type(TRANSIENT),
+        retry=retry_if_exception_type(TRANSIENT) & retry_if_not_exception_type(REFUSED),
         wait=wait_exponential(multiplier=0.05, max=2.0),
         stop=stop_after_delay(RETRY_SECS),
         reraise=True,

@@ -47,8 +47,9 @@ def check_url(url: str) -> str:
     if scheme.lower() == "unix":
         if not parts.path:
             raise _refuse(url, "names no socket path", "unix:///path/to/redis.sock?db=0")
-        _check_db(url, (query.get("db") or ["0"])[-1], cluster=False)
-        return url
+        _check_db(url, (query.get("db") or ["0"])[-1], cluster=False,
+                  fix="give the database as ?db=N, e.g. unix:///path/to/redis.sock?db=0")
+        return _redis_py_takes(url)
     if "@" in parts.path + parts.query + parts.fragment:
         raise _refuse(url, "its password holds '/', '?' or '#', which end the host part",
                       "percent-encode them in the password (%2F, %3F, %23)")
@@ -66,14 +67,27 @@ def check_url(url: str) -> str:
                       f"give a port from 1 to 65535 ({_EXAMPLE})")
     db = parts.path.strip("/") or (query.get("db") or ["0"])[-1]
     _check_db(url, db, cluster="+cluster" in scheme.lower())
+    return _redis_py_takes(url)
+
+
+def _redis_py_takes(url: str) -> str:
+    """``url`` when redis-py's own parser takes its options (``?socket_timeout=abc``, an
+    unknown ``ssl_cert_reqs``... are refused here, not at the first command)."""
+    from redis.connection import parse_url
+
+    try:
+        parse_url(url.replace("+cluster", "", 1))
+    except ValueError as exc:
+        raise _refuse(url, f"an option cannot be used ({str(exc).rstrip('.')})",
+                      "correct or drop the option after '?'") from None
     return url
 
 
-def _check_db(url: str, db: str, *, cluster: bool) -> None:
+def _check_db(url: str, db: str, *, cluster: bool,
+              fix: str = f"end the URL with the database index, e.g. /0 ({_EXAMPLE})") -> None:
     """The database part: a whole number >= 0 (0 only on a cluster)."""
     if not db.isdigit():
-        raise _refuse(url, f"database {db!r} is not a whole number >= 0",
-                      f"end the URL with the database index, e.g. /0 ({_EXAMPLE})")
+        raise _refuse(url, f"database {db!r} is not a whole number >= 0", fix)
     if cluster and int(db) != 0:
         raise _refuse(url, f"database {db} on a Redis Cluster (a cluster has database 0 only)",
                       "drop the database part: redis+cluster://HOST:PORT")
