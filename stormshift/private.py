@@ -84,7 +84,7 @@ def is_secret_option(key: str, value: Any) -> bool:
 def mask_option(text: str) -> str:
     """A ``KEY=VALUE`` text as it may be shown: ``state.hmac_key=***``; other entries with
     URL passwords (and known secret values) masked."""
-    key, sep, value = str(text).partition("=")
+    key, sep, _value = str(text).partition("=")
     if sep and is_secret_key(key.strip()):
         return f"{key}={MASK}"
     if not sep or not key.strip():  # no key to judge the value by: none of it shown

@@ -22,8 +22,8 @@ from typing import Any
 
 import pytest
 import redis
+from support.cli_cases import ENV_CLEARED, no_jvm
 from support.state_fixtures import RedisProcess
-from test_bad_input import ENV_CLEARED, no_jvm
 
 from stormshift.cli import main
 

@@ -41,7 +41,6 @@ def plan_command(path: str, name: str | None, environment: str | None,
                  as_json: bool) -> None:
     """Show what the code at PATH does to the state a run left in Redis (exit 2: refused)."""
     from stormshift.engines.spark import refusal_text, stored_upgrade_plan
-
     from stormshift.state.reach import reach
 
     graph = load_graph(path, name, environment, config_options, pars)
