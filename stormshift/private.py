@@ -51,9 +51,10 @@ _KEY_WORDS = {"key", "keys"}  # rule 4
 _HUMP = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|[_\-\s]+")
 # scheme://user:password@ -> scheme://user:***@ (the user name is not a secret)
 _URL_PASSWORD = re.compile(r"(\b[a-zA-Z][a-zA-Z0-9+.\-]*://[^\s/@:]*):[^\s/]*@")
-MIN_HIDDEN_CHARS = 4
-"""Shorter secret values are masked where their entry is shown, not searched for in free
-text (every "pw" of every line replaced would make output unreadable)."""
+MIN_HIDDEN_CHARS = 6
+"""Shorter secret values (and numbers) are masked where their entry is shown, but not
+searched for in free text: every "pw" or "3600" of every line replaced would make output
+unreadable."""
 _hidden: set[str] = set()
 
 
@@ -96,11 +97,9 @@ def hide_secrets(config: Mapping[str, Any]) -> None:
     """From now on (in this process) mask the values of ``config``'s secret entries in every
     text shown (``mask_text``): an error, a log line or a summary that happens to echo one."""
     for key, value in config.items():
-        if is_secret_key(str(key)) and isinstance(value, (str, int, float)) \
-                and not isinstance(value, bool) and len(str(value)) >= MIN_HIDDEN_CHARS:
-            text = str(value)
-            _hidden.add(text)
-            _hidden.add(json.dumps(text)[1:-1])  # as it appears inside a JSON string
+        if is_secret_key(str(key)) and isinstance(value, str) and len(value) >= MIN_HIDDEN_CHARS:
+            _hidden.add(value)
+            _hidden.add(json.dumps(value)[1:-1])  # as it appears inside a JSON string
 
 
 def mask_url(url: str) -> str:

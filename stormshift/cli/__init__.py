@@ -19,8 +19,9 @@ before a run starts, 5 when the run fails at run time; 130
 on Ctrl-C or SIGTERM. A Redis error no command foresaw (a server that goes away,
 or refuses a password, in a command that did not check it first) is worded by
 ``state/reach.describe`` the same way: one line with the fix, exit 2. Every
-message is masked (``private.mask_text``): no URL password, no secret ``-o`` value. An embedded Redis server the command started is stopped
-when it exits, however it exits.
+message is masked (``private.mask_text``): no URL password, no secret ``-o``
+value. An embedded Redis server the command started is stopped when it exits,
+however it exits.
 """
 
 from __future__ import annotations

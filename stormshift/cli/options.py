@@ -177,7 +177,8 @@ def parse_overrides(pairs: Iterable[str]) -> dict[str, Any]:
     for text in pairs:
         key, value = split_pair(text, "-o")
         out[key] = _json_or_text(value)
-        hide_secrets({key: value, **({key: out[key]} if isinstance(out[key], str) else {})})
+        hide_secrets({key: value})  # as typed, and as parsed ('"x"' is x)
+        hide_secrets({key: out[key]})
     return out
 
 
