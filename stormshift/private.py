@@ -95,7 +95,8 @@ def mask_option(text: str) -> str:
 
 def hide_secrets(config: Mapping[str, Any]) -> None:
     """From now on (in this process) mask the values of ``config``'s secret entries in every
-    text shown (``mask_text``): an error, a log line or a summary that happens to echo one."""
+    text shown (``mask_text``): an error, a log line or a summary that happens to echo one.
+    Strings of ``MIN_HIDDEN_CHARS`` or more only (see there)."""
     for key, value in config.items():
         if is_secret_key(str(key)) and isinstance(value, str) and len(value) >= MIN_HIDDEN_CHARS:
             _hidden.add(value)
