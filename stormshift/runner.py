@@ -41,12 +41,18 @@ class RunOptions:
 
 
 def default_log_file(graph: TopologyGraph) -> str:
-    """``.stormshift/logs/<topology>.log`` under the working directory (beside checkpoints)."""
+    """``.stormshift/logs/<topology>.log`` under the working directory (beside checkpoints);
+    the directory, when it exists, tightened to 0700 (``engines/logs.py`` creates it so)."""
     import os
     import re
 
+    from stormshift.private import private_dir
+
     safe = re.sub(r"[^A-Za-z0-9_.\-]", "-", graph.name)[:100] or "topology"
-    return os.path.abspath(os.path.join(".stormshift", "logs", f"{safe}.log"))
+    logs = os.path.abspath(os.path.join(".stormshift", "logs"))
+    if os.path.isdir(logs):
+        private_dir(logs)  # stormshift's own: 0700 even when an older run left it looser
+    return os.path.join(logs, f"{safe}.log")
 
 
 def run_topology(graph: TopologyGraph, options: RunOptions, progress: Console | None = None) -> Any:

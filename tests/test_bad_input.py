@@ -19,15 +19,14 @@ import json
 import socket
 import subprocess
 from collections.abc import Iterator, Mapping
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
 import redis
+from support.cli_cases import ENV_CLEARED, no_jvm
 from support.state_fixtures import RedisProcess, _wait_ping, cluster_port
-from tier_guard import check_command
 
 from stormshift.cli import main
 
@@ -36,8 +35,6 @@ WORDCOUNT = str(ROOT / "examples" / "wordcount")
 OTHER = str(ROOT / "tests" / "fixtures" / "failing")  # -n logs_only: 300 numbers, then done
 OTHER_NAME = "logs_only"
 DEAD = "redis://127.0.0.1:1/0"  # nothing listens on port 1
-ENV_CLEARED = ("STORMSHIFT_REDIS", "STORMSHIFT_REDIS_URL", "REDIS_URL", "STORMSHIFT_STATE_DIR",
-               "STORMSHIFT_CHECKPOINT", "STORMSHIFT_MASTER", "STORMSHIFT_NAME")
 
 
 @dataclass(frozen=True)
@@ -132,24 +129,6 @@ TAKEOVERS = [
          "--redis, --namespace not used: the local engine keeps no state", lines=6,
          engines=("local",)),
 ]
-
-
-@contextmanager
-def no_jvm() -> Iterator[None]:
-    """Any start of java / spark-submit / a Spark ``stormshift run`` fails the case."""
-    real = subprocess.Popen.__init__
-
-    def init(self: Any, args: Any, *a: Any, **kw: Any) -> None:
-        name = str(args[0] if isinstance(args, (list, tuple)) else args)
-        if "redis-server" not in name:  # the tier guard judges Redis starts
-            check_command(args)
-        real(self, args, *a, **kw)
-
-    subprocess.Popen.__init__ = init  # type: ignore[method-assign]
-    try:
-        yield
-    finally:
-        subprocess.Popen.__init__ = real  # type: ignore[method-assign]
 
 
 def fill(text: str, values: Mapping[str, str]) -> str:

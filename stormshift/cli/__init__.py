@@ -16,8 +16,12 @@ calls ``sys.exit``.
 Errors stormshift raises on purpose are printed as one clear message, never as
 a traceback (with ``--json`` also as ``{"exit_code", "error"}`` on stdout): exit 2
 before a run starts, 5 when the run fails at run time; 130
-on Ctrl-C or SIGTERM. An embedded Redis server the command started is stopped
-when it exits, however it exits.
+on Ctrl-C or SIGTERM. A Redis error no command foresaw (a server that goes away,
+or refuses a password, in a command that did not check it first) is worded by
+``state/reach.describe`` the same way: one line with the fix, exit 2. Every
+message is masked (``private.mask_text``): no URL password, no secret ``-o``
+value. An embedded Redis server the command started is stopped when it exits,
+however it exits.
 """
 
 from __future__ import annotations
@@ -45,6 +49,7 @@ from stormshift.cli.top import top_command
 from stormshift.display import console as safe_console
 from stormshift.display import styled
 from stormshift.errors import RunFailedError, StormshiftError
+from stormshift.private import mask_text
 
 __all__ = ["cli", "main"]
 
@@ -85,8 +90,24 @@ def _as_json(argv: list[str] | None, code: int, error: str) -> int:
     a script reading the output always gets one. Returns ``code``."""
     args = sys.argv[1:] if argv is None else argv
     if "--json" in args:
-        click.echo(json.dumps({"exit_code": code, "error": error}))
+        click.echo(json.dumps({"exit_code": code, "error": mask_text(error)}))
     return code
+
+
+def _redis_trouble(exc: Exception, argv: list[str] | None) -> str | None:
+    """The one line for a Redis error that reached the top (None: not one), naming the
+    server the command line (or the environment) gave."""
+    from redis import exceptions as rex
+
+    from stormshift.state.reach import describe
+
+    if not isinstance(exc, (rex.RedisError, rex.RedisClusterException)):
+        return None
+    args = sys.argv[1:] if argv is None else argv
+    given = [a.partition("=")[2] if a.startswith("--redis=") else args[i + 1]
+             for i, a in enumerate(args)
+             if (a == "--redis" and i + 1 < len(args)) or a.startswith("--redis=")]
+    return describe(exc, given[-1] if given else None)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -101,6 +122,7 @@ def main(argv: list[str] | None = None) -> int:
         console.print("interrupted")
         return exit_codes.INTERRUPTED
     except click.ClickException as exc:
+        exc.message = mask_text(exc.message)  # e.g. a bad -o value echoed
         exc.show()
         return _as_json(argv, exc.exit_code, exc.format_message())
     except RunFailedError as exc:
@@ -109,6 +131,12 @@ def main(argv: list[str] | None = None) -> int:
     except StormshiftError as exc:
         console.print(styled(("error:", "bold red"), f" {exc}"), soft_wrap=True)
         return _as_json(argv, exit_codes.USAGE, str(exc))
+    except Exception as exc:
+        line = _redis_trouble(exc, argv)
+        if line is None:
+            raise
+        console.print(styled(("error:", "bold red"), f" {line}"), soft_wrap=True)
+        return _as_json(argv, exit_codes.USAGE, line)
     finally:
         stop_embedded()
 

@@ -42,8 +42,8 @@ EPILOG = (
                                               "default: no end.")
 @redis_option("Redis of the port's sink (and of the legacy's outputs without "
               "--legacy-redis); default redis://127.0.0.1:6379.")
-@click.option("--legacy-redis", "legacy_redis_url", metavar="URL",
-              help="Redis the legacy topology writes to, when not --redis.")
+@redis_option("Redis the legacy topology writes to, when not --redis.", flag="--legacy-redis",
+              dest="legacy_redis_url", envvar=None)
 @click.option("--report", "report_path", type=click.Path(dir_okay=False),
               help="Write the self-contained HTML report to this file.")
 @json_option

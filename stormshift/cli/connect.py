@@ -1,5 +1,10 @@
 """How a command that touches state opens Redis: the preflight first, one place for all.
 
+A command that uses Redis opens it here (``state``, ``deadletter``, ``top``) or calls
+``reach`` itself before it does (``plan``, ``shadow``, the Spark engine's start-up); the
+URL's shape was checked while ``--redis`` was parsed (``options.redis_option``), and a
+Redis error that still reaches the top is one line too (``cli/__init__``).
+
 ``open_state`` runs ``state/reach.py``'s check (an unreachable server, a refused
 password, a missing database or a cluster node behind ``redis://`` is one line, exit
 2) before the client is used. A command that only reads (``state ls/get/dump``,

@@ -4,13 +4,19 @@ One name per concept in every command:
 
 - ``--redis URL`` (env ``STORMSHIFT_REDIS``): the state server; without it the
   embedded Redis of the current directory (started, and stopped on exit, by
-  the command).
+  the command). Its shape is checked as it is parsed (``state/url.py``): a
+  malformed URL is one line, exit 2, in every command that takes the option,
+  before the command runs; whether the server answers is checked by the
+  command when it is about to use it (``cli/connect.py``, the Spark engine's
+  start-up), after the checks that need no server.
 - ``-n/--name`` (``STORMSHIFT_NAME``), ``-e/--environment``
   (``STORMSHIFT_ENVIRONMENT``) and ``-o/--option KEY=VALUE``: how a topology is
   loaded; every command that loads one takes all three. ``-o`` overrides a
   topology config entry (like streamparse's ``sparse run -o``): the value is
   parsed as JSON when it parses (``20000``, ``true``, ``null``, ``"x"``), else
-  kept as the string, so ``-o a.path=/data/x`` needs no quoting.
+  kept as the string, so ``-o a.path=/data/x`` needs no quoting. The values
+  of secret entries (``private.is_secret_key``) are masked in everything the
+  command shows from then on, errors included.
 - ``--master`` (``STORMSHIFT_MASTER``), ``--checkpoint``
   (``STORMSHIFT_CHECKPOINT``), ``--conf KEY=VALUE`` (a Spark setting, kept as
   a string like spark-submit's ``--conf``) and the run options ``run`` and
@@ -52,9 +58,23 @@ def _stack(*decorators: Callable[[F], F]) -> Callable[[F], F]:
 
 
 def redis_option(help: str = "Redis URL of the state server (default: embedded Redis of the "
-                              "current directory).") -> Callable[[F], F]:
-    return click.option("--redis", "redis_url", envvar="STORMSHIFT_REDIS", metavar="URL",
-                        default=None, help=help)
+                              "current directory).", flag: str = "--redis",
+                 dest: str = "redis_url", envvar: str | None = "STORMSHIFT_REDIS"
+                 ) -> Callable[[F], F]:
+    """A Redis URL option whose shape is checked as it is parsed (module doc)."""
+    return click.option(flag, dest, envvar=envvar, metavar="URL", default=None, help=help,
+                        callback=_checked_url)
+
+
+def _checked_url(_ctx: click.Context, param: click.Parameter, value: str | None) -> str | None:
+    """``--redis`` (or the environment's URL when it is not given) checked, or InfraError."""
+    from stormshift.state.reach import configured_url
+    from stormshift.state.url import check_url
+
+    url = configured_url(value) if getattr(param, "envvar", None) else value
+    if url:
+        check_url(url)
+    return value
 
 
 json_option: Callable[[F], F] = click.option("--json", "as_json", is_flag=True,
@@ -128,11 +148,15 @@ def deprecated_alias(flag: str, dest: str, instead: str, **kw: Any) -> Callable[
 
 
 def split_pair(text: str, flag: str) -> tuple[str, str]:
-    """``KEY=VALUE`` -> ``(KEY, VALUE)``; a clear usage error otherwise."""
+    """``KEY=VALUE`` -> ``(KEY, VALUE)``; a clear usage error otherwise (which shows no
+    text that may be a secret: a value without its key is not shown)."""
+    from stormshift.private import mask_option
+
     key, sep, value = text.partition("=")
     key = key.strip()
     if not sep or not key:
-        raise click.BadParameter(f"{text!r} is not KEY=VALUE (e.g. {flag} adclicks.events=20000)",
+        shown = repr(mask_option(text)) if sep else "a value without '=' (not shown)"
+        raise click.BadParameter(f"{shown} is not KEY=VALUE (e.g. {flag} adclicks.events=20000)",
                                  param_hint=flag)
     return key, value
 
@@ -145,12 +169,30 @@ def _json_or_text(value: str) -> Any:
 
 
 def parse_overrides(pairs: Iterable[str]) -> dict[str, Any]:
-    """Topology config overrides from ``-o`` values (later ones win)."""
+    """Topology config overrides from ``-o`` values (later ones win); the secret ones'
+    values masked in all this process shows from now on (``private.hide_secrets``)."""
+    from stormshift.private import hide_secrets
+
     out: dict[str, Any] = {}
     for text in pairs:
         key, value = split_pair(text, "-o")
         out[key] = _json_or_text(value)
+        hide_secrets({key: value})  # as typed, and as parsed ('"x"' is x)
+        hide_secrets({key: out[key]})
     return out
+
+
+def secret_options(pairs: Iterable[str]) -> tuple[list[str], list[str]]:
+    """``-o`` texts split into (those that may be shown, those that hold a secret:
+    ``private.is_secret_option``), each in the given order."""
+    from stormshift.private import is_secret_option
+
+    shown: list[str] = []
+    secret: list[str] = []
+    for text in pairs:
+        key, value = split_pair(text, "-o")
+        (secret if is_secret_option(key, value) else shown).append(text)
+    return shown, secret
 
 
 def parse_confs(pairs: Iterable[str]) -> dict[str, str]:
@@ -162,12 +204,14 @@ def load_graph(path: str, name: str | None, environment: str | None,
                config_options: Iterable[str] = (), pars: Iterable[str] = ()) -> Any:
     """The topology graph at ``path`` as ``-n``, ``-e``, ``-o`` and ``--par`` ask."""
     from stormshift.display import visible
+    from stormshift.private import hide_secrets
     from stormshift.topology.loader import load_topology
     from stormshift.topology.rebalance import parse_pars, with_par
 
     overrides = parse_overrides(config_options)
     wanted = parse_pars(pars)
     graph = load_topology(path, name=name, environment=environment, overrides=overrides or None)
+    hide_secrets(graph.config)  # the project's own secret entries (config.json) too
     for warning in graph.warnings:  # e.g. a mistyped -o key: "did you mean ..."
         click.echo(visible(f"warning: {warning}"), err=True)
     return with_par(graph, wanted) if wanted else graph

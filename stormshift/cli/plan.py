@@ -41,8 +41,10 @@ def plan_command(path: str, name: str | None, environment: str | None,
                  as_json: bool) -> None:
     """Show what the code at PATH does to the state a run left in Redis (exit 2: refused)."""
     from stormshift.engines.spark import refusal_text, stored_upgrade_plan
+    from stormshift.state.reach import reach
 
     graph = load_graph(path, name, environment, config_options, pars)
+    reach(redis_url)  # a refused password or a server away: one line, exit 2
     namespace, plan = stored_upgrade_plan(graph, checkpoint_dir=checkpoint_dir,
                                           redis_url=redis_url, namespace=namespace)
     out = Console()

@@ -2,8 +2,11 @@
 
 Options after the known ones (e.g. ``--deploy-mode cluster --executor-memory
 4g``) are passed to spark-submit; the run options are forwarded to the driver's
-``stormshift run``, except ``--redis``: its URL (a password, maybe) is shipped
-in a file only the user can read, never printed nor put on argv.
+``stormshift run``, except what may hold a secret: ``--redis`` (its URL, a
+password maybe) and every ``-o`` entry that names a secret or holds a URL with
+a password (``private.is_secret_key`` has the rule). Those are shipped in files
+only the user can read (0600, ``--files``) that the driver reads at start; they
+are never printed nor put on spark-submit's or the driver's argv.
 """
 
 from __future__ import annotations
@@ -22,9 +25,11 @@ from stormshift.cli.options import (
     parse_overrides,
     redis_option,
     run_control_options,
+    secret_options,
     state_mode,
     topology_options,
 )
+from stormshift.private import mask_text
 
 __all__ = ["run_args", "submit_command"]
 
@@ -39,7 +44,8 @@ __all__ = ["run_args", "submit_command"]
 @master_option(required=True)
 @click.option("--run", "do_run", is_flag=True, help="Run spark-submit instead of only printing it.")
 @checkpoint_option("Checkpoint dir (must be reachable by the driver).")
-@redis_option("Redis URL the cluster reaches (required in practice).")
+@redis_option("Redis URL the cluster reaches (required in practice); shipped in a 0600 "
+              "file, never printed nor on argv.")
 @click.option("--namespace", metavar="NS",
               help="The state namespace in Redis (default: the topology's name).")
 @run_control_options(trigger_default=None)
@@ -71,17 +77,18 @@ def submit_command(path: str, name: str | None, environment: str | None,
     forwarded += ["-e", environment] if environment else []
     forwarded += ["--namespace", namespace] if namespace else []
     forwarded += {"reset": ["--reset-state"], "adopt": ["--adopt-state"]}.get(mode, [])
-    forwarded += [arg for text in config_options for arg in ("-o", text)]
+    shown_options, secret = secret_options(config_options)  # the secret ones: in a file
+    forwarded += [arg for text in shown_options for arg in ("-o", text)]
     forwarded += [arg for text in pars for arg in ("--par", text)]
     conf_args = [arg for key, value in parse_confs(confs).items() for arg in ("--conf", f"{key}={value}")]
     graph = load_graph(path, name, environment, config_options, pars)
     plan = build_submit_plan(
         graph, master, name=name, environment=environment, run_args=forwarded,
         spark_args=[*conf_args, *spark_args], build_dir=build_dir, ship_stormshift=not no_ship_stormshift,
-        spark_submit=spark_submit, redis_url=redis_url,  # in a 0600 file, never on argv
-        requirements=requirements,
+        spark_submit=spark_submit, redis_url=redis_url,  # in 0600 files, never on argv
+        secret_options=secret, requirements=requirements,
     )
-    click.echo(shlex.join(plan.command))
+    click.echo(mask_text(shlex.join(plan.command)))  # (nothing to mask: a last guard)
     if do_run:
         code = run_submit(plan.command)
         if code:

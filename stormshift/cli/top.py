@@ -37,9 +37,9 @@ def top_command(name: str, redis_url: str | None, once: bool, interval: float,
     """A live view of run NAME's metrics (NAME: the run's --namespace, default the topology's
     name), read from Redis: tuples, latency, capacity per task; sources' lag; windows;
     batches."""
-    from stormshift.state.connection import connect
+    from stormshift.cli.connect import open_state
 
-    r = connect(redis_url)
+    r = open_state(redis_url, reading=False)  # a refused password: one line, exit 2
     board = _read(r, name)
     if as_json:
         click.echo(json.dumps(board.to_dict(), sort_keys=True))

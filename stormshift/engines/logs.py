@@ -13,6 +13,12 @@ stormshift.logs.max_lines_per_task`` (default ``MAX_LINES_PER_TASK``) per member
 and batch: the rest are counted per component (``logs_dropped``), with a line
 in the log file and a warning in the summary naming the option; a re-run task
 replaces its record, so a retried batch logs once. The local engine has no cap.
+
+The log file is its owner's only (0600, created so; an older one tightened), and
+the directories it creates for it are 0700: components log what they handle,
+which may be as private as the state (``private.py``). A directory that already
+exists is the operator's and keeps its mode, except stormshift's own
+``.stormshift/logs`` (``runner.default_log_file``), tightened to 0700.
 """
 
 from __future__ import annotations
@@ -91,7 +97,7 @@ class ComponentLogs:
     console: Callable[[str], None] | None = None
 
     def __post_init__(self) -> None:
-        os.makedirs(os.path.dirname(os.path.abspath(self.path)), exist_ok=True)
+        _private_file(self.path)
         self._file = logging.FileHandler(self.path, encoding="utf-8")
         self._file.setLevel(self.level)
         self._file.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(message)s"))
@@ -118,6 +124,21 @@ class ComponentLogs:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _private_file(path: str) -> None:
+    """``path`` exists, 0600, its missing directories created 0700 (module doc)."""
+    from stormshift.private import make_private
+
+    missing = []
+    directory = os.path.dirname(os.path.abspath(path))
+    while not os.path.isdir(directory):
+        missing.append(directory)
+        directory = os.path.dirname(directory)
+    for created in reversed(missing):
+        os.makedirs(created, mode=0o700, exist_ok=True)
+    os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600))
+    make_private(path)  # one an older run left with the umask's mode
 
 
 def level_of(name: str | None) -> int:

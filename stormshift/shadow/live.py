@@ -267,14 +267,20 @@ def execute_live(plan: LivePlan, connect: Callable[[str | None], Any] | None = N
 
 
 def _connect(url: str | None) -> Any:
+    """A client of the server at ``url`` that answered a PING; else one line with the fix
+    (``state/reach.describe``), the URL's shape checked first (``state/url.py``)."""
     import redis
 
-    client = redis.Redis.from_url(url or "redis://127.0.0.1:6379")
+    from stormshift.state.reach import describe
+    from stormshift.state.url import check_url
+
+    url = check_url(url or "redis://127.0.0.1:6379")
+    client = redis.Redis.from_url(url)
     try:
         client.ping()
     except redis.RedisError as exc:
-        raise StormshiftError(f"cannot reach Redis at {_safe(url)}: {exc}; fix: --redis / "
-                              "--legacy-redis (or shadow.legacy[...].redis)") from None
+        raise StormshiftError(f"{describe(exc, url)} (the legacy's outputs: --legacy-redis, "
+                              "or shadow.legacy[...].redis)") from None
     return client
 
 
@@ -365,7 +371,3 @@ def _event_time(spec: ResultSpec, values: list[Any], write_ms: int) -> int:
 def _iso(ms: int) -> str:
     return datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="seconds").replace(
         "+00:00", "Z")
-
-
-def _safe(url: str | None) -> str:
-    return re.sub(r"//[^@/]*@", "//***@", url or "redis://127.0.0.1:6379")

@@ -11,7 +11,8 @@ command's) leaves it alone.
 
 Transient errors (connection refused/reset, timeouts, a server still loading
 its AOF, cluster failovers) are retried with exponential backoff; a fenced
-write never is: the attempt that gets ``FencedError`` must stop.
+write never is: the attempt that gets ``FencedError`` must stop; nor is a
+refused password (redis-py counts it as a connection error).
 """
 
 from __future__ import annotations
@@ -24,7 +25,13 @@ from typing import Any, TypeVar
 
 import redis
 from redis import exceptions as rex
-from tenacity import retry, retry_if_exception_type, stop_after_delay, wait_exponential
+from tenacity import (
+    retry,
+    retry_if_exception_type,
+    retry_if_not_exception_type,
+    stop_after_delay,
+    wait_exponential,
+)
 
 from stormshift.errors import FencedError, StateError
 from stormshift.state.keys import SCRIPTS
@@ -37,6 +44,8 @@ TRANSIENT: tuple[type[BaseException], ...] = (
     rex.ClusterDownError,
     rex.MasterDownError,
 )
+REFUSED: tuple[type[BaseException], ...] = (rex.AuthenticationError, rex.AuthorizationError)
+"""Connection errors by redis-py's classes, but no retry heals them: a refused password."""
 RETRY_SECS = float(os.environ.get("STORMSHIFT_REDIS_RETRY_SECS", "30"))
 _embedded: dict[str, Any] = {}
 _started: set[str] = set()  # directories whose embedded server this process started
@@ -45,21 +54,26 @@ _EMBEDDED_FILES = ("state.rdb", "appendonly.aof", "appendonlydir")
 
 
 def connect(url: str | None = None) -> Any:
-    """A Redis client for ``url`` (see module doc); raises StateError on a bad URL."""
+    """A Redis client for ``url`` (see module doc); InfraError (one line, exit 2 in the CLI)
+    for a URL of a shape no server can be at (``state/url.py``)."""
+    from stormshift.errors import InfraError
+    from stormshift.private import mask_url
+    from stormshift.state.url import check_url
+
     url = (url or os.environ.get("STORMSHIFT_REDIS") or os.environ.get("STORMSHIFT_REDIS_URL")
            or os.environ.get("REDIS_URL"))
     if not url:
         return embedded()
-    if url.startswith(("redis+cluster://", "rediss+cluster://")):
-        from redis.cluster import RedisCluster
+    check_url(url)
+    try:
+        if url.startswith(("redis+cluster://", "rediss+cluster://")):
+            from redis.cluster import RedisCluster
 
-        return RedisCluster.from_url(url.replace("+cluster", "", 1))
-    if not url.startswith(("redis://", "rediss://", "unix://")):
-        raise StateError(
-            f"state: Redis URL {url!r} has an unknown scheme; "
-            "fix: use redis://, rediss://, unix:// or redis+cluster://"
-        )
-    return redis.Redis.from_url(url)
+            return RedisCluster.from_url(url.replace("+cluster", "", 1))
+        return redis.Redis.from_url(url)
+    except ValueError as exc:  # a query option redis-py refuses (?socket_timeout=abc)
+        raise InfraError(f"Redis URL {mask_url(url)!r} cannot be used ({exc}). Fix: drop or "
+                         "correct the option after '?'") from None
 
 
 def embedded(directory: str | None = None) -> Any:
@@ -140,9 +154,10 @@ def url_of(r: Any) -> str | None:
 
 
 def retrying(fn: Callable[..., T]) -> Callable[..., T]:
-    """Retry ``fn`` on transient Redis errors only (never on FencedError/StateError)."""
+    """Retry ``fn`` on transient Redis errors only (never on FencedError/StateError, nor
+    on a refused password: ``REFUSED``)."""
     return retry(
-        retry=retry_if_exception_type(TRANSIENT),
+        retry=retry_if_exception_type(TRANSIENT) & retry_if_not_exception_type(REFUSED),
         wait=wait_exponential(multiplier=0.05, max=2.0),
         stop=stop_after_delay(RETRY_SECS),
         reraise=True,

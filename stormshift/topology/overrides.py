@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from stormshift.errors import TopologyError
+from stormshift.private import MASK, is_secret_key, mask_text
 
 LOG_LEVELS = {  # the log level names a topology's config may use -> Python's levels
     "TRACE": 5,
@@ -115,7 +116,9 @@ def _kind_of(default: Any) -> tuple[Callable[[Any], bool], str] | None:
 
 
 def _refuse(key: str, value: Any, expected: str, example: str) -> TopologyError:
-    return TopologyError(f"-o {key}={_shown(value)}: expected {expected}; "
+    """The error for a bad value; a secret entry's value is not echoed (``private.py``)."""
+    shown = MASK if is_secret_key(key) else mask_text(_shown(value))
+    return TopologyError(f"-o {key}={shown}: expected {expected}; "
                          f"fix: -o {key}={example} (or drop the -o to keep the default)")
 
 

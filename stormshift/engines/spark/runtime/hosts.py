@@ -91,7 +91,8 @@ def connect(path: Path, owner: int, module: str, what: str, wait_secs: float,
     private_dir(path.parent.parent, what)
     path.parent.mkdir(mode=0o700, exist_ok=True)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
-    with open(path.with_suffix(".log"), "ab") as err:
+    log_fd = os.open(path.with_suffix(".log"), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    with open(log_fd, "ab") as err:  # the host's own log: its owner's only, as its dir
         subprocess.run([sys.executable, "-m", module, str(path), str(owner), *extra], env=env,
                        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=err,
                        start_new_session=True, check=True, timeout=wait_secs)
