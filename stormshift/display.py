@@ -102,6 +102,26 @@ def _safe_console_class() -> type[Console]:
             kw.update(markup=False, emoji=False, highlight=False)
             return super().render_str(visible(text), **kw)
 
+        def print(self, *objects: Any, **kw: Any) -> None:
+            """A table is printed whole or one record per block (``table_fit``), so no number
+            or name is wrapped across lines; a fitted line is never wrapped either."""
+            from rich.console import Group
+            from rich.table import Table
+
+            from stormshift.table_fit import fitted
+
+            def parts(o: Any) -> list[Any]:
+                if isinstance(o, Group):
+                    return [p for r in o.renderables for p in parts(r)]
+                return fitted(self, o) if isinstance(o, Table) else [o]
+
+            if not any(isinstance(o, (Table, Group)) for o in objects):
+                super().print(*objects, **kw)
+                return
+            for o in objects:
+                for part in parts(o):
+                    super().print(part, **{**kw, "soft_wrap": not isinstance(part, Table)})
+
     return SafeConsole
 
 

@@ -219,7 +219,7 @@ def test_spark_run_and_deadletter_ls_of_a_hostile_project_show_data(tmp_path: Pa
     assert_shown_not_interpreted(letters.stdout)
     as_json = stormshift("deadletter", "ls", str(project), "--json")
     assert not any(c in as_json.stdout for c in RAW)
-    assert HOSTILE in json.loads(as_json.stdout.splitlines()[0])["error"]
+    assert HOSTILE in json.loads(as_json.stdout)[0]["error"]
 
 
 def test_state_ls_get_and_dump_show_hostile_names_and_values(redis_client: object, ns: str) -> None:
