@@ -110,17 +110,23 @@ def _safe_console_class() -> type[Console]:
 
             from stormshift.table_fit import fitted
 
-            def parts(o: Any) -> list[Any]:
+            def parts(o: Any) -> list[tuple[Any, bool]]:
+                """(renderable, made from a table and never to be wrapped)"""
                 if isinstance(o, Group):
                     return [p for r in o.renderables for p in parts(r)]
-                return fitted(self, o) if isinstance(o, Table) else [o]
+                if isinstance(o, Table):
+                    return [(p, not isinstance(p, Table)) for p in fitted(self, o)]
+                return [(o, False)]
 
             if not any(isinstance(o, (Table, Group)) for o in objects):
                 super().print(*objects, **kw)
                 return
-            for o in objects:
-                for part in parts(o):
-                    super().print(part, **{**kw, "soft_wrap": not isinstance(part, Table)})
+            flat = [p for o in objects for p in parts(o)]
+            for n, (part, whole) in enumerate(flat):  # each on its own lines, as in a Group
+                extra = {"soft_wrap": True} if whole else {}
+                if n < len(flat) - 1:
+                    extra["end"] = "\n"
+                super().print(part, **{**kw, **extra})
 
     return SafeConsole
 

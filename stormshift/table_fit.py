@@ -87,6 +87,8 @@ def fitted(console: Console, table: Table) -> list[RenderableType]:
     """What to print for ``table`` on ``console`` (see the module doc): the title line and the
     table with no wrapped cell, or the record blocks."""
 
+    if table.box is None:  # a grid lays out prose (check's why / fix notes): rich wraps it
+        return [table]
     width = natural_width(console, table)
     if width is None:
         return [table]
@@ -100,7 +102,6 @@ def fitted(console: Console, table: Table) -> list[RenderableType]:
     table.min_width = None
     for column in table.columns:  # each as wide as its widest cell (measured above)
         column.no_wrap = True
-        column.overflow = "ignore"
         column.max_width = None
     caption = _text(console, table.caption) if table.caption else None
     if caption is not None and len(caption.plain) > width:

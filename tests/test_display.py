@@ -171,6 +171,7 @@ def test_shadow_reports_show_hostile_keys_as_text(tmp_path: Path,
     page = html.read_text()
     assert "[bold red]X[/bold red][link=http://evil.example]" in page  # the key, as text
     assert "<script>alert" not in page and "&lt;script&gt;alert(1)" in page
+    assert not any(c in page for c in RAW) and "\\x1b[2J" in page  # `cat` shows, never runs
 
 
 def test_deadletter_table_shows_hostile_values_and_errors_as_text() -> None:
