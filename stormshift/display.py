@@ -123,7 +123,7 @@ def _safe_console_class() -> type[Console]:
                 return
             flat = [p for o in objects for p in parts(o)]
             for n, (part, whole) in enumerate(flat):  # each on its own lines, as in a Group
-                extra = {"soft_wrap": True} if whole else {}
+                extra: dict[str, Any] = {"soft_wrap": True} if whole else {}
                 if n < len(flat) - 1:
                     extra["end"] = "\n"
                 super().print(part, **{**kw, **extra})
