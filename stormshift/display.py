@@ -102,6 +102,32 @@ def _safe_console_class() -> type[Console]:
             kw.update(markup=False, emoji=False, highlight=False)
             return super().render_str(visible(text), **kw)
 
+        def print(self, *objects: Any, **kw: Any) -> None:
+            """A table is printed whole or one record per block (``table_fit``), so no number
+            or name is wrapped across lines; a fitted line is never wrapped either."""
+            from rich.console import Group
+            from rich.table import Table
+
+            from stormshift.table_fit import fitted
+
+            def parts(o: Any) -> list[tuple[Any, bool]]:
+                """(renderable, made from a table and never to be wrapped)"""
+                if isinstance(o, Group):
+                    return [p for r in o.renderables for p in parts(r)]
+                if isinstance(o, Table):
+                    return [(p, not isinstance(p, Table)) for p in fitted(self, o)]
+                return [(o, False)]
+
+            if not any(isinstance(o, (Table, Group)) for o in objects):
+                super().print(*objects, **kw)
+                return
+            flat = [p for o in objects for p in parts(o)]
+            for n, (part, whole) in enumerate(flat):  # each on its own lines, as in a Group
+                extra: dict[str, Any] = {"soft_wrap": True} if whole else {}
+                if n < len(flat) - 1:
+                    extra["end"] = "\n"
+                super().print(part, **{**kw, **extra})
+
     return SafeConsole
 
 

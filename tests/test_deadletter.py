@@ -132,9 +132,12 @@ def test_adclicks_malformed_lines_are_dead_lettered_and_accounted(spark, redis_u
     assert "parse_bolt" in out and "ad_log_spout" in out and letters[0].id in out
     out = cli_ok("deadletter", "ls", str(EXAMPLES / "adclicks"), "--namespace", namespace,
                  "--redis", redis_url, "--json", "--component", "parse_bolt")
-    rows = [json.loads(line) for line in out.splitlines()]
+    rows = json.loads(out)  # one document
     assert [r["id"] for r in rows] == [d.id for d in letters]
     assert rows[0]["source"] == "ad_log_spout" and rows[0]["reason"] == "fail"
+    out = cli_ok("deadletter", "ls", str(EXAMPLES / "adclicks"), "--namespace", namespace,
+                 "--redis", redis_url, "--jsonl", "--component", "parse_bolt")
+    assert [json.loads(line) for line in out.splitlines()] == rows  # a line per entry
 
 
 # -- poison kinds, identical tuples, a re-run batch ------------------------------------------

@@ -171,6 +171,7 @@ def test_shadow_reports_show_hostile_keys_as_text(tmp_path: Path,
     page = html.read_text()
     assert "[bold red]X[/bold red][link=http://evil.example]" in page  # the key, as text
     assert "<script>alert" not in page and "&lt;script&gt;alert(1)" in page
+    assert not any(c in page for c in RAW) and "\\x1b[2J" in page  # `cat` shows, never runs
 
 
 def test_deadletter_table_shows_hostile_values_and_errors_as_text() -> None:
@@ -219,7 +220,7 @@ def test_spark_run_and_deadletter_ls_of_a_hostile_project_show_data(tmp_path: Pa
     assert_shown_not_interpreted(letters.stdout)
     as_json = stormshift("deadletter", "ls", str(project), "--json")
     assert not any(c in as_json.stdout for c in RAW)
-    assert HOSTILE in json.loads(as_json.stdout.splitlines()[0])["error"]
+    assert HOSTILE in json.loads(as_json.stdout)[0]["error"]
 
 
 def test_state_ls_get_and_dump_show_hostile_names_and_values(redis_client: object, ns: str) -> None:

@@ -11,8 +11,6 @@ changed is reported with exactly the keys the change affects.
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
 import uuid
 from pathlib import Path
 from typing import Any
@@ -30,6 +28,7 @@ from support.adclicks_port import (
     ported_adclicks,
     rounded_advertisers,
 )
+from support.browser import render_dom
 
 from stormshift.cli.shadow import shadow_command
 from stormshift.shadow import (
@@ -266,25 +265,6 @@ def test_command_exit_codes_and_json(tmp_path: Path) -> None:
 
 # -- the HTML report in a real browser ------------------------------------------------
 CORPUS = Path(__file__).parent / "fixtures" / "corpus"
-def chromium() -> str:
-    found = shutil.which("chromium") or shutil.which("chromium-browser")
-    if found is None:
-        pytest.fail("the HTML report test needs a real headless browser: "
-                    "`apt-get install -y chromium` (Debian) and rerun")
-    return found
-
-
-def render_dom(html_file: Path, profile: Path) -> str:
-    done = subprocess.run(
-        [chromium(), "--headless", "--no-sandbox", "--disable-gpu",
-         "--disable-background-networking", "--disable-component-update", "--disable-sync",
-         "--no-first-run", f"--user-data-dir={profile}", "--dump-dom", html_file.as_uri()],
-        capture_output=True, text=True, timeout=120, check=False,
-    )
-    assert done.returncode == 0, done.stderr[-2000:]
-    return done.stdout
-
-
 def test_html_report_renders_figures_in_headless_chromium(tmp_path: Path) -> None:
     from html.parser import HTMLParser
 

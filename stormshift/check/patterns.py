@@ -21,7 +21,7 @@ from types import ModuleType
 
 __all__ = [
     "MUTABLE_FACTORIES", "MUTATING_METHODS", "Scope", "classify_clock", "classify_random",
-    "classify_thread", "classify_write", "import_aliases",
+    "classify_redis_signature", "classify_thread", "classify_write", "import_aliases",
 ]
 
 EXTERNAL_ROOTS = frozenset({
@@ -49,6 +49,9 @@ IDEMPOTENT = frozenset({
 FILE_OPENERS = frozenset({"open", "io.open", "codecs.open"})
 SQL_CALLS = frozenset({"execute", "executemany", "executescript"})
 HTTP_MODULE_WRITES = frozenset({"post", "put", "patch", "delete", "request"})
+HTTP_MODULE_READS = frozenset({"get", "head", "options"})
+HTTP_READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+HTTP_ROOTS = frozenset({"requests", "httpx", "urllib3", "urllib", "http", "aiohttp"})
 WALL_CLOCK = frozenset({
     "time.time", "time.time_ns", "time.monotonic", "time.monotonic_ns",
     "datetime.datetime.now", "datetime.datetime.utcnow", "datetime.datetime.today",
@@ -200,7 +203,8 @@ def _file_mode_rule(mode: str | None) -> str | None:
 
 
 def classify_write(path: str, call: ast.Call) -> str | None:
-    """``external-write`` / ``idempotent-write`` for a call to ``path``, else None."""
+    """``external-write`` / ``idempotent-write`` for a call to ``path``, ``external-read`` for
+    an HTTP call that only asks (GET, HEAD, OPTIONS), else None."""
     if path in FILE_OPENERS or path.endswith("pathlib.Path().open"):
         return _file_mode_rule(_literal(call, 0 if path.startswith("pathlib") else 1, "mode"))
     opener, _, method = path.rpartition("().")
@@ -213,16 +217,34 @@ def classify_write(path: str, call: ast.Call) -> str | None:
         return None
     if not on_object:
         if root in ("requests", "httpx") and leaf in HTTP_MODULE_WRITES:
-            return "external-write"
-        if path == "urllib.request.urlopen" and (len(call.args) > 1 or any(
-                k.arg == "data" for k in call.keywords)):
-            return "external-write"
+            return "external-read" if leaf == "request" and _http_read(call) else \
+                "external-write"
+        if root in ("requests", "httpx") and leaf in HTTP_MODULE_READS:
+            return "external-read"
+        if path == "urllib.request.urlopen":
+            sends = len(call.args) > 1 or any(k.arg == "data" for k in call.keywords)
+            return "external-write" if sends else "external-read"
         return None
+    if root in HTTP_ROOTS and leaf in ("request", "urlopen") and _http_read(call):
+        return "external-read"  # urllib3 / http.client / a session: request("GET", url)
     if leaf in SQL_CALLS:
         return None if root in ("redis", "rediscluster") else _sql_rule(call)
     if leaf in NON_IDEMPOTENT:
         return "external-write"
     return "idempotent-write" if leaf in IDEMPOTENT else None
+
+
+def _http_read(call: ast.Call) -> bool:
+    """``request("GET", url)`` and the like: a method literal that only reads."""
+    method = _literal(call, 0, "method")
+    return method is not None and method.upper() in HTTP_READ_METHODS
+
+
+def classify_redis_signature(path: str, call: ast.Call) -> bool:
+    """A ``zincrby(name, member)`` call of redis-py 2's signature (see the rule)."""
+    root, leaf, on_object = _root_leaf(path)
+    return (root in ("redis", "rediscluster") and on_object and leaf == "zincrby"
+            and len(call.args) == 2 and not call.keywords)
 
 
 def classify_clock(path: str, call: ast.Call) -> bool:

@@ -90,6 +90,17 @@ RULES: dict[str, Rule] = _rules(
          "a replayed micro-batch writes again; harmless only if the write is idempotent "
          "(same key, same value) and nobody reads it before the batch commits",
          "prefer a state map or a sink (--sink); keep the write only if it is truly idempotent"),
+    Rule("external-read", W, "bolt asks an external service while processing (HTTP GET)",
+         "a replayed micro-batch asks again and may get another answer (a price, a profile, "
+         "a flag that changed since), so the replay can emit or store other values than the "
+         "first attempt; nothing is written",
+         "ask once in initialize(), or keep each answer in a state map keyed by the request so "
+         "a replay reads the same answer; or accept that the output depends on when it ran"),
+    Rule("redis-py-signature", E, "a Redis call written for redis-py 2",
+         "redis-py 3 changed zincrby(name, value, amount=1) to zincrby(name, amount, value): a "
+         "two-argument call raises TypeError on every tuple (streamparse's own redis example "
+         "does this)",
+         "write zincrby(name, amount, member), e.g. self.redis.zincrby('words', 1, word)"),
     Rule("wall-clock", W, "wall-clock time read while processing",
          "a replayed micro-batch reads another time, so it can emit or store different values "
          "than the first attempt: results depend on when, not on what",

@@ -33,6 +33,7 @@ from stormshift.check.patterns import (
     Scope,
     classify_clock,
     classify_random,
+    classify_redis_signature,
     classify_thread,
     classify_write,
     import_aliases,
@@ -95,6 +96,9 @@ def _processing_rules(unit: Unit, code: ComponentCode, out: Collector) -> None:
             call.func, ast.Attribute) and isinstance(call.func.value, ast.Name)
         if rule and not local_file:
             out.add(rule, unit.src, call.lineno, name, f"{path} in {_where(unit)}", unit.via)
+        if classify_redis_signature(path, call):
+            out.add("redis-py-signature", unit.src, call.lineno, name,
+                    f"{path}() with two arguments in {_where(unit)}", unit.via)
         if classify_clock(path, call):
             out.add("wall-clock", unit.src, call.lineno, name, f"{path}() in {_where(unit)}",
                     unit.via)

@@ -1,6 +1,6 @@
 """``stormshift deadletter ...``: look at dead letters and send them back after a fix.
 
-    stormshift deadletter ls [PROJECT | --namespace NS] [--component C] [--json]
+    stormshift deadletter ls [PROJECT | --namespace NS] [--component C] [--json | --jsonl]
     stormshift deadletter replay PROJECT [--component C] [--id ID ...]
 
 ``replay`` does not run anything: it MOVES the chosen dead letters (each once,
@@ -96,10 +96,12 @@ def letters_table(ns: str, letters: Sequence[Any], component: str | None = None)
 @click.argument("project", required=False)
 @_project_options
 @json_option
+@click.option("--jsonl", "as_jsonl", is_flag=True,
+              help="One JSON object per line, one per entry (for streaming tools).")
 @click.option("--limit", type=int, default=None, help="At most this many entries.")
 def ls_cmd(project: str | None, name: str | None, environment: str | None,
            config_options: tuple[str, ...], redis_url: str | None, namespace: str | None,
-           component: str | None, as_json: bool, limit: int | None) -> None:
+           component: str | None, as_json: bool, as_jsonl: bool, limit: int | None) -> None:
     """List dead letters oldest first: entry, tuple, reason, the whole error, values."""
     from stormshift.deadletters import DeadLetterDesk
     from stormshift.state.inspect import json_default
@@ -110,9 +112,12 @@ def ls_cmd(project: str | None, name: str | None, environment: str | None,
         return
     desk = DeadLetterDesk(r, ns)
     letters = desk.entries(component=component, limit=limit)
-    if as_json:
+    if as_jsonl:
         for d in letters:
             click.echo(json_text(d.as_dict(), default=json_default))
+        return
+    if as_json:  # one document, as every --json is
+        click.echo(json_text([d.as_dict() for d in letters], default=json_default, indent=2))
         return
     console().print(letters_table(ns, letters, component))
     queued = desk.queued()

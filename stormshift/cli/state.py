@@ -78,18 +78,19 @@ def ls_cmd(namespace: str | None, redis_url: str | None, as_json: bool) -> None:
 
         click.echo(f"no stormshift state in {where(_url(redis_url))}", err=True)
     unreadable = []
+    documents: list[dict[str, Any]] = []  # --json: one document, a list of namespaces
     for ns in found:
         try:
             d = describe(r, ns)
         except StateError as exc:  # another stormshift's namespace in a shared Redis
             unreadable.append(str(exc))
             if as_json:
-                click.echo(_dumps({"namespace": ns, "error": str(exc)}))
+                documents.append({"namespace": ns, "error": str(exc)})
             else:
                 click.echo(visible(f"{ns}: not shown: {exc}"))
             continue
         if as_json:
-            click.echo(_dumps(d))
+            documents.append(d)
             continue
         # names come from Redis: shown, never interpreted by the terminal
         click.echo(visible(f"{ns}: committed txid {d['committed_txid']}, "
@@ -102,6 +103,8 @@ def ls_cmd(namespace: str | None, redis_url: str | None, as_json: bool) -> None:
             sizes = d["snapshots_bytes"].get(task, {})
             snap = ", ".join(f"txid {t}: {b} B" for t, b in sorted(sizes.items())) or "no snapshot"
             click.echo(visible(f"  task {task}: epoch {epoch}, {snap}", newlines=False))
+    if as_json:  # one document: the namespace asked for, or the list of them all
+        click.echo(_dumps(documents[0] if namespace and documents else documents))
     if namespace and unreadable:
         raise SystemExit(1)
 

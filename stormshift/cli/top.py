@@ -9,17 +9,18 @@ on, and after it (the record stays a day). The figures are the ones
 
 from __future__ import annotations
 
-import json
 import time
 from typing import Any
 
 import click
-from rich.console import Console, Group
+from rich.console import Group
 from rich.live import Live
 from rich.table import Table
 from rich.text import Text
 
 from stormshift.cli.options import json_option, redis_option
+from stormshift.display import console as safe_console
+from stormshift.display import json_text
 from stormshift.metrics.board import Board
 
 __all__ = ["render", "top_command"]
@@ -42,9 +43,9 @@ def top_command(name: str, redis_url: str | None, once: bool, interval: float,
     r = open_state(redis_url, reading=False)  # a refused password: one line, exit 2
     board = _read(r, name)
     if as_json:
-        click.echo(json.dumps(board.to_dict(), sort_keys=True))
+        click.echo(json_text(board.to_dict(), sort_keys=True))
         return
-    console = Console()
+    console = safe_console()
     if once:
         console.print(render(board, _now_ms()))
         return

@@ -25,6 +25,7 @@ from html import escape
 from pathlib import Path
 from typing import Any
 
+from stormshift.display import visible
 from stormshift.shadow.chart import CAUSE_COLORS
 from stormshift.shadow.compare import StreamComparison
 from stormshift.shadow.final_state import StateComparison
@@ -82,9 +83,13 @@ def render_html(result: Any) -> str:
         _components(result),
         component_sections(result),
     ]
-    return ("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
-            f"<title>stormshift shadow: {escape(result.topology)}</title><style>{_CSS}</style>"
-            f"</head><body>{''.join(body)}<script>{_JS}</script></body></html>")
+    # keys, values and warnings come from the topology's data: a control character in one
+    # (ESC clears the screen of whoever `cat`s the file) is shown as its escape, like on the
+    # terminal (display.visible; our own markup has none)
+    return visible("<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
+                   f"<title>stormshift shadow: {escape(result.topology)}</title>"
+                   f"<style>{_CSS}</style></head><body>{''.join(body)}"
+                   f"<script>{_JS}</script></body></html>")
 
 
 def _counts(streams: list[StreamComparison]) -> str:
