@@ -95,11 +95,14 @@ def fitted(console: Console, table: Table) -> list[RenderableType]:
     if width > console.width:
         return list(record_blocks(console, table))
     out: list[RenderableType] = []
+    if table.min_width and table.min_width <= console.width:  # room for a title, say
+        width = max(width, table.min_width)
+    else:
+        table.min_width = None
     title = _text(console, table.title) if table.title else None
     if title is not None and len(title.plain) > width:  # rich would wrap it into the table
         out.append(title)
         table.title = None
-    table.min_width = None
     for column in table.columns:  # each as wide as its widest cell (measured above)
         column.no_wrap = True
         column.max_width = None

@@ -71,6 +71,14 @@ def graph_lines(graph: Mapping[str, Any], width: int = WIDTH) -> list[str]:
             direct = " (direct)" if s["direct"] else ""
             lines.extend(_wrapped(f"  -> {s['name']}{direct}: ", list(s["fields"]) or
                                   ["(no fields)"], 7, width))
+    replaced = [c for c in comps if c.get("translated")]
+    if replaced:
+        lines.append("")
+        lines.append("replaced Java spouts: config read from their declaration")
+        for c in replaced:
+            lines.extend(_wrapped(f"  {c['name']}:", [
+                f"{k}={c['config'].get(k)!r} ({where})"
+                for k, where in sorted(c["translated"].items())], 6, width, within=True))
     plan = graph.get("spark_plan")
     if plan:
         lines.append("")
