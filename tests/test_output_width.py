@@ -174,3 +174,12 @@ def test_top_once_piped_at_80_columns_keeps_every_number_whole(redis_url: str,
         assert n in json_ints(doc)
         assert str(n) in seen or f"{n:,}" in seen, narrow.output
     assert "  in:            123,456" in narrow.output  # one record per block
+
+
+def test_sink_with_the_local_engine_says_it_is_not_used(tmp_path: Path) -> None:
+    done = CliRunner().invoke(cli, ["run", str(EXAMPLES / "wordcount"), "--engine", "local",
+                                    "--max-tuples", "50", "--sink", f"jsonl:{tmp_path}",
+                                    "--log-file", str(tmp_path / "run.log")])
+    assert done.exit_code == 0, done.output
+    assert "warning: --sink not used: the local engine keeps leaf emits in memory" in done.output
+    assert not any(tmp_path.glob("*.jsonl"))  # and it wrote nothing there

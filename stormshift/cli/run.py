@@ -112,3 +112,7 @@ def _warn_unused_by_local(ctx: click.Context) -> None:
     if given:
         click.echo(f"warning: {', '.join(given)} not used: the local engine keeps no state in "
                    "Redis and no checkpoint (nothing there is read or written)", err=True)
+    if ctx.get_parameter_source("sink") is click.core.ParameterSource.COMMANDLINE:
+        click.echo("warning: --sink not used: the local engine keeps leaf emits in memory for "
+                   "the summary (Storm semantics, no sink); --engine spark writes them to "
+                   f"{ctx.params.get('sink')}", err=True)
