@@ -9,8 +9,8 @@ the same after 2 s as after the default 20), and per engine ``shadow``'s verdict
 code and the exact set of classes of difference. The shadow runs the way the
 CLI does (``check``'s static analysis first, ``findings.analyse``); the port
 runs on the local engine (a dry run) and on Spark ``local[2]`` (one shared
-session, small inputs). ``external_write`` is refused before anything runs,
-then run with ``--allow-external-writes`` and a scratch Redis key per side.
+session, small inputs). ``external_write``'s own Redis writes go to a scratch server per
+side (``shadow/scratch.py``), its real target a server nobody serves.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from support.guide_outputs import shown_outputs
 from stormshift.cli.check import check_command
 from stormshift.cli.shadow import shadow_command
 from stormshift.shadow.findings import analyse
-from stormshift.shadow.run import ShadowOptions, ShadowRefused, ShadowResult, execute, plan_shadow
+from stormshift.shadow.run import ShadowOptions, ShadowResult, execute, plan_shadow
 from stormshift.shadow.verdict import classes
 from stormshift.topology.loader import load_topology
 
@@ -72,9 +72,8 @@ def _overrides(shape: str, redis_url: str | None, ns: str) -> tuple[dict[str, An
     """(both sides, legacy only) config overrides: small inputs, and scratch Redis keys."""
     if shape == "sleeping_spout":
         return {}, {}
-    if shape == "external_write":
-        both = {"leaderboard.redis_url": redis_url, "leaderboard.key": f"{ns}:port-board"}
-        return both, {"leaderboard.key": f"{ns}:legacy-board"}
+    if shape == "external_write":  # a target nobody serves: each side writes its scratch
+        return {"leaderboard.redis_url": "redis://127.0.0.1:1/0"}, {}
     return {}, {}
 
 
@@ -136,17 +135,16 @@ def test_nondeterminism_reaches_attributes_and_streams_through_locals() -> None:
     assert (finding.rule, finding.location) == ("wall-clock", "src/bolts/seen.py:18")
 
 
-def test_external_write_is_refused_before_anything_runs() -> None:
-    want = expected("external_write")["shadow"]["refused"]
+@pytest.mark.redis  # each side's scratch server is a real (embedded) Redis
+def test_external_write_goes_to_a_scratch_redis_per_side_never_the_real_target() -> None:
+    want = expected("external_write")["shadow"]["scratch"]
     path = str(CORPUS / "external_write")
-    # the default target is a Redis db 0 nobody serves in this test: nothing may connect to it
+    # the target is a Redis nobody serves in this test: one connection to it would fail the run
     done = CliRunner().invoke(shadow_command, [path, "--port-engine", "local", "-o",
                                                "leaderboard.redis_url=redis://127.0.0.1:1/0"])
     assert done.exit_code == want["exit_code"], done.output
     assert all(name in done.output for name in want["names"])
-    assert "--allow-external-writes" in done.output and "--legacy-option" in done.output
-    with pytest.raises(ShadowRefused, match="leaderboard"):
-        plan_shadow(load_topology(path), findings=analyse(path))
+    plan_shadow(load_topology(path), findings=analyse(path))  # not refused
 
 
 @pytest.fixture
@@ -160,17 +158,13 @@ def scratch(redis_url: str) -> Iterator[str]:
         client.delete(key)
 
 
-def test_external_write_runs_with_the_flag_and_a_scratch_target_per_side(
-        redis_url: str, scratch: str) -> None:
-    import redis
-
+def test_external_write_is_compared_from_each_sides_scratch_redis(redis_url: str,
+                                                                   scratch: str) -> None:
     result = shadow("external_write", "local", redis_url=redis_url, namespace=scratch)
     assert_verdict("external_write", "local", result)
-    assert any("allowed by --allow-external-writes" in w for w in result.warnings)
-    client = redis.Redis.from_url(redis_url)
-    legacy = client.zrange(f"{scratch}:legacy-board", 0, -1, withscores=True)
-    port = client.zrange(f"{scratch}:port-board", 0, -1, withscores=True)
-    assert legacy == port and sum(s for _, s in legacy) == 40  # each side its own 40 words
+    (board,) = [s for s in result.states if s.label == "leaderboard.redis"]
+    assert board.legacy_keys == board.port_keys == board.same == 7 and not board.divergences
+    assert any("the real target got no write" in w for w in result.warnings)
 
 
 def test_nothing_compared_and_mostly_failed_exit_codes_from_the_command() -> None:
@@ -202,7 +196,9 @@ def _rows(lines: Sequence[str]) -> list[str]:
             or line.lstrip().startswith(("Error: shadow refused", "leaderboard (both sides)"))]
 
 
-@pytest.mark.parametrize("shown", GUIDE_SHADOWS, ids=[s.id for s in GUIDE_SHADOWS])
+@pytest.mark.parametrize("shown", [  # a component's own Redis: scratch servers are real Redis
+    pytest.param(s, id=s.id, marks=[pytest.mark.redis] if "external_write" in s.args[1] else [])
+    for s in GUIDE_SHADOWS])
 def test_check_guide_shadows_print_what_it_shows(shown: Any) -> None:
     assert GUIDE_SHADOWS, "the parser finds the guide's shadow outputs"
     argv = [str(ROOT / a) if a.startswith("tests/") else a for a in shown.args[1:]]

@@ -19,9 +19,11 @@ from support.import_graph import Edge, import_edges, modules_under
 
 REPO = Path(__file__).resolve().parent.parent
 
-ENGINE_API = {"stormshift.engines.local", "stormshift.engines.spark", "stormshift.engines.summary"}
+ENGINE_API = {"stormshift.engines.local", "stormshift.engines.spark", "stormshift.engines.summary",
+              "stormshift.engines.external"}
 """What ``shadow/`` and ``cli/`` may import of ``stormshift.engines``: each engine's
-package (its public run API) and ``RunSummary``, which both engines' ``run`` return."""
+package (its public run API), ``RunSummary``, which both engines' ``run`` return, and
+``external`` (a shadow side's own Redis writes sent to its scratch server)."""
 
 
 def _within(module: str, prefix: str) -> bool:

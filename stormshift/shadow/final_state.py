@@ -51,7 +51,7 @@ from stormshift.shadow.compare import (
 from stormshift.state.component import is_user_attribute
 from stormshift.state.maps import MapHandle
 
-__all__ = ["STATE_KEY", "StateComparison", "compare_state", "entries_of", "ignored"]
+__all__ = ["STATE_KEY", "StateComparison", "compare_entry", "compare_state", "entries_of", "ignored"]
 
 STATE_KEY = "shadow.state"
 WHOLE = "(value)"
@@ -175,11 +175,11 @@ def compare_state(legacy: Mapping[str, Any], port: Mapping[str, Any],
                 continue
             a_src, a = left.get(entry, ("absent", {}))
             b_src, b = right.get(entry, ("absent", {}))
-            out.append(_compare_entry(component, entry, (a_src, a), (b_src, b), tol))
+            out.append(compare_entry(component, entry, (a_src, a), (b_src, b), tol))
     return out
 
 
-def _compare_entry(component: str, entry: str, left: tuple[str, dict[str, Any]],
+def compare_entry(component: str, entry: str, left: tuple[str, dict[str, Any]],
                    right: tuple[str, dict[str, Any]], tol: Tolerance) -> StateComparison:
     (a_src, a), (b_src, b) = left, right
     out = StateComparison(component, entry, a_src, b_src, len(a), len(b))

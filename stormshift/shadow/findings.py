@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import ast
 import os
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -91,11 +91,14 @@ def merged(a: ProjectFindings | None, b: ProjectFindings | None) -> ProjectFindi
                            {**b.streams, **a.streams})
 
 
-def refusal(sides: Sequence[tuple[str, ProjectFindings]]) -> str | None:
-    """Why a shadow run must not start (a component writes outside the framework), or None."""
+def refusal(sides: Sequence[tuple[str, ProjectFindings]],
+            redirected: Callable[[Finding], bool] = lambda f: False) -> str | None:
+    """Why a shadow run must not start (a component writes outside the framework where the
+    shadow cannot send it to a scratch target of its own: ``redirected``), or None."""
     lines = []
     for side, found in sides:
-        for f in sorted(found.writers, key=lambda f: (str(f.component), f.file, f.line)):
+        kept = [f for f in found.writers if not redirected(f)]
+        for f in sorted(kept, key=lambda f: (str(f.component), f.file, f.line)):
             lines.append(f"  {f.component} ({side}) at {f.location}: {f.message} [{f.rule}]")
     if not lines:
         return None

@@ -39,6 +39,7 @@ from stormshift.shadow.final_state import StateComparison, compare_state, ignore
 from stormshift.shadow.findings import ProjectFindings, merged, refusal
 from stormshift.shadow.inputs import InputSpec, apply_input, parse_input
 from stormshift.shadow.results import RESULTS_KEY, ResultSpec, leaf_streams, result_specs
+from stormshift.shadow.scratch import redirectable, scratch_servers
 from stormshift.shadow.verdict import Verdict, classes, judge
 from stormshift.topology.graph import TopologyGraph
 
@@ -180,6 +181,7 @@ class ShadowPlan:
     faults: tuple[Fault, ...]
     specs: tuple[ResultSpec, ...]
     tolerance: Tolerance
+    baseline_graph: TopologyGraph | None = None  # the legacy's, with a scratch target of its own
 
 
 def plan_shadow(graph: TopologyGraph, options: ShadowOptions | None = None, *,
@@ -198,7 +200,7 @@ def plan_shadow(graph: TopologyGraph, options: ShadowOptions | None = None, *,
     legacy_side = "legacy" if opts.port_findings is not None else "both sides"
     sides = [(side, f) for side, f in ((legacy_side, opts.findings), ("port", opts.port_findings))
              if f is not None]
-    refused = None if opts.allow_external_writes else refusal(sides)
+    refused = None if opts.allow_external_writes else refusal(sides, redirectable)
     if refused:
         raise ShadowRefused(refused)
     spec = opts.input if isinstance(opts.input, InputSpec) else parse_input(opts.input)
@@ -253,7 +255,30 @@ def run_shadow(graph: TopologyGraph, options: ShadowOptions | None = None,
 
 
 def execute(plan: ShadowPlan, on_progress: Callable[[str], None] | None = None) -> ShadowResult:
-    """Steps 2-5 of the module docstring for a checked ``plan``."""
+    """Steps 2-5 of the module docstring for a checked ``plan``; a component's own Redis
+    writes go to a scratch server per side (``scratch.py``), compared as final state."""
+    opts = plan.options
+    writers = [f for found in (opts.findings, opts.port_findings) if found is not None
+               for f in found.writers]
+    with scratch_servers(writers) as scratch:
+        if scratch is None:
+            return _execute(plan, on_progress)
+        sides = dataclasses.replace(plan, graph=scratch.graph("legacy", plan.graph),
+                                    port_graph=scratch.graph("port", plan.port_graph),
+                                    baseline_graph=scratch.graph("baseline", plan.graph))
+        result = _execute(sides, on_progress, own=(plan.graph.config, plan.port_graph.config))
+        external = scratch.compare(plan.tolerance)
+        classify(plan.graph, [external], result.legacy, None,
+                 merged(opts.findings, opts.port_findings))
+        result.states.append(external)
+        result.warnings.append(
+            f"{scratch.component} writes its own Redis: each side wrote a scratch server of its "
+            f"own (compared as {external.label}); the real target got no write")
+        return result
+
+
+def _execute(plan: ShadowPlan, on_progress: Callable[[str], None] | None = None,
+             own: tuple[Mapping[str, Any], Mapping[str, Any]] | None = None) -> ShadowResult:
     opts, graph, faults = plan.options, plan.graph, plan.faults
     say = on_progress or (lambda line: None)
     say(f"legacy: local engine (Storm semantics){', faults: ' + _names(faults) if faults else ''}")
@@ -263,7 +288,7 @@ def execute(plan: ShadowPlan, on_progress: Callable[[str], None] | None = None) 
     baseline = None
     if faults:
         say("baseline: local engine without faults")
-        baseline = _run_local(graph, opts)
+        baseline = _run_local(plan.baseline_graph or graph, opts)
     if opts.port_engine == "local":
         say("port: local engine (dry run without Spark)")
         same = baseline is not None and plan.port_graph is graph
@@ -274,10 +299,13 @@ def execute(plan: ShadowPlan, on_progress: Callable[[str], None] | None = None) 
     result = compare_runs(graph, legacy, port, baseline if faults else None,
                           tolerance=plan.tolerance, results=opts.results,
                           findings=merged(opts.findings, opts.port_findings))
-    own_config([*result.streams, *result.states], graph.config, plan.port_graph.config)
+    own_config([*result.streams, *result.states],
+               *(own or (graph.config, plan.port_graph.config)))
     if opts.allow_external_writes:
         for side, found in (("legacy", opts.findings), ("port", opts.port_findings)):
-            for f in found.writers if found is not None else ():
+            for f in (found.writers if found is not None else ()):
+                if redirectable(f):
+                    continue  # sent to the side's scratch Redis (scratch.py)
                 result.warnings.append(f"{side}: {f.component} wrote outside the framework "
                                        f"({f.location}, allowed by --allow-external-writes)")
     result.input = plan.input.describe()

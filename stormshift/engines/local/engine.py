@@ -58,6 +58,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, cast
 
 from stormshift.adapters.host import working_dir
+from stormshift.engines import external
 from stormshift.engines.budget import spout_budgets, task_targets
 from stormshift.engines.local.acker import Acker
 from stormshift.engines.local.faults import ActiveFaults, Fault, FaultPlan
@@ -179,14 +180,19 @@ class LocalEngine:
         wall_start = time.perf_counter()
         start_ms = self.clock.now_ms()
         duration_ms = None if duration_secs is None else int(duration_secs * 1000)
-        with working_dir(self.graph):  # as Storm runs components (hosts never chdir)
-            self.tasks.open_all()
-            self._start_timers(start_ms)
-            try:
-                self._loop(start_ms, max_tuples, duration_ms, on_progress, wall_start)
-            except KeyboardInterrupt:
-                self.summary.stop_reason = "interrupted"
-                self._count_in_flight()
+        redirected = external.redirect_for(self.graph)  # a shadow side's scratch Redis
+        try:
+            with working_dir(self.graph):  # as Storm runs components (hosts never chdir)
+                self.tasks.open_all()
+                self._start_timers(start_ms)
+                try:
+                    self._loop(start_ms, max_tuples, duration_ms, on_progress, wall_start)
+                except KeyboardInterrupt:
+                    self.summary.stop_reason = "interrupted"
+                    self._count_in_flight()
+        finally:
+            if redirected:
+                external.redirect(None)
         self._refresh(wall_start, start_ms)
         for (name, _), queue in self.tasks.queues.items():
             self.summary.components[name].queued += len(queue)

@@ -339,8 +339,10 @@ def run_partition(jobs: Mapping[str, StageJob], batches: Iterator[pa.RecordBatch
 def run_task(job: StageJob, task: int, table: pa.Table, r: Any) -> R.RowBuilder:
     """Steps 2-4 for task ``task`` of ``job``'s stage, in this process (a worker or a task
     host): the rows it sends on."""
+    from stormshift.engines.external import redirect_for
     from stormshift.errors import FencedError
 
+    redirect_for(job.layout.graph)  # a shadow port's components write its scratch Redis
     try:
         return _run_members(job, task, table, r)
     except FencedError:

@@ -1,0 +1,130 @@
+"""A bolt that writes its own Redis with a hard-coded target, under shadow (issue 50 item 2).
+
+The target cannot be changed with ``-o`` (it is written in the code), so each side's redis-py
+clients are sent to a scratch server of that side's own (``stormshift/engines/external.py``,
+``stormshift/shadow/scratch.py``): the real target gets 0 writes, and the two sides' writes
+are compared key by key like any final state. On both port engines; the port that writes
+other numbers is blamed for exactly those keys.
+"""
+
+from __future__ import annotations
+
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+from click.testing import CliRunner
+
+from stormshift.cli.shadow import shadow_command
+from stormshift.shadow.findings import analyse
+from stormshift.shadow.run import ShadowOptions, execute, plan_shadow
+from stormshift.topology.loader import load_topology
+
+pytestmark = pytest.mark.redis
+
+BOLT = '''
+import redis
+from streamparse import Bolt, Spout
+
+
+class Words(Spout):
+    outputs = ["word"]
+
+    def initialize(self, conf, ctx):
+        self.words = iter(["cat", "dog", "owl", "cat", "emu", "dog", "cat"] * 60)
+
+    def next_tuple(self):
+        self.emit([next(self.words)])
+
+
+class Board(Bolt):
+    outputs = ["word", "score"]
+
+    def initialize(self, conf, ctx):
+        # hard-coded, as real projects do: no config key to point elsewhere
+        self.r = redis.StrictRedis(host="127.0.0.1", port={port}, db=0)
+
+    def process(self, tup):
+        word = tup.values[0]
+        self.r.hincrby("{key}:seen", word, 1)
+        score = self.r.zincrby("{key}:board", {step}, word)
+        self.emit([word, int(score)])
+'''
+TOPOLOGY = '''
+from streamparse import Grouping, Topology
+
+from parts import Board, Words
+
+
+class Boards(Topology):
+    words = Words.spec()
+    board = Board.spec(inputs={words: Grouping.fields("word")}, par=2)
+'''
+
+
+def project(root: Path, key: str, port: int, step: int = 1) -> Path:
+    (root / "topologies").mkdir(parents=True)
+    (root / "src").mkdir()
+    (root / "config.json").write_text('{"topology_specs": "topologies/"}')
+    (root / "src" / "parts.py").write_text(BOLT.format(port=port, key=key, step=step))
+    (root / "topologies" / "boards.py").write_text(TOPOLOGY)
+    return root
+
+
+@pytest.fixture
+def real_target(redis_url: str) -> Any:
+    """The production Redis the bolt hard-codes (the suite's server) and a key no one else
+    uses; the test asserts the shadow never wrote it."""
+    client = redis.Redis.from_url(redis_url)
+    key = f"t-hardcoded-{uuid.uuid4().hex[:10]}"
+    yield client, key
+    for k in client.scan_iter(match=f"{key}*"):
+        client.delete(k)
+
+
+def test_hardcoded_target_is_never_written_and_both_sides_writes_are_compared(
+        tmp_path: Path, real_target: Any) -> None:
+    client, key = real_target
+    path = project(tmp_path / "legacy", key, client.connection_pool.connection_kwargs["port"])
+    done = CliRunner().invoke(shadow_command, [str(path), "--port-engine", "local",
+                                               "--max-tuples", "400", "--json"])
+    assert done.exit_code == 0, done.output
+    assert list(client.scan_iter(match=f"{key}*")) == []  # 0 writes to the real target
+    import json
+
+    doc = json.loads(done.output)
+    (board,) = [s for s in doc["state"] if s["state"] == "board.redis"]
+    # 4 words in the hash and in the sorted set, each a key of its own
+    assert board["legacy_keys"] == board["port_keys"] == board["same"] == 8, board
+
+
+def test_a_port_that_writes_other_numbers_is_blamed_for_those_keys(
+        tmp_path: Path, real_target: Any) -> None:
+    client, key = real_target
+    port_number = client.connection_pool.connection_kwargs["port"]
+    legacy = project(tmp_path / "legacy", key, port_number)
+    port = project(tmp_path / "port", key, port_number, step=2)
+    done = CliRunner(env={"COLUMNS": "200"}).invoke(
+        shadow_command, [str(legacy), "--port", str(port), "--port-engine", "local",
+                         "--max-tuples", "400"])
+    assert done.exit_code == 1, done.output  # PORT DIFFERS
+    assert "PORT DIFFERS" in done.output
+    assert f"{key}:board[cat]" in done.output  # the member that differs, named
+    assert list(client.scan_iter(match=f"{key}*")) == []
+
+
+@pytest.mark.spark
+def test_the_port_on_spark_writes_its_own_scratch_redis_too(
+        tmp_path: Path, real_target: Any, spark: Any, redis_url: str) -> None:
+    client, key = real_target
+    path = project(tmp_path / "legacy", key, client.connection_pool.connection_kwargs["port"])
+    options = ShadowOptions(port_engine="spark", spark=spark, redis_url=redis_url,
+                            namespace=f"t-shadow-{uuid.uuid4().hex[:8]}", max_tuples=400,
+                            findings=analyse(path), batch_max_tuples=100)
+    result = execute(plan_shadow(load_topology(path), options))
+    assert result.verdict.exit_code == 0, result.verdict.line
+    (board,) = [s for s in result.states if s.label == "board.redis"]
+    assert board.legacy_keys == board.port_keys == board.same == 8
+    assert list(client.scan_iter(match=f"{key}*")) == []
