@@ -183,3 +183,28 @@ def test_sink_with_the_local_engine_says_it_is_not_used(tmp_path: Path) -> None:
     assert done.exit_code == 0, done.output
     assert "warning: --sink not used: the local engine keeps leaf emits in memory" in done.output
     assert not any(tmp_path.glob("*.jsonl"))  # and it wrote nothing there
+
+
+@pytest.mark.parametrize("argv", [
+    ["check", str(EXAMPLES / "adclicks"), "--no-run"],
+    ["check", str(Path(__file__).parent / "fixtures" / "check" / "writes"), "--no-run"],
+    ["shadow", str(EXAMPLES / "adclicks"), "--port-engine", "local", "-o",
+     "adclicks.events=3000"],
+    ["inspect", str(EXAMPLES / "adclicks")],
+], ids=["check-adclicks", "check-writes", "shadow-adclicks", "inspect-adclicks"])
+def test_every_number_of_a_commands_json_is_whole_in_its_80_column_text(argv: list[str]) -> None:
+    """Each integer the ``--json`` document holds that the wide text shows is in the
+    80-column text whole: no wrap split it."""
+    runner = CliRunner()
+    as_json = runner.invoke(cli, [*argv, "--json"])
+    narrow = runner.invoke(cli, argv, env={"COLUMNS": "80"})
+    wide = runner.invoke(cli, argv, env={"COLUMNS": "1000"})
+    assert as_json.exit_code == narrow.exit_code == wide.exit_code, narrow.output
+    shown_wide, shown_narrow = numbers(wide.output), numbers(narrow.output)
+    checked = 0
+    for n in sorted(json_ints(json.loads(as_json.output))):
+        for form in {str(n), f"{n:,}"}:
+            if n >= 10 and form in shown_wide:
+                checked += 1
+                assert form in shown_narrow, f"{form} split at 80 columns:\n{narrow.output}"
+    assert checked, "the text shows none of the document's numbers: nothing was checked"
