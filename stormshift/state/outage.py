@@ -48,7 +48,7 @@ LOG_ENV = "STORMSHIFT_REDIS_OUTAGE_LOG"
 DEFAULT_SECS = 180.0
 #: what the client retries: a refused or reset connection, a timeout, a server still
 #: loading its AOF after a restart (BusyLoadingError is a ConnectionError)
-RETRIED: tuple[type[BaseException], ...] = (rex.ConnectionError, rex.TimeoutError, TimeoutError)
+RETRIED: tuple[type[Exception], ...] = (rex.ConnectionError, rex.TimeoutError, TimeoutError)
 log = logging.getLogger("stormshift.redis")
 
 
@@ -61,7 +61,7 @@ class RedisOutage(RunFailedError):
         super().__init__(self.line())
 
     def line(self) -> str:
-        head = f"Redis at {self.where} unreachable for {self.secs:.0f} s ({OPTION})"
+        head = f"Redis at {self.where} unreachable for {int(self.secs)} s ({OPTION})"
         if self.committed is None:
             return head
         if self.committed < 0:

@@ -58,6 +58,7 @@ from stormshift.engines.spark.driver.batch import (
     BatchRunner,
     BatchStatus,
 )
+from stormshift.engines.spark.driver.outage_watch import OutageWatch, outage_in, prepare_processes
 from stormshift.engines.spark.driver.progress import (
     first_seen_errors,
     format_progress,
@@ -74,7 +75,6 @@ from stormshift.engines.spark.source.source import SOURCE_NAME, SpoutSource
 from stormshift.engines.spark.source.spout_report import clear_spout_reports, read_spout_reports
 from stormshift.engines.spark.task.sink import keep_streams, parse_sink, read_jsonl_outputs
 from stormshift.engines.summary import ComponentState, RunSummary
-from stormshift.engines.spark.driver.outage_watch import OutageWatch, outage_in, prepare_processes
 from stormshift.errors import StormshiftError
 from stormshift.metrics.board import Board
 from stormshift.metrics.feed import fold_batch, fold_spout_dead_letters

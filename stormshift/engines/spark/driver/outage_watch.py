@@ -20,7 +20,7 @@ import re
 import sys
 import threading
 from collections.abc import Callable
-from typing import Any
+from typing import Self
 
 from stormshift.state import outage
 
@@ -56,7 +56,7 @@ class OutageWatch:
         self._previous = (outage.reporter().say, outage.reporter().bound)
         self.reporter = outage.set_sink(say or _stderr, bound)
 
-    def __enter__(self) -> OutageWatch:
+    def __enter__(self) -> Self:
         return self
 
     def start(self, url: str | None) -> None:
@@ -67,7 +67,7 @@ class OutageWatch:
                                             daemon=True)
             self._thread.start()
 
-    def __exit__(self, *_exc: Any) -> None:
+    def __exit__(self, *_exc: object) -> None:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(PING_SECS * 3)
@@ -77,6 +77,7 @@ class OutageWatch:
         import redis
         from redis import exceptions as rex
 
+        assert self.url is not None
         client = redis.Redis.from_url(self.url, retry=None, socket_timeout=PING_SECS * 2,
                                       socket_connect_timeout=PING_SECS * 2)
         try:
