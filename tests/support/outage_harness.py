@@ -28,6 +28,20 @@ BACK = re.compile(r"^Redis at \S+ is back after \d+\.\d s down$", re.MULTILINE)
 TRACES = ("Traceback (most recent call last)", "\tat org.", "\tat java.", "Caused by:")
 
 
+class SturdyRedis(SupervisedRedis):
+    """A supervised server whose start is tried again when the exec itself failed
+    (seen once on a loaded machine: ``OSError: [Errno 14] Bad address`` from Popen)."""
+
+    def start(self) -> None:
+        for attempt in range(3):
+            try:
+                return super().start()
+            except OSError:
+                if attempt == 2:
+                    raise
+                time.sleep(0.5)
+
+
 class OutageCase(Case):
     """A ``Case`` whose Redis comes back after ``restart_delay`` s (or never: None), and
     whose runs' whole stdout/stderr are kept in ``outputs``."""
@@ -35,7 +49,7 @@ class OutageCase(Case):
     def __init__(self, *args: Any, restart_delay: float | None = 3.0, **kwargs: Any):
         super().__init__(*args, **kwargs)
         self.restart_delay = restart_delay
-        self.redis = SupervisedRedis(restart_delay=restart_delay or 0.0)
+        self.redis = SturdyRedis(restart_delay=restart_delay or 0.0)
         self.outputs: list[tuple[int, str, str]] = []
         self.started = 0.0
 
