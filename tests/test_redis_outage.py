@@ -76,7 +76,8 @@ def _case(tmp: Path, key: str) -> OutageCase:
     assert key == "bound"
     return OutageCase(tmp, str(REPO / "examples" / "adclicks"),
                       options={**OPTIONS, "stormshift.redis_outage_s": BOUND_S}, args=ARGS,
-                      faults=[kill("driver.after_commit", txid=0)], restart_delay=None)
+                      faults=[kill("task.midway", txid=1, component="ads_ctr_bolt", task=0)],
+                      restart_delay=None)  # mid-stage: the driver stops a query whose job runs
 
 
 class Runs:

@@ -58,7 +58,12 @@ from stormshift.engines.spark.driver.batch import (
     BatchRunner,
     BatchStatus,
 )
-from stormshift.engines.spark.driver.outage_watch import OutageWatch, outage_in, prepare_processes
+from stormshift.engines.spark.driver.outage_watch import (
+    OutageWatch,
+    outage_in,
+    prepare_processes,
+    quiet_cancelled_tasks,
+)
 from stormshift.engines.spark.driver.progress import (
     first_seen_errors,
     format_progress,
@@ -280,9 +285,11 @@ class SparkEngine:
                 # max_batches (tests, bench) stops at once: the next batch may be cut short
                 # and is re-run from the checkpoint by the next run; every other stop is clean.
                 in_flight = runner.busy
-                abandoned = self._stop(query, runner, r, stops,  # Redis gone: no clean stop
-                                       clean=summary.stop_reason != "max_batches"
-                                       and reporter().down_since is None)
+                gone = reporter().down_since is not None  # Redis gone: no clean stop
+                if gone:
+                    quiet_cancelled_tasks(spark)
+                abandoned = self._stop(query, runner, r, stops,
+                                       clean=summary.stop_reason != "max_batches" and not gone)
         if summary.stop_reason == "interrupted":
             summary.warn(interrupted_text(in_flight, abandoned, commit_log.committed()))
         if summary.stop_reason == "done" and _any_capped(query):

@@ -20,11 +20,12 @@ import re
 import sys
 import threading
 from collections.abc import Callable
-from typing import Self
+from typing import Any, Self
 
 from stormshift.state import outage
 
-__all__ = ["GRACE_SECS", "OUTAGE_LOG", "OutageWatch", "outage_in", "prepare_processes"]
+__all__ = ["GRACE_SECS", "OUTAGE_LOG", "OutageWatch", "outage_in", "prepare_processes",
+           "quiet_cancelled_tasks"]
 
 GRACE_SECS = 30.0
 OUTAGE_LOG = "stormshift-redis-outages.log"  # in the checkpoint dir: workers' and hosts' lines
@@ -102,6 +103,22 @@ class OutageWatch:
         if self.outage is not None:
             raise self.outage
         self.reporter.check()
+
+
+#: Spark's lines about the tasks a stop for an outage cancels (one WARN each, no news)
+_CANCEL_LOGGERS = ("org.apache.spark.scheduler.TaskSetManager",
+                   "org.apache.spark.sql.execution.python")
+
+
+def quiet_cancelled_tasks(spark: Any) -> None:
+    """Before the driver stops the query for an outage: its cancelled tasks say nothing."""
+    try:
+        jvm = spark.sparkContext._jvm
+        configurator = jvm.org.apache.logging.log4j.core.config.Configurator
+        for name in _CANCEL_LOGGERS:
+            configurator.setLevel(name, jvm.org.apache.logging.log4j.Level.ERROR)
+    except Exception:  # noqa: BLE001, S110 - only quieter; the stop goes on either way
+        pass
 
 
 def outage_in(text: str) -> outage.RedisOutage | None:
