@@ -57,6 +57,7 @@ class OutageCase(Case):
         self.started = time.monotonic()
         code, stdout, stderr = super()._once()
         self.outputs.append((code, stdout, stderr))
+        (self.tmp / f"run-{len(self.outputs)}.stderr").write_text(stderr, encoding="utf-8")
         return code, stdout, stderr
 
     def run(self) -> Outcome:

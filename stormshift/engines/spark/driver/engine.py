@@ -62,7 +62,8 @@ from stormshift.engines.spark.driver.outage_watch import (
     OutageWatch,
     outage_in,
     prepare_processes,
-    quiet_cancelled_tasks,
+    quiet_for_outage_stop,
+    wait_tasks_gone,
 )
 from stormshift.engines.spark.driver.progress import (
     first_seen_errors,
@@ -287,9 +288,11 @@ class SparkEngine:
                 in_flight = runner.busy
                 gone = reporter().down_since is not None  # Redis gone: no clean stop
                 if gone:
-                    quiet_cancelled_tasks(spark)
+                    quiet_for_outage_stop(spark)
                 abandoned = self._stop(query, runner, r, stops,
                                        clean=summary.stop_reason != "max_batches" and not gone)
+                if gone:
+                    wait_tasks_gone(spark)
         if summary.stop_reason == "interrupted":
             summary.warn(interrupted_text(in_flight, abandoned, commit_log.committed()))
         if summary.stop_reason == "done" and _any_capped(query):

@@ -25,7 +25,7 @@ from typing import Any, Self
 from stormshift.state import outage
 
 __all__ = ["GRACE_SECS", "OUTAGE_LOG", "OutageWatch", "outage_in", "prepare_processes",
-           "quiet_cancelled_tasks"]
+           "quiet_for_outage_stop", "wait_tasks_gone"]
 
 GRACE_SECS = 30.0
 OUTAGE_LOG = "stormshift-redis-outages.log"  # in the checkpoint dir: workers' and hosts' lines
@@ -105,19 +105,29 @@ class OutageWatch:
         self.reporter.check()
 
 
-#: Spark's lines about the tasks a stop for an outage cancels (one WARN each, no news)
-_CANCEL_LOGGERS = ("org.apache.spark.scheduler.TaskSetManager",
-                   "org.apache.spark.sql.execution.python")
-
-
-def quiet_cancelled_tasks(spark: Any) -> None:
-    """Before the driver stops the query for an outage: its cancelled tasks say nothing."""
+def quiet_for_outage_stop(spark: Any) -> None:
+    """Before the driver stops the query for an outage: the JVM's console goes quiet. The
+    run ends with one line; what Spark would log while its cancelled tasks die and the
+    JVM shuts down under them (lost tasks, missing broadcast blocks) is no news."""
     try:
         jvm = spark.sparkContext._jvm
         configurator = jvm.org.apache.logging.log4j.core.config.Configurator
-        for name in _CANCEL_LOGGERS:
-            configurator.setLevel(name, jvm.org.apache.logging.log4j.Level.ERROR)
+        configurator.setAllLevels("", jvm.org.apache.logging.log4j.Level.OFF)
     except Exception:  # noqa: BLE001, S110 - only quieter; the stop goes on either way
+        pass
+
+
+def wait_tasks_gone(spark: Any, secs: float = 15.0) -> None:
+    """After that stop: let the cancelled tasks end (a Python worker is killed within
+    ``spark.python.task.killTimeout``) before the JVM shuts down under them."""
+    import time
+
+    deadline = time.monotonic() + secs
+    try:
+        tracker = spark.sparkContext.statusTracker()
+        while time.monotonic() < deadline and tracker.getActiveStageIds():
+            time.sleep(0.2)
+    except Exception:  # noqa: BLE001, S110 - a JVM already gone has no tasks either
         pass
 
 
