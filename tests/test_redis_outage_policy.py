@@ -135,7 +135,8 @@ def test_the_clients_retry_gives_up_at_the_bound(fake_reporter: Any) -> None:
 
 
 def test_the_clients_retry_never_retries_a_fenced_write_or_a_script_error(fake_reporter: Any) -> None:
-    for error in (FencedError("stale epoch"), rex.ResponseError("ERR bad")):
+    for error in (FencedError("stale epoch"), rex.ResponseError("ERR bad"),
+                  rex.AuthenticationError("invalid username-password pair")):
         calls: list[int] = []
 
         def do(error: Exception = error, calls: list[int] = calls) -> None:
@@ -145,6 +146,21 @@ def test_the_clients_retry_never_retries_a_fenced_write_or_a_script_error(fake_r
         with pytest.raises(type(error)):
             OutageRetry().call_with_retry(do, lambda _e: None)
         assert calls == [1]
+
+
+def test_tenacity_retrying_never_retries_wrong_credentials(fake_reporter: Any) -> None:
+    from stormshift.state.connection import retrying
+
+    calls: list[int] = []
+
+    @retrying
+    def refused() -> None:
+        calls.append(1)
+        raise rex.AuthenticationError("WRONGPASS")
+
+    with pytest.raises(rex.AuthenticationError):
+        refused()
+    assert calls == [1]
 
 
 def test_tenacity_retrying_shares_the_policy(fake_reporter: Any) -> None:

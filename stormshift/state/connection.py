@@ -29,7 +29,13 @@ from typing import Any, TypeVar
 
 import redis
 from redis import exceptions as rex
-from tenacity import RetryCallState, retry, retry_if_exception_type, wait_exponential
+from tenacity import (
+    RetryCallState,
+    retry,
+    retry_if_exception_type,
+    retry_if_not_exception_type,
+    wait_exponential,
+)
 
 from stormshift.errors import FencedError, StateError
 from stormshift.state import outage
@@ -171,7 +177,7 @@ def retrying(fn: Callable[..., T]) -> Callable[..., T]:
     """Retry ``fn`` on transient Redis errors only (never on FencedError/StateError),
     under the outage policy (``state/outage.py``): the same bound, the same two lines."""
     policy = retry(
-        retry=retry_if_exception_type(TRANSIENT),
+        retry=retry_if_exception_type(TRANSIENT) & retry_if_not_exception_type(outage.NOT_AN_OUTAGE),
         wait=wait_exponential(multiplier=0.05, max=2.0),
         stop=_outage_stop,
         reraise=True,

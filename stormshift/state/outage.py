@@ -40,7 +40,7 @@ from redis.retry import Retry
 from stormshift.errors import RunFailedError, StormshiftError
 
 __all__ = ["DEFAULT_SECS", "ENV", "LOG_ENV", "OPTION", "OutageReporter", "OutageRetry",
-           "RedisOutage", "bound_from_config", "bound_secs", "reporter", "set_sink"]
+           "RedisOutage", "bound_from_config", "bound_secs", "is_outage", "reporter", "set_sink"]
 
 OPTION = "stormshift.redis_outage_s"
 ENV = "STORMSHIFT_REDIS_OUTAGE_S"
@@ -49,6 +49,16 @@ DEFAULT_SECS = 180.0
 #: what the client retries: a refused or reset connection, a timeout, a server still
 #: loading its AOF after a restart (BusyLoadingError is a ConnectionError)
 RETRIED: tuple[type[Exception], ...] = (rex.ConnectionError, rex.TimeoutError, TimeoutError)
+#: connection errors that are no outage: a wrong password or ACL answers at once and
+#: would answer the same for the whole bound; a full pool is this process's own doing
+NOT_AN_OUTAGE: tuple[type[Exception], ...] = (
+    rex.AuthenticationError, rex.AuthorizationError, rex.MaxConnectionsError,
+    *((rex.ExternalAuthProviderError,) if hasattr(rex, "ExternalAuthProviderError") else ()))
+
+
+def is_outage(error: BaseException) -> bool:
+    """Whether ``error`` means Redis is unreachable (retried), not that it refused us."""
+    return isinstance(error, RETRIED) and not isinstance(error, NOT_AN_OUTAGE)
 log = logging.getLogger("stormshift.redis")
 
 
@@ -244,7 +254,7 @@ class OutageRetry(Retry):
             try:
                 result = do()
             except self._supported_errors as error:
-                if is_retryable and not is_retryable(error):
+                if not is_outage(error) or (is_retryable and not is_retryable(error)):
                     raise
                 failures += 1
                 if with_failure_count:
