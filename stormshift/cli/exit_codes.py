@@ -9,7 +9,8 @@ the README):
 3     finished, but tuples were dead-lettered (Spark) or failed / lost (local),
       or a component raised (e.g. a spout's next_tuple: no tuple to dead-letter)
 4     the accounting does not hold (tuples unaccounted for); wins over 3
-5     the run failed at run time (e.g. the Spark streaming query failed)
+5     the run failed at run time (e.g. the Spark streaming query failed, or Redis
+      stayed unreachable past ``stormshift.redis_outage_s``: ``state/outage.py``)
 130   interrupted (Ctrl-C, SIGTERM)
 ====  =====================================================================
 """
@@ -37,7 +38,8 @@ EPILOG = (
     "  3    finished, but tuples were dead-lettered (spark) or failed/lost (local),\n"
     "       or a component raised (the summary lists each error)\n"
     "  4    the accounting does not hold (tuples unaccounted for); wins over 3\n"
-    "  5    the run failed at run time (e.g. the Spark streaming query failed)\n"
+    "  5    the run failed at run time (e.g. the Spark streaming query failed,\n"
+    "       or Redis unreachable past -o stormshift.redis_outage_s, default 180)\n"
     "  130  interrupted (Ctrl-C, SIGTERM)"
 )
 

@@ -98,8 +98,11 @@ class RedisStreamSpout(ReplayableSpout):
     @property
     def client(self) -> Any:
         """The source connection (bytes replies), made lazily so the spout pickles."""
-        if self._client is None:
-            self._client = redis.Redis.from_url(self._url, decode_responses=False)
+        if self._client is None:  # under the run's Redis outage policy (state/outage.py)
+            from stormshift.state.outage import OutageRetry
+
+            self._client = redis.Redis.from_url(self._url, decode_responses=False,
+                                                retry=OutageRetry())
         return self._client
 
     def __getstate__(self) -> dict[str, Any]:

@@ -28,12 +28,16 @@ class CommitLog:
     def __init__(self, r: Any, namespace: str):
         self.r = r
         self.namespace = K.check_name("namespace", namespace)
+        #: the committed txid as last read or recorded here: what a driver that lost Redis
+        #: says it stopped at (``state/outage.py``), without asking Redis
+        self.last_seen = -1
 
     @retrying
     def committed(self) -> int:
         """The highest committed txid, -1 if none."""
         v = self.r.hget(K.commit_key(self.namespace), "committed")
-        return int(v) if v is not None else -1
+        self.last_seen = int(v) if v is not None else -1
+        return self.last_seen
 
     def check_format(self) -> None:
         """StateError if a newer stormshift wrote this namespace (its layout is unknown here);
@@ -92,6 +96,7 @@ class CommitLog:
     def record_commit(self, txid: int) -> None:
         """Record ``committed = txid``; FencedError if txid is below the committed one."""
         run_scripts(self.r, [("record_commit", [K.commit_key(self.namespace)], [txid, K.FORMAT_VERSION])])
+        self.last_seen = max(self.last_seen, txid)
         self._broadcast_committed(txid)
 
     def _broadcast_committed(self, txid: int) -> None:

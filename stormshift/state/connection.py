@@ -10,13 +10,17 @@ a process that found one already running for the same directory (another
 command's) leaves it alone.
 
 Transient errors (connection refused/reset, timeouts, a server still loading
-its AOF, cluster failovers) are retried with exponential backoff; a fenced
-write never is: the attempt that gets ``FencedError`` must stop; nor is a
-refused password (redis-py counts it as a connection error).
+its AOF, cluster failovers) are retried with exponential backoff under ONE policy
+(``state/outage.py``): every client ``connect`` makes retries each command, pipeline
+and reconnect itself (``OutageRetry``), and ``retrying`` (tenacity, for Lua rounds
+sent on a raw connection) gives up at the same bound, ``-o stormshift.redis_outage_s``.
+An outage says one line when it starts and one when it ends. A fenced write is never
+retried (the attempt that gets ``FencedError`` must stop), nor a refused password.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import threading
@@ -26,14 +30,15 @@ from typing import Any, TypeVar
 import redis
 from redis import exceptions as rex
 from tenacity import (
+    RetryCallState,
     retry,
     retry_if_exception_type,
     retry_if_not_exception_type,
-    stop_after_delay,
     wait_exponential,
 )
 
 from stormshift.errors import FencedError, StateError
+from stormshift.state import outage
 from stormshift.state.keys import SCRIPTS
 
 T = TypeVar("T")
@@ -44,9 +49,6 @@ TRANSIENT: tuple[type[BaseException], ...] = (
     rex.ClusterDownError,
     rex.MasterDownError,
 )
-REFUSED: tuple[type[BaseException], ...] = (rex.AuthenticationError, rex.AuthorizationError)
-"""Connection errors by redis-py's classes, but no retry heals them: a refused password."""
-RETRY_SECS = float(os.environ.get("STORMSHIFT_REDIS_RETRY_SECS", "30"))
 _embedded: dict[str, Any] = {}
 _started: set[str] = set()  # directories whose embedded server this process started
 _embedded_lock = threading.Lock()
@@ -70,10 +72,22 @@ def connect(url: str | None = None) -> Any:
             from redis.cluster import RedisCluster
 
             return RedisCluster.from_url(url.replace("+cluster", "", 1))
-        return redis.Redis.from_url(url)
+        client = redis.Redis.from_url(url, retry=outage.OutageRetry())
     except ValueError as exc:  # a query option redis-py refuses (?socket_timeout=abc)
         raise InfraError(f"Redis URL {mask_url(url)!r} cannot be used ({exc}). Fix: drop or "
                          "correct the option after '?'") from None
+    outage.name_server(server_name(client) or url)
+    return client
+
+
+def server_name(r: Any) -> str | None:
+    """``host:port`` (or the socket path) of a client's server, as outage lines name it."""
+    kw = getattr(getattr(r, "connection_pool", None), "connection_kwargs", {})
+    if "path" in kw:
+        return str(kw["path"])
+    if "host" in kw:
+        return f"{kw['host']}:{kw.get('port', 6379)}"
+    return None
 
 
 def embedded(directory: str | None = None) -> Any:
@@ -153,15 +167,35 @@ def url_of(r: Any) -> str | None:
     return None
 
 
+def _outage_stop(state: RetryCallState) -> bool:
+    """tenacity's stop: tell the process's outage reporter (its line, its clock); it raises
+    ``RedisOutage`` once the outage passed ``stormshift.redis_outage_s``."""
+    exc = state.outcome.exception() if state.outcome is not None else None
+    try:
+        outage.reporter().failed(exc)
+    except outage.RedisOutage as gone:
+        raise gone from exc
+    return False
+
+
 def retrying(fn: Callable[..., T]) -> Callable[..., T]:
-    """Retry ``fn`` on transient Redis errors only (never on FencedError/StateError, nor
-    on a refused password: ``REFUSED``)."""
-    return retry(
-        retry=retry_if_exception_type(TRANSIENT) & retry_if_not_exception_type(REFUSED),
+    """Retry ``fn`` on transient Redis errors only (never on FencedError/StateError nor
+    a refused password),
+    under the outage policy (``state/outage.py``): the same bound, the same two lines."""
+    policy = retry(
+        retry=retry_if_exception_type(TRANSIENT) & retry_if_not_exception_type(outage.NOT_AN_OUTAGE),
         wait=wait_exponential(multiplier=0.05, max=2.0),
-        stop=stop_after_delay(RETRY_SECS),
+        stop=_outage_stop,
         reraise=True,
     )(fn)
+
+    @functools.wraps(fn)
+    def call(*args: Any, **kwargs: Any) -> T:
+        result = policy(*args, **kwargs)
+        outage.reporter().ok()
+        return result
+
+    return call
 
 
 SHA: dict[str, str] = {n: hashlib.sha1(s.encode()).hexdigest() for n, s in SCRIPTS.items()}

@@ -78,6 +78,7 @@ def _level(v: Any) -> bool:
 OWN_KEYS: dict[str, tuple[Callable[[Any], bool], str, str]] = {
     "stormshift.idle_timeout_secs": (lambda v: _number(v) and v >= 0, "seconds >= 0", "10"),
     "stormshift.max_replays": (_count, "an integer >= 0", "10"),
+    "stormshift.redis_outage_s": (_positive, "seconds > 0", "180"),
     "stormshift.spout.seen_window": (lambda v: _int(v) and v > 0, "an integer > 0", "100000"),
     "stormshift.spout.lead_batches": (_count, "an integer >= 0", "0"),
     "stormshift.spout.host": (_flag, "true or false", "true"),

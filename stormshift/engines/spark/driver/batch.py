@@ -58,6 +58,7 @@ from stormshift.engines.spark.task.counters import COUNTERS, MemberStats, read_s
 from stormshift.engines.spark.task.sink import SinkSpec
 from stormshift.engines.spark.task.stage import StageJob, run_partition
 from stormshift.engines.spark.task.windowing import BatchTime
+from stormshift.state import outage
 
 __all__ = ["COUNTERS", "SPOUTS", "BatchResult", "BatchRunner", "BatchStatus", "stage_groups"]
 
@@ -133,6 +134,13 @@ class BatchRunner:
         self.busy = True
         try:
             self._batch(df, batch_id, started)
+        except Exception:
+            gone = outage.reporter()
+            if gone.expired():  # the driver stops the query for an outage (driver/outage_watch.py):
+                # a short error, not a cancelled job's whole text, which Spark's regex
+                # for "interrupted by stop" overflowed the JVM's stack on
+                raise outage.RedisOutage(gone.where, gone.down_for()) from None
+            raise
         finally:
             self.busy = False
 

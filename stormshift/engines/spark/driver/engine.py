@@ -58,6 +58,13 @@ from stormshift.engines.spark.driver.batch import (
     BatchRunner,
     BatchStatus,
 )
+from stormshift.engines.spark.driver.outage_watch import (
+    OutageWatch,
+    outage_in,
+    prepare_processes,
+    quiet_for_outage_stop,
+    wait_tasks_gone,
+)
 from stormshift.engines.spark.driver.progress import (
     first_seen_errors,
     format_progress,
@@ -78,6 +85,7 @@ from stormshift.errors import StormshiftError
 from stormshift.metrics.board import Board
 from stormshift.metrics.feed import fold_batch, fold_spout_dead_letters
 from stormshift.metrics.records import write_board
+from stormshift.state.outage import RedisOutage, bound_from_config, reporter
 
 __all__ = ["SparkEngine"]
 
@@ -118,6 +126,9 @@ class SparkEngine:
         self.read_state = read_state
         self.clock = clock
         self.log_limit = max_lines_per_task(graph.config)  # a bad -o value: refused before Spark
+        self.outage_s = bound_from_config(graph.config)  # -o stormshift.redis_outage_s
+        self._watch: OutageWatch | None = None
+        self._commit_log: Any = None
 
     # -- setup ---------------------------------------------------------------
     def _session(self) -> Any:
@@ -168,10 +179,28 @@ class SparkEngine:
     def run(self, max_tuples: int | None = None, duration_secs: float | None = None,
             on_progress: Callable[[str], None] | None = None,
             max_batches: int | None = None) -> RunSummary:
+        """Run the query (``_run``) under the Redis outage policy (``driver/outage_watch.py``):
+        an outage past ``stormshift.redis_outage_s`` ends it with one line (exit 5)."""
+        prepare_processes(self.outage_s, self.checkpoint_dir, self.spark_conf)  # before the JVM
+        with OutageWatch(on_progress, self.outage_s) as watch:
+            self._watch = watch
+            try:
+                return self._run(max_tuples, duration_secs, on_progress, max_batches)
+            except RedisOutage as exc:
+                known = self._commit_log.last_seen if self._commit_log is not None else -1
+                raise exc.at(known) from None
+            finally:
+                self._watch = None
+
+    def _run(self, max_tuples: int | None, duration_secs: float | None,
+             on_progress: Callable[[str], None] | None, max_batches: int | None) -> RunSummary:
         from stormshift.engines.spark.runtime.session import ui_link
 
         started = time.perf_counter()
         r, url, state_key, commit_log, base, notes = self._prepare_state()  # before the JVM
+        self._commit_log = commit_log
+        if self._watch is not None:
+            self._watch.start(url)
         spark = self._session()
         link = ui_link(spark)  # once, when the run is about to start (127.0.0.1 on a local master)
         if link and on_progress is not None:
@@ -257,8 +286,13 @@ class SparkEngine:
                 # max_batches (tests, bench) stops at once: the next batch may be cut short
                 # and is re-run from the checkpoint by the next run; every other stop is clean.
                 in_flight = runner.busy
+                gone = reporter().down_since is not None  # Redis gone: no clean stop
+                if gone:
+                    quiet_for_outage_stop(spark)
                 abandoned = self._stop(query, runner, r, stops,
-                                       clean=summary.stop_reason != "max_batches")
+                                       clean=summary.stop_reason != "max_batches" and not gone)
+                if gone:
+                    wait_tasks_gone(spark)
         if summary.stop_reason == "interrupted":
             summary.warn(interrupted_text(in_flight, abandoned, commit_log.committed()))
         if summary.stop_reason == "done" and _any_capped(query):
@@ -322,6 +356,8 @@ class SparkEngine:
                 return "duration"
             if enough():
                 return "max_batches"
+            if self._watch is not None:
+                self._watch.check()  # RedisOutage past stormshift.redis_outage_s
         failure = query.exception()
         if failure is not None:
             raise self._query_failed(failure, runner)
@@ -339,6 +375,9 @@ class SparkEngine:
             write_private(path, str(exc))
         except OSError:
             path = ""
+        gone = outage_in(str(exc))  # a Redis outage: one line, not Spark's failure
+        if gone is not None:
+            return gone
         return query_failure(stop_reason_from(exc), runner.first_started is None, path)
 
     def _stop(self, query: Any, runner: BatchRunner, r: Any, stops: StopRequests,

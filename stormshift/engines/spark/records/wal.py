@@ -41,6 +41,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 import msgpack
+from redis.exceptions import ResponseError
 
 from stormshift.errors import StateError
 from stormshift.state import keys as K
@@ -86,7 +87,7 @@ class WriteAheadLog:
         # stream remembers its last id; a log restarting at 0 would be refused by XADD.
         try:
             info = self.r.xinfo_stream(self.key)
-        except Exception:  # noqa: BLE001 - ResponseError "no such key": never written
+        except ResponseError:  # "no such key": never written (an outage is not caught here)
             return 0
         return _end_of(info["last-generated-id"])
 
