@@ -11,7 +11,7 @@ import pytest
 import redis
 from support.state_fixtures import REDIS_URL, RedisProcess, free_port
 
-from stormshift.errors import FencedError, StateError
+from stormshift.errors import FencedError, InfraError
 from stormshift.state import opaque_map
 from stormshift.state.commit import CommitLog
 from stormshift.state.connection import connect, embedded, stop_embedded, url_of
@@ -37,7 +37,7 @@ def test_acl_user_and_password_in_the_url(redis_client):
 def test_env_url_and_bad_scheme(monkeypatch):
     monkeypatch.setenv("STORMSHIFT_REDIS_URL", REDIS_URL)
     assert connect().ping()
-    with pytest.raises(StateError, match="redis://, rediss://, unix://"):
+    with pytest.raises(InfraError, match="unknown scheme 'http://'"):  # one line, exit 2
         connect("http://127.0.0.1:6379")
     assert connect("rediss://127.0.0.1:6380/0").connection_pool.connection_class is redis.SSLConnection
 
