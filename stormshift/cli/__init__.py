@@ -7,7 +7,8 @@ prints, and turns the outcome into an exit code; nothing below this package
 calls ``sys.exit``.
 
 - ``run.py``, ``plan.py``, ``inspect.py``, ``submit.py``, ``state.py``, ``deadletter.py``,
-  ``check.py``, ``shadow.py``, ``compare.py``, ``top.py``: one command (group) each.
+  ``check.py``, ``shadow.py``, ``compare.py``, ``top.py``: one command (group) each;
+  ``operate.py``: ``stop`` and ``ps`` (a run's lease, ``state/lease.py``).
 - ``options.py``: every option more than one command takes, defined once
   (``--redis`` / ``STORMSHIFT_REDIS`` everywhere, ``-n``, ``-e``, ``-o``,
   ``--json``, ``--master``, ``--checkpoint``).
@@ -15,8 +16,9 @@ calls ``sys.exit``.
 
 Errors stormshift raises on purpose are printed as one clear message, never as
 a traceback (with ``--json`` also as ``{"exit_code", "error"}`` on stdout): exit 2
-before a run starts, 5 when the run fails at run time; 130
-on Ctrl-C or SIGTERM. An embedded Redis server the command started is stopped
+before a run starts (a live run of the namespace too), 5 when the run fails at run time,
+6 when another run took its namespace over (``run --takeover``); 130 on Ctrl-C, SIGTERM
+or ``stormshift stop``. An embedded Redis server the command started is stopped
 when it exits, however it exits.
 """
 
@@ -36,6 +38,7 @@ from stormshift.cli.check import check_command
 from stormshift.cli.compare import compare_command
 from stormshift.cli.deadletter import deadletter_group
 from stormshift.cli.inspect import inspect_command
+from stormshift.cli.operate import ps_command, stop_command
 from stormshift.cli.plan import plan_command
 from stormshift.cli.run import run_command
 from stormshift.cli.shadow import shadow_command
@@ -44,7 +47,7 @@ from stormshift.cli.submit import submit_command
 from stormshift.cli.top import top_command
 from stormshift.display import console as safe_console
 from stormshift.display import styled
-from stormshift.errors import RunFailedError, StormshiftError
+from stormshift.errors import LeaseLostError, RunFailedError, StormshiftError
 
 __all__ = ["cli", "main"]
 
@@ -58,7 +61,8 @@ def cli() -> None:
 
 
 for _command in (inspect_command, run_command, plan_command, submit_command, state_group,
-                 deadletter_group, check_command, shadow_command, compare_command, top_command):
+                 deadletter_group, check_command, shadow_command, compare_command, top_command,
+                 stop_command, ps_command):
     cli.add_command(_command)
 
 
@@ -103,6 +107,9 @@ def main(argv: list[str] | None = None) -> int:
     except click.ClickException as exc:
         exc.show()
         return _as_json(argv, exc.exit_code, exc.format_message())
+    except LeaseLostError as exc:
+        console.print(styled(("stopped:", "bold red"), f" {exc}"), soft_wrap=True)
+        return _as_json(argv, exit_codes.TAKEN_OVER, str(exc))
     except RunFailedError as exc:
         console.print(styled(("run failed:", "bold red"), f" {exc}"), soft_wrap=True)
         return _as_json(argv, exit_codes.RUN_FAILED, str(exc))

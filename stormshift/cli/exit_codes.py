@@ -10,7 +10,9 @@ the README):
       or a component raised (e.g. a spout's next_tuple: no tuple to dead-letter)
 4     the accounting does not hold (tuples unaccounted for); wins over 3
 5     the run failed at run time (e.g. the Spark streaming query failed)
-130   interrupted (Ctrl-C, SIGTERM)
+6     taken over: another run took the namespace's lease (``run --takeover``); this
+      run stopped and committed nothing after that
+130   interrupted (Ctrl-C, SIGTERM, ``stormshift stop``)
 ====  =====================================================================
 """
 
@@ -19,7 +21,8 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
-    "ACCOUNTING", "CLEAN", "EPILOG", "FAILED_TUPLES", "INTERRUPTED", "RUN_FAILED", "USAGE",
+    "ACCOUNTING", "CLEAN", "EPILOG", "FAILED_TUPLES", "INTERRUPTED", "RUN_FAILED", "TAKEN_OVER",
+    "USAGE",
     "run_exit_code",
 ]
 
@@ -28,6 +31,7 @@ USAGE = 2
 FAILED_TUPLES = 3
 ACCOUNTING = 4
 RUN_FAILED = 5
+TAKEN_OVER = 6
 INTERRUPTED = 130
 
 EPILOG = (
@@ -38,7 +42,9 @@ EPILOG = (
     "       or a component raised (the summary lists each error)\n"
     "  4    the accounting does not hold (tuples unaccounted for); wins over 3\n"
     "  5    the run failed at run time (e.g. the Spark streaming query failed)\n"
-    "  130  interrupted (Ctrl-C, SIGTERM)"
+    "  6    taken over: another run took the namespace (run --takeover); this run\n"
+    "       stopped and committed nothing after that\n"
+    "  130  interrupted (Ctrl-C, SIGTERM, stormshift stop)"
 )
 
 

@@ -22,6 +22,9 @@ API (also used by ``bench/spark_adclicks.py``)::
 - ``clock``: the batches' processing time, epoch ms, read once when a batch is first
   planned (default: the wall clock; tests pass a scripted one). Windowed bolts and
   ticks see the time recorded with the batch (``driver/windows.py``), never this clock.
+- ``takeover``: replace a live run of the namespace (``state/lease.py``): it stops at its
+  next lease renewal and can commit nothing after this run took the lease; without it a
+  live run there refuses this one (``LeaseHeldError``) before the JVM starts.
 - ``read_state``: fill ``RunSummary.final_state`` at the end (each bolt task's last committed
   snapshot and the bolts' keyed maps, read back from Redis: shadow runs compare them).
 - ``run(max_tuples=N)`` takes exactly N spout tuples per run, in total over every spout and
@@ -74,7 +77,7 @@ from stormshift.engines.spark.source.source import SOURCE_NAME, SpoutSource
 from stormshift.engines.spark.source.spout_report import clear_spout_reports, read_spout_reports
 from stormshift.engines.spark.task.sink import keep_streams, parse_sink, read_jsonl_outputs
 from stormshift.engines.summary import ComponentState, RunSummary
-from stormshift.errors import StormshiftError
+from stormshift.errors import LeaseLostError, StormshiftError
 from stormshift.metrics.board import Board
 from stormshift.metrics.feed import fold_batch, fold_spout_dead_letters
 from stormshift.metrics.records import write_board
@@ -96,8 +99,10 @@ class SparkEngine:
                  budget_ms: int = 500, max_attempts: int = 3,
                  spark_conf: dict[str, str] | None = None, read_state: bool = False,
                  clock: Callable[[], int] | None = None, sink_streams: list[str] | None = None,
-                 metrics: Any = None):
+                 metrics: Any = None, takeover: bool = False):
         self.graph = graph
+        self.takeover = takeover
+        self.lease: Any = None  # this run's LeaseKeeper while it runs (``driver/leased.py``)
         self.metrics = metrics  # a metrics.exposition.MetricsServer (``--metrics-port``), or None
         self.layout = Layout(graph)
         self.master = master
@@ -156,22 +161,42 @@ class SparkEngine:
         write_private(path, secrets.token_hex(32))  # 0600; an existing key file is tightened
         return path.read_text(encoding="utf-8").strip().encode(), str(path)
 
-    def _prepare_state(self) -> tuple[Any, str, bytes, Any, int, list[str]]:
-        """Every check and binding of the state, before the JVM starts (``driver/startup.py``)."""
+    def _prepare_state(self, say: Callable[[str], None] | None = None,
+                       ) -> tuple[Any, str, bytes, Any, int, list[str]]:
+        """Every check and binding of the state, before the JVM starts (``driver/startup.py``),
+        the namespace's lease first (``driver/leased.py``)."""
+        from stormshift.engines.spark.driver.leased import take_lease
         from stormshift.engines.spark.driver.startup import prepare_state
+
+        def lease(r: Any) -> Any:
+            self.lease = take_lease(r, self.namespace, self.graph, self.checkpoint_dir,
+                                    state_mode=self.state_mode, takeover=self.takeover, say=say)
+            return self.lease
 
         return prepare_state(self.graph, self.namespace, self.checkpoint_dir, self.redis_url,
                              self.state_mode, self._checkpoint_id, self._state_key,
-                             before_jvm=(self.master, self.spark_conf, self.spark is not None))
+                             before_jvm=(self.master, self.spark_conf, self.spark is not None),
+                             lease=lease)
 
     # -- run -----------------------------------------------------------------
     def run(self, max_tuples: int | None = None, duration_secs: float | None = None,
             on_progress: Callable[[str], None] | None = None,
             max_batches: int | None = None) -> RunSummary:
+        try:
+            return self._run(max_tuples, duration_secs, on_progress, max_batches)
+        finally:  # however the run ends (refused at start-up too): the lease goes back
+            if self.lease is not None:
+                self.lease.release()
+                self.lease = None
+
+    def _run(self, max_tuples: int | None, duration_secs: float | None,
+             on_progress: Callable[[str], None] | None, max_batches: int | None) -> RunSummary:
+        from stormshift.engines.spark.driver.leased import LeasedBatches
         from stormshift.engines.spark.runtime.session import ui_link
 
         started = time.perf_counter()
-        r, url, state_key, commit_log, base, notes = self._prepare_state()  # before the JVM
+        r, url, state_key, commit_log, base, notes = self._prepare_state(on_progress)  # before the JVM
+        lease = self.lease
         spark = self._session()
         link = ui_link(spark)  # once, when the run is about to start (127.0.0.1 on a local master)
         if link and on_progress is not None:
@@ -205,6 +230,7 @@ class SparkEngine:
             batches.append(result)
             _accumulate(summary, result)
             if result.status is BatchStatus.COMMITTED:
+                lease.renew(batches=sum(b.status is BatchStatus.COMMITTED for b in batches))
                 fold_batch(board, result, int(time.time() * 1000))
                 self._publish(r, board)
             for component, task, lines in result.logs:
@@ -237,7 +263,7 @@ class SparkEngine:
         if stream is None:
             raise StormshiftError(f"topology {self.graph.name!r} has no spout; nothing to run")
         query = (
-            stream.writeStream.foreachBatch(runner)
+            stream.writeStream.foreachBatch(LeasedBatches(runner, lease))
             .option("checkpointLocation", os.path.join(self.checkpoint_dir, "spark"))
             .trigger(processingTime=f"{max(self.trigger_secs, 0.0)} seconds")
             .queryName(f"stormshift_{_safe(self.graph.name).replace('-', '_').replace('.', '_')}")
@@ -250,7 +276,7 @@ class SparkEngine:
         with StopRequests() as stops:
             try:
                 summary.stop_reason = self._wait(query, finite, duration_secs, runner, enough,
-                                                 stops)
+                                                 stops, lease)
             except KeyboardInterrupt:  # Ctrl-C off the main thread: a clean stop too
                 summary.stop_reason = "interrupted"
             finally:
@@ -258,9 +284,15 @@ class SparkEngine:
                 # and is re-run from the checkpoint by the next run; every other stop is clean.
                 in_flight = runner.busy
                 abandoned = self._stop(query, runner, r, stops,
-                                       clean=summary.stop_reason != "max_batches")
+                                       clean=summary.stop_reason != "max_batches" and not lease.lost)
+        if lease.lost:  # taken over (``--takeover``): no summary of a run another one replaced
+            lease.release()  # marks ``yielded``: the new run's query may start
+            raise LeaseLostError(f"{lease.lost} (last committed txid {commit_log.committed()})")
         if summary.stop_reason == "interrupted":
-            summary.warn(interrupted_text(in_flight, abandoned, commit_log.committed()))
+            stopped = interrupted_text(in_flight, abandoned, commit_log.committed())
+            if lease.stop_requested:
+                stopped = stopped.replace("interrupted", "stopped by `stormshift stop`", 1)
+            summary.warn(stopped)
         if summary.stop_reason == "done" and _any_capped(query):
             summary.stop_reason = f"max_tuples={max_tuples} reached"
         if not summary.spout_tuples and not summary.total("tuples_in"):
@@ -297,7 +329,7 @@ class SparkEngine:
             committed_maps(r, self.namespace, b.name)) for b in self.graph.bolts}
 
     def _wait(self, query: Any, finite: bool, duration_secs: float | None, runner: BatchRunner,
-              enough: Callable[[], bool], stops: StopRequests) -> str:
+              enough: Callable[[], bool], stops: StopRequests, lease: Any) -> str:
         """Block until end of input (``finite``), ``duration_secs`` or a failure.
 
         The duration counts from the first batch's start (or, when no input ever comes,
@@ -310,8 +342,12 @@ class SparkEngine:
             try:
                 query.awaitTermination(POLL_SECS)
             except StreamingQueryException as exc:
+                if not lease.renew():  # a batch refused by the lease: taken over, not failed
+                    return "taken over"
                 raise self._query_failed(exc, runner) from None
-            if stops.count:
+            if lease.lost:
+                return "taken over"
+            if stops.count or lease.stop_requested:  # Ctrl-C, SIGTERM, ``stormshift stop``
                 return "interrupted"
             if finite and _all_finished(query):
                 return "done"
@@ -324,6 +360,8 @@ class SparkEngine:
                 return "max_batches"
         failure = query.exception()
         if failure is not None:
+            if not lease.renew():
+                return "taken over"
             raise self._query_failed(failure, runner)
         return "stopped"
 
