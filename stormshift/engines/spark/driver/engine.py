@@ -195,7 +195,14 @@ class SparkEngine:
         from stormshift.engines.spark.runtime.session import ui_link
 
         started = time.perf_counter()
-        r, url, state_key, commit_log, base, notes = self._prepare_state(on_progress)  # before the JVM
+        said: list[str] = []  # the lease's lines (a lapsed run taken over): shown now, kept
+
+        def say(line: str) -> None:
+            said.append(line)
+            if on_progress is not None:
+                on_progress(line)
+
+        r, url, state_key, commit_log, base, notes = self._prepare_state(say)  # before the JVM
         lease = self.lease
         spark = self._session()
         link = ui_link(spark)  # once, when the run is about to start (127.0.0.1 on a local master)
@@ -204,7 +211,7 @@ class SparkEngine:
         intervals = tick_intervals_ms(self.graph)
         tick_ms = min(intervals.values()) if intervals else 0
         summary = RunSummary.for_graph(self.graph, "spark")
-        summary.warnings.extend(notes)  # an upgrade's and a rebalance's, from start-up
+        summary.warnings.extend([*said, *notes])  # the lease's, an upgrade's, a rebalance's
         from stormshift.engines.spark.task.homes import home_key_for
         from stormshift.engines.spark.task.task_host import slots_for
 
@@ -222,7 +229,7 @@ class SparkEngine:
         clear_spout_reports(r, self.namespace, spouts)
         clear_source_lags(r, self.namespace)
         reported: set[tuple[str, str, str, str]] = set()
-        warned: list[str] = []
+        warned: list[str] = list(said)  # already shown
         board = Board.for_graph(self.graph, "spark")
         self._publish(r, board)
 
