@@ -185,9 +185,11 @@ def live_runs(r: Any) -> Iterator[tuple[int, LeaseHolder]]:
 
 def refusal(holder: LeaseHolder, now_ms: int, what: str) -> str:
     """The one line of a refused start: who runs, how to stop it."""
-    return (f"{what} refused: namespace {holder.namespace!r} has a live run ({describe(holder, now_ms)}); "
-            f"nothing was written. Stop it with `stormshift stop {holder.namespace}` (or use "
-            f"another --namespace; `run --takeover` replaces it)")
+    fix = f"Stop it with `stormshift stop {holder.namespace}`"
+    fix += (" (or use another --namespace; `run --takeover` replaces it)" if what.startswith("run")
+            else " first")
+    return (f"{what} refused: namespace {holder.namespace!r} has a live run "
+            f"({describe(holder, now_ms)}); nothing was written. {fix}")
 
 
 def refuse_if_live(r: Any, namespace: str, what: str) -> None:
