@@ -321,8 +321,11 @@ class LeaseKeeper:
 
         def loop() -> None:
             while not self._stopped.wait(every):
-                if not self.renew():
-                    return
+                try:
+                    if not self.renew():
+                        return
+                except Exception as exc:  # noqa: BLE001 - a timer must not die of one bad reply
+                    log.warning("lease of %s not renewed: %s", self.namespace, exc)
 
         self._thread = threading.Thread(target=loop, name=f"lease-{self.namespace}", daemon=True)
         self._thread.start()
