@@ -237,7 +237,7 @@ class SparkEngine:
             batches.append(result)
             _accumulate(summary, result)
             if result.status is BatchStatus.COMMITTED:
-                lease.renew(batches=sum(b.status is BatchStatus.COMMITTED for b in batches))
+                lease.renew(batches=(lease.batches or 0) + 1)  # one more committed
                 fold_batch(board, result, int(time.time() * 1000))
                 self._publish(r, board)
             for component, task, lines in result.logs:
