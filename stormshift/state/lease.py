@@ -9,7 +9,9 @@ it ends. Words:
 
 - *live*: held and renewed within its TTL (by the server's clock);
 - *lapsed*: held but not renewed within its TTL: its driver died (SIGKILL, a lost
-  host); the next start takes it over and says so;
+  host); the next start takes it over and says so. A holder on this host whose process
+  has ended (``holder_alive``) is taken over at once: a killed driver restarted at once
+  (a supervisor, the fault suite) need not wait out the TTL;
 - *takeover*: ``run --takeover`` takes a live lease on purpose. The lease *epoch*
   grows by one at every acquisition; the commit record is written only by the holder
   of the current epoch (``CommitLog(lease=...)``), so the replaced driver, a zombie,
@@ -34,12 +36,13 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from stormshift.errors import LeaseHeldError, LeaseLostError
+from stormshift.errors import InfraError, LeaseHeldError, LeaseLostError
 from stormshift.state import keys as K
 from stormshift.state.connection import TRANSIENT, retrying, run_scripts
 
-__all__ = ["LeaseHolder", "LeaseKeeper", "ago", "holder_of", "live_runs", "read_lease",
-           "refuse_if_live", "request_stop", "ttl_ms_default"]
+__all__ = ["LeaseHolder", "LeaseKeeper", "ago", "describe", "holder_alive", "holder_of",
+           "live_runs", "read_lease", "refusal", "refuse_if_live", "request_stop",
+           "ttl_ms_default"]
 
 log = logging.getLogger("stormshift.state.lease")
 TTL_ENV = "STORMSHIFT_LEASE_TTL_SECS"
@@ -49,7 +52,12 @@ DEFAULT_TTL_MS = 20_000
 def ttl_ms_default() -> int:
     """The lease TTL: ``$STORMSHIFT_LEASE_TTL_SECS`` (tests shorten it), else 20 s."""
     raw = os.environ.get(TTL_ENV)
-    return max(int(float(raw) * 1000), 1000) if raw else DEFAULT_TTL_MS
+    if not raw:
+        return DEFAULT_TTL_MS
+    try:
+        return max(int(float(raw) * 1000), 1000)
+    except ValueError:
+        raise InfraError(f"{TTL_ENV}={raw!r} is not a number of seconds (e.g. 20)") from None
 
 
 def _text(v: Any) -> str:
