@@ -33,7 +33,7 @@ __all__ = ["ps_command", "stop_command"]
 def stop_command(namespace: str, redis_url: str | None, timeout_secs: float) -> None:
     """Stop the live run of namespace NS at a batch boundary (as SIGTERM would), wherever
     it runs, and wait until it released the namespace (storm kill)."""
-    from stormshift.state.lease import ago, describe, read_lease, request_stop
+    from stormshift.state.lease import ago, describe, request_stop
 
     r = open_state(redis_url, reading=True)
     if r is None:
@@ -56,8 +56,7 @@ def stop_command(namespace: str, redis_url: str | None, timeout_secs: float) -> 
         return
     deadline = time.monotonic() + timeout_secs
     while time.monotonic() < deadline:
-        _, now = read_lease(r, namespace)
-        if now is None or now.token != holder.token:
+        if _released(r, namespace, holder.token, embedded=redis_url is None):
             click.echo(visible(f"stopped the run of namespace {namespace!r} (host {holder.host}, "
                                f"pid {holder.pid}) at a batch boundary; its lease is released"))
             return
@@ -67,6 +66,19 @@ def stop_command(namespace: str, redis_url: str | None, timeout_secs: float) -> 
                        "it stops after its batch in flight, or run `stormshift stop` again "
                        "with a longer --timeout"), err=True)
     raise click.exceptions.Exit(1)
+
+
+def _released(r: Any, namespace: str, token: str, *, embedded: bool) -> bool:
+    """Whether the run holding ``token`` gave the lease back. An embedded Redis is the
+    run's own and goes down with it: its server gone means the run ended."""
+    from stormshift.state.connection import TRANSIENT
+    from stormshift.state.keys import lease_key
+
+    try:
+        held = r.hget(lease_key(namespace), "holder")
+    except TRANSIENT:
+        return embedded
+    return held is None or held.decode() != token
 
 
 @click.command("ps")
