@@ -3,8 +3,8 @@
 
 The ledger (tests/fixtures/operate/ledger) runs slowly enough to be live while other
 commands try the namespace: a second ``run``, ``--reset-state``, ``--adopt-state`` and
-``state reset`` are refused in one short line naming it, before any JVM, and it finishes
-exact; ``stop`` ends it at a batch boundary (exit 130, as SIGTERM) and ``ps`` lists it
+``state reset`` are refused in one short line naming it, before any JVM (a ``--takeover``
+its own checks refuse leaves it alone too), and it finishes exact; ``stop`` ends it at a batch boundary (exit 130, as SIGTERM) and ``ps`` lists it
 only while it runs; a SIGKILLed driver's lease is taken over by the next start with one
 line; ``--takeover`` replaces a live run, which exits 6 with its own line, and the state
 ends exact. Every balance is checked against ``expected_balances`` (an independent sum).
@@ -116,6 +116,12 @@ def test_beside_a_live_run_every_start_is_refused_and_the_live_run_finishes_exac
     t0 = time.monotonic()
     _refused(_cli(tmp_path, "state", "reset", namespace, "--yes", "--redis", redis_url),
              time.monotonic() - t0, first.pid)
+    # a replacement that its own checks refuse leaves the live run alone
+    done = _cli(tmp_path, *spark_run_args(project, tmp_path, redis_url, namespace, *opts),
+                "--checkpoint", other_ck, "--takeover")
+    assert done.returncode == 2 and f"belongs to checkpoint {tmp_path / 'ck'}" in done.stderr, \
+        done.stderr
+    assert "Traceback" not in done.stderr and first.poll() is None
     assert not (tmp_path / "ck2" / "spark").exists()  # the refused runs wrote no checkpoint
 
     out, err = first.communicate(timeout=400)

@@ -282,8 +282,7 @@ class LeaseKeeper:
         one checkpoint would clash. After one of its TTLs, go on: its commits are refused."""
         deadline = self.clock() + max(self.ttl_ms, before.expires_ms - before.renewed_ms) / 1000
         while self.clock() < deadline:
-            if _text(self.r.hget(self.key, "yielded") or b"") == before.token \
-                    or not holder_alive(before):
+            if _yielded(self.r, self.key) == before.token or not holder_alive(before):
                 self.say(f"the replaced run (pid {before.pid}) stopped")
                 return
             time.sleep(0.2)
@@ -355,6 +354,11 @@ class LeaseKeeper:
     def commit_args(self) -> tuple[str, str, int]:
         """``(lease key, token, epoch)`` for the commit record's conditional write."""
         return self.key, self.token, self.epoch
+
+
+@retrying
+def _yielded(r: Any, key: str) -> str:
+    return _text(r.hget(key, "yielded") or b"")
 
 
 @retrying

@@ -176,7 +176,7 @@ class SparkEngine:
         return prepare_state(self.graph, self.namespace, self.checkpoint_dir, self.redis_url,
                              self.state_mode, self._checkpoint_id, self._state_key,
                              before_jvm=(self.master, self.spark_conf, self.spark is not None),
-                             lease=lease)
+                             lease=lease, lease_late=self.takeover)
 
     # -- run -----------------------------------------------------------------
     def run(self, max_tuples: int | None = None, duration_secs: float | None = None,

@@ -6,7 +6,9 @@ checkpoint as they were:
 
 1. infrastructure (``preflight.py``): checkpoint writable; Java, master, fixed ports;
 2. the state server answers (``state/reach.py``); this run takes the namespace's lease
-   (``state/lease.py``): a live run there refuses this one before anything else;
+   (``state/lease.py``): a live run there refuses this one before anything else (a
+   ``--takeover`` takes it after step 4 instead: a replacement refused there leaves the
+   live run alone; step 5 then reads the state the replaced run left);
 3. the namespace belongs to this topology (``state/owner.py``);
 4. the checkpoint belongs to this topology and namespace, and (``strict``) the namespace
    is bound to it if it holds state (``bound_elsewhere``);
@@ -39,11 +41,12 @@ def prepare_state(graph: Any, namespace: str, checkpoint_dir: str, redis_url: st
                   state_mode: str, checkpoint_id: Callable[[], str],
                   state_key: Callable[[], tuple[bytes, str]],
                   before_jvm: tuple[str, Mapping[str, str], bool],
-                  lease: Callable[[Any], Any] | None = None,
+                  lease: Callable[[Any], Any] | None = None, lease_late: bool = False,
                   ) -> tuple[Any, str, bytes, Any, int, list[str]]:
     """Steps 1-8 of the module doc. ``before_jvm``: (master, Spark conf, session given);
     ``lease(client)``: takes the namespace's lease (raises if a live run holds it) and
-    returns it; the commit log commits only while the run holds it.
+    returns it (after step 4 when ``lease_late``); the commit log commits only while the
+    run holds it.
 
     Returns ``(client, url for executors, HMAC key, commit log, txid base, notes for the
     summary)``.
@@ -71,7 +74,7 @@ def prepare_state(graph: Any, namespace: str, checkpoint_dir: str, redis_url: st
     url = redis_url or url_of(r)
     if url is None:
         raise StormshiftError("spark engine: cannot tell executors how to reach Redis; fix: pass --redis URL")
-    held = lease(r) if lease is not None else None
+    held = lease(r) if lease is not None and not lease_late else None
     # Step 3.
     check_owner(r, namespace, graph, state_mode)
     # Step 4.
@@ -81,6 +84,8 @@ def prepare_state(graph: Any, namespace: str, checkpoint_dir: str, redis_url: st
     commit_log = CommitLog(r, namespace, lease=held)
     if state_mode == "strict":
         bound_elsewhere(r, commit_log, namespace, checkpoint_dir, ck_id)
+    if lease is not None and lease_late:
+        commit_log.lease = lease(r)
     # Step 5.
     key, key_source = state_key()
     snapshots = SnapshotStore(r, namespace, key)
