@@ -189,3 +189,41 @@ def test_a_stop_request_reaches_the_holder_and_no_run_means_nothing_to_stop(
     assert run.renew() and run.stop_requested
     run.release()
     assert not redis_client.exists(K.lease_key(namespace))
+
+
+# -- the commands' pure parts -------------------------------------------------------------
+def test_stop_sees_a_release_a_new_holder_and_an_embedded_server_gone() -> None:
+    from redis.exceptions import ConnectionError as Down
+
+    from stormshift.cli.operate import _released
+
+    class Client:
+        def __init__(self, held: Any):
+            self.held = held
+
+        def hget(self, _key: str, _field: str) -> Any:
+            if isinstance(self.held, Exception):
+                raise self.held
+            return self.held
+
+    assert not _released(Client(b"tok"), "ns", "tok", embedded=False)
+    assert _released(Client(None), "ns", "tok", embedded=False)
+    assert _released(Client(b"other"), "ns", "tok", embedded=False)  # taken over: not it
+    assert _released(Client(Down("gone")), "ns", "tok", embedded=True)
+    assert not _released(Client(Down("outage")), "ns", "tok", embedded=False)
+
+
+def test_stop_and_ps_where_there_is_no_state_say_so_and_start_no_server(
+        tmp_path: Any, monkeypatch: pytest.MonkeyPatch) -> None:
+    from click.testing import CliRunner
+
+    from stormshift.cli import cli
+
+    monkeypatch.chdir(tmp_path)
+    for name in ("STORMSHIFT_REDIS", "STORMSHIFT_REDIS_URL", "REDIS_URL"):
+        monkeypatch.delenv(name, raising=False)
+    stopped = CliRunner().invoke(cli, ["stop", "wc"])
+    assert stopped.exit_code == 1 and "no state here" in stopped.output
+    listed = CliRunner().invoke(cli, ["ps", "--json"])
+    assert listed.exit_code == 0 and listed.output.strip().endswith('{"runs": []}')
+    assert not (tmp_path / ".stormshift").exists()
