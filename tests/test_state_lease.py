@@ -82,9 +82,13 @@ def test_only_a_holder_on_this_host_whose_process_ended_is_known_dead() -> None:
     assert not holder_alive(holder(**here, pid=os.getpid(), pstart_ms=started - 60_000))  # reused
     assert holder_alive(holder(host="elsewhere", pid=os.getpid()))  # not ours to judge
     assert holder_alive(holder(**{**here, "pidns": "pid:[1]"}, pid=os.getpid()))
-    dead = psutil.Popen(["true"])
-    dead.wait()
-    assert not holder_alive(holder(**here, pid=dead.pid, pstart_ms=started))
+    unreaped = psutil.Popen(["true"])
+    while unreaped.status() != psutil.STATUS_ZOMBIE:
+        time.sleep(0.01)
+    assert not holder_alive(holder(**here, pid=unreaped.pid,
+                                   pstart_ms=int(unreaped.create_time() * 1000)))
+    unreaped.wait()
+    assert not holder_alive(holder(**here, pid=unreaped.pid, pstart_ms=started))
 
 
 def test_the_refusing_command_and_the_ttl_and_the_exit_code_are_named(

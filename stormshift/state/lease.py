@@ -161,7 +161,10 @@ def holder_alive(holder: LeaseHolder) -> bool:
     import psutil
 
     try:
-        created_ms = int(psutil.Process(holder.pid).create_time() * 1000)
+        process = psutil.Process(holder.pid)
+        created_ms = int(process.create_time() * 1000)
+        if process.status() == psutil.STATUS_ZOMBIE:  # killed, not yet reaped by its parent
+            return False
     except psutil.NoSuchProcess:
         return False
     except psutil.Error:
