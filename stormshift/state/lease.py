@@ -259,10 +259,10 @@ class LeaseKeeper:
             assert before is not None
             raise LeaseHeldError(refusal(before, now_ms, what))
         if status in ("lapsed", "gone") and before is not None:
-            how = "is no longer running (it last renewed" if status == "gone" else "stopped renewing"
+            gone = " (its process has ended)" if status == "gone" else ""
             self.say(f"the previous run of namespace {self.namespace!r} (host {before.host}, pid "
-                     f"{before.pid}) {how} its lease {ago(now_ms - before.renewed_ms)} ago"
-                     f"{')' if status == 'gone' else ''}; taking over")
+                     f"{before.pid}) stopped renewing its lease {ago(now_ms - before.renewed_ms)} "
+                     f"ago{gone}; taking over")
         elif status == "takeover" and before is not None:
             self.say(f"--takeover: replacing the live run of namespace {self.namespace!r} "
                      f"({describe(before, now_ms)}); it stops at its next lease renewal")
