@@ -128,3 +128,14 @@ class InfraError(StormshiftError):
     refusing the password, a checkpoint directory that cannot be written, Java missing, a
     Spark master that does not answer, a topology's state taken over by another): found
     before anything ran, one line with the fix, exit 2."""
+
+
+class LeaseHeldError(InfraError):
+    """Another live run holds the namespace's lease (``state/lease.py``): a second run, a
+    ``--reset-state`` or a ``state reset`` beside it is refused before it writes anything
+    (exit 2); the message names the live run and how to stop it."""
+
+
+class LeaseLostError(StormshiftError):
+    """This run's lease of its namespace was taken over (``run --takeover``): the run
+    stopped without committing anything after that (``stormshift run`` exits 6)."""

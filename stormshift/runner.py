@@ -38,6 +38,7 @@ class RunOptions:
     namespace: str | None = None  # Spark: the state namespace in Redis (default: topology name)
     metrics_port: int | None = None  # serve Prometheus metrics on this port (0: any free one)
     metrics_host: str = "127.0.0.1"  # ... bound to this address
+    takeover: bool = False  # Spark: replace a live run of the namespace (``state/lease.py``)
 
 
 def default_log_file(graph: TopologyGraph) -> str:
@@ -114,6 +115,7 @@ def _run_engine(graph: TopologyGraph, options: RunOptions, show: Any, metrics: A
         spark_conf=dict(options.spark_conf),
         namespace=options.namespace,
         metrics=metrics,
+        takeover=options.takeover,
     )
     return spark_engine.run(
         max_tuples=options.max_tuples,

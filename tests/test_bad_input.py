@@ -124,6 +124,10 @@ TAKEOVERS = [
     Case("adopt-state-with-foreign-components",
          (*OTHER_RUN, "--namespace", "{a}", "--checkpoint", "{tmp}/ck-adopt", "--adopt-state"), 2,
          "holds state of component(s) 'count_bolt', 'word_spout' that topology 'logs_only'"),
+    Case("same-topology-new-checkpoint",  # named by its checkpoint, not as tampering
+         ("run", WORDCOUNT, "--redis", "{redis_url}", "--namespace", "{a}", "--checkpoint",
+          "{tmp}/ck-other"), 2,
+         "state namespace '{a}' belongs to checkpoint {a_ck} (committed txid"),
     Case("local-engine-on-another-namespace",
          (*OTHER_RUN, "--namespace", "{a}", "--engine", "local"), 0,
          "--redis, --namespace not used: the local engine keeps no state", lines=6,

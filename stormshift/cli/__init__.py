@@ -7,7 +7,8 @@ prints, and turns the outcome into an exit code; nothing below this package
 calls ``sys.exit``.
 
 - ``run.py``, ``plan.py``, ``inspect.py``, ``submit.py``, ``state.py``, ``deadletter.py``,
-  ``check.py``, ``shadow.py``, ``compare.py``, ``top.py``: one command (group) each.
+  ``check.py``, ``shadow.py``, ``compare.py``, ``top.py``: one command (group) each;
+  ``operate.py``: ``stop`` and ``ps`` (a run's lease, ``state/lease.py``).
 - ``options.py``: every option more than one command takes, defined once
   (``--redis`` / ``STORMSHIFT_REDIS`` everywhere, ``-n``, ``-e``, ``-o``,
   ``--json``, ``--master``, ``--checkpoint``).
@@ -15,8 +16,9 @@ calls ``sys.exit``.
 
 Errors stormshift raises on purpose are printed as one clear message, never as
 a traceback (with ``--json`` also as ``{"exit_code", "error"}`` on stdout): exit 2
-before a run starts, 5 when the run fails at run time; 130
-on Ctrl-C or SIGTERM. A Redis error no command foresaw (a server that goes away,
+before a run starts (a live run of the namespace too), 5 when the run fails at run time,
+6 when another run took its namespace over (``run --takeover``); 130 on Ctrl-C, SIGTERM
+or ``stormshift stop``. A Redis error no command foresaw (a server that goes away,
 or refuses a password, in a command that did not check it first) is worded by
 ``state/reach.describe`` the same way: one line with the fix, exit 2. Every
 message is masked (``private.mask_text``): no URL password, no secret ``-o``
@@ -40,6 +42,7 @@ from stormshift.cli.check import check_command
 from stormshift.cli.compare import compare_command
 from stormshift.cli.deadletter import deadletter_group
 from stormshift.cli.inspect import inspect_command
+from stormshift.cli.operate import ps_command, stop_command
 from stormshift.cli.plan import plan_command
 from stormshift.cli.run import run_command
 from stormshift.cli.shadow import shadow_command
@@ -48,7 +51,7 @@ from stormshift.cli.submit import submit_command
 from stormshift.cli.top import top_command
 from stormshift.display import console as safe_console
 from stormshift.display import styled
-from stormshift.errors import RunFailedError, StormshiftError
+from stormshift.errors import LeaseLostError, RunFailedError, StormshiftError
 from stormshift.private import mask_text
 
 __all__ = ["cli", "main"]
@@ -63,7 +66,8 @@ def cli() -> None:
 
 
 for _command in (inspect_command, run_command, plan_command, submit_command, state_group,
-                 deadletter_group, check_command, shadow_command, compare_command, top_command):
+                 deadletter_group, check_command, shadow_command, compare_command, top_command,
+                 stop_command, ps_command):
     cli.add_command(_command)
 
 
@@ -125,6 +129,9 @@ def main(argv: list[str] | None = None) -> int:
         exc.message = mask_text(exc.message)  # e.g. a bad -o value echoed
         exc.show()
         return _as_json(argv, exc.exit_code, exc.format_message())
+    except LeaseLostError as exc:
+        console.print(styled(("stopped:", "bold red"), f" {exc}"), soft_wrap=True)
+        return _as_json(argv, exit_codes.TAKEN_OVER, str(exc))
     except RunFailedError as exc:
         console.print(styled(("run failed:", "bold red"), f" {exc}"), soft_wrap=True)
         return _as_json(argv, exit_codes.RUN_FAILED, str(exc))

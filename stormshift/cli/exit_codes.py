@@ -11,7 +11,9 @@ the README):
 4     the accounting does not hold (tuples unaccounted for); wins over 3
 5     the run failed at run time (e.g. the Spark streaming query failed, or Redis
       stayed unreachable past ``stormshift.redis_outage_s``: ``state/outage.py``)
-130   interrupted (Ctrl-C, SIGTERM)
+6     taken over: another run took the namespace's lease (``run --takeover``); this
+      run stopped and committed nothing after that
+130   interrupted (Ctrl-C, SIGTERM, ``stormshift stop``)
 ====  =====================================================================
 """
 
@@ -20,7 +22,8 @@ from __future__ import annotations
 from typing import Any
 
 __all__ = [
-    "ACCOUNTING", "CLEAN", "EPILOG", "FAILED_TUPLES", "INTERRUPTED", "RUN_FAILED", "USAGE",
+    "ACCOUNTING", "CLEAN", "EPILOG", "FAILED_TUPLES", "INTERRUPTED", "RUN_FAILED", "TAKEN_OVER",
+    "USAGE",
     "run_exit_code",
 ]
 
@@ -29,6 +32,7 @@ USAGE = 2
 FAILED_TUPLES = 3
 ACCOUNTING = 4
 RUN_FAILED = 5
+TAKEN_OVER = 6
 INTERRUPTED = 130
 
 EPILOG = (
@@ -40,7 +44,9 @@ EPILOG = (
     "  4    the accounting does not hold (tuples unaccounted for); wins over 3\n"
     "  5    the run failed at run time (e.g. the Spark streaming query failed,\n"
     "       or Redis unreachable past -o stormshift.redis_outage_s, default 180)\n"
-    "  130  interrupted (Ctrl-C, SIGTERM)"
+    "  6    taken over: another run took the namespace (run --takeover); this run\n"
+    "       stopped and committed nothing after that\n"
+    "  130  interrupted (Ctrl-C, SIGTERM, stormshift stop)"
 )
 
 

@@ -57,6 +57,10 @@ __all__ = ["run_command"]
     "Spark: the state namespace in Redis (default: the topology's name). A shadow port runs "
     "under its own (e.g. shadow-NAME) with its own --checkpoint, so it never shares state "
     "keys with the production run."))
+@click.option("--takeover", is_flag=True, help=(
+    "Spark: replace the live run of the namespace (its lease, in Redis): it stops at its next "
+    "lease renewal, commits nothing after this run took over and exits 6. Without it a live "
+    "run there refuses this one (exit 2, naming it; `stormshift stop NS` stops it)."))
 @redis_option()
 @conf_option("Spark setting for the session (e.g. spark.speculation=true); repeatable.")
 @click.option("--metrics-port", type=click.IntRange(0, 65535), metavar="PORT", help=(
@@ -72,7 +76,8 @@ def run_command(path: str, name: str | None, environment: str | None,
                 log_file: str | None, trigger_secs: float,
                 until_done: bool, batch_max_tuples: int | None, sink: str | None,
                 reset_state: bool, adopt_state: bool, master: str, checkpoint_dir: str | None,
-                namespace: str | None, redis_url: str | None, confs: tuple[str, ...],
+                namespace: str | None, takeover: bool, redis_url: str | None,
+                confs: tuple[str, ...],
                 metrics_port: int | None, metrics_host: str, as_json: bool) -> None:
     """Run a topology (a project dir, topologies/NAME.py, or module:Class)."""
     from stormshift.runner import RunOptions, print_summary, run_topology
@@ -90,6 +95,7 @@ def run_command(path: str, name: str | None, environment: str | None,
         state_mode=mode,  # type: ignore[arg-type]
         spark_conf=tuple(parse_confs(confs).items()), log_file=log_file, log_level=log_level,
         namespace=namespace, metrics_port=metrics_port, metrics_host=metrics_host,
+        takeover=takeover,
     )
     summary = run_topology(graph, options, progress=None if as_json else console(stderr=True))
     code = run_exit_code(summary)
@@ -106,7 +112,8 @@ def _warn_unused_by_local(ctx: click.Context) -> None:
     """The local engine keeps no state in Redis and no checkpoint: say so when the command
     line gives it options only the Spark engine uses (it never writes to that state)."""
     flags = {"redis_url": "--redis", "namespace": "--namespace", "checkpoint_dir": "--checkpoint",
-             "reset_state": "--reset-state", "adopt_state": "--adopt-state"}
+             "reset_state": "--reset-state", "adopt_state": "--adopt-state",
+             "takeover": "--takeover"}
     given = [flag for param, flag in flags.items()
              if ctx.get_parameter_source(param) is click.core.ParameterSource.COMMANDLINE]
     if given:

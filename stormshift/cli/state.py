@@ -175,8 +175,11 @@ def reset_cmd(namespace: str, yes: bool, hard: bool, redis_url: str | None) -> N
             f"refusing to delete state namespace {namespace!r} without --yes "
             "(maps, snapshots and dedup state are lost; running topologies must be stopped)"
         )
+    from stormshift.state.lease import refuse_if_live
+
     r = _redis(redis_url)
     if r is None:
         return
+    refuse_if_live(r, namespace, f"state reset {namespace}")  # exit 2: a live run's state
     n = reset_namespace(r, namespace, keep_fences=not hard)
     click.echo(f"deleted {n} keys of namespace {namespace!r}")

@@ -49,6 +49,8 @@ __all__ = ["run_args", "submit_command"]
 @click.option("--namespace", metavar="NS",
               help="The state namespace in Redis (default: the topology's name).")
 @run_control_options(trigger_default=None)
+@click.option("--takeover", is_flag=True,
+              help="Replace the live run of the namespace (forwarded to the driver's run).")
 @click.option("--build-dir", help="Where to write the zips (default PROJECT/_build/stormshift).")
 @click.option("--requirements", metavar="FILE",
               help="The project's Python dependencies (pip requirements; default: the project's "
@@ -64,7 +66,7 @@ def submit_command(path: str, name: str | None, environment: str | None,
                    do_run: bool,
                    checkpoint_dir: str | None, redis_url: str | None, namespace: str | None,
                    trigger_secs: float | None, until_done: bool, batch_max_tuples: int | None, sink: str | None,
-                   reset_state: bool, adopt_state: bool, build_dir: str | None,
+                   reset_state: bool, adopt_state: bool, takeover: bool, build_dir: str | None,
                    requirements: str | None,
                    no_ship_stormshift: bool, spark_submit: str | None, confs: tuple[str, ...],
                    spark_args: tuple[str, ...]) -> None:
@@ -78,6 +80,7 @@ def submit_command(path: str, name: str | None, environment: str | None,
     forwarded += ["--namespace", namespace] if namespace else []
     forwarded += {"reset": ["--reset-state"], "adopt": ["--adopt-state"]}.get(mode, [])
     shown_options, secret = secret_options(config_options)  # the secret ones: in a file
+    forwarded += ["--takeover"] if takeover else []
     forwarded += [arg for text in shown_options for arg in ("-o", text)]
     forwarded += [arg for text in pars for arg in ("--par", text)]
     conf_args = [arg for key, value in parse_confs(confs).items() for arg in ("--conf", f"{key}={value}")]

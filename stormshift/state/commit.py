@@ -25,12 +25,13 @@ __all__ = ["CommitLog", "Mode"]
 class CommitLog:
     """Committed txid and checkpoint bindings of one state namespace."""
 
-    def __init__(self, r: Any, namespace: str):
+    def __init__(self, r: Any, namespace: str, lease: Any = None):
         self.r = r
         self.namespace = K.check_name("namespace", namespace)
         #: the committed txid as last read or recorded here: what a driver that lost Redis
         #: says it stopped at (``state/outage.py``), without asking Redis
         self.last_seen = -1
+        self.lease = lease  # a ``state.lease.LeaseKeeper``: commits only while it holds
 
     @retrying
     def committed(self) -> int:
@@ -94,8 +95,15 @@ class CommitLog:
         return {k.decode(): int(v) for k, v in sorted(raw.items())}
 
     def record_commit(self, txid: int) -> None:
-        """Record ``committed = txid``; FencedError if txid is below the committed one."""
-        run_scripts(self.r, [("record_commit", [K.commit_key(self.namespace)], [txid, K.FORMAT_VERSION])])
+        """Record ``committed = txid``; FencedError if txid is below the committed one, or
+        (with a ``lease``) if the run's lease of the namespace was taken over."""
+        if self.lease is None:
+            call = ("record_commit", [K.commit_key(self.namespace)], [txid, K.FORMAT_VERSION])
+        else:
+            key, token, epoch = self.lease.commit_args()
+            call = ("record_commit_leased", [K.commit_key(self.namespace), key],
+                    [txid, K.FORMAT_VERSION, token, epoch])
+        run_scripts(self.r, [call])
         self.last_seen = max(self.last_seen, txid)
         self._broadcast_committed(txid)
 
@@ -139,8 +147,8 @@ def reset_namespace(r: Any, namespace: str, *, keep_fences: bool = True) -> int:
         # Every namespace-wide key (commit record, checkpoint bindings, dead letters and
         # their dedup index, redrive queues, batch stats) but the epoch counter, which never
         # expires or resets: zombies of old runs stay fenced.
-        epochs = K.epochs_key(namespace)
-        doomed += sorted(k for k in _namespace_wide(r, namespace) if k != epochs)
+        kept = {K.epochs_key(namespace), K.lease_key(namespace)}  # the lease: a run's, not state
+        doomed += sorted(k for k in _namespace_wide(r, namespace) if k not in kept)
         doomed += [K.fence_key(namespace, g) for g in range(K.KEY_GROUPS)]
     else:  # the state is gone: it belongs to no topology any more (state/owner.py)
         doomed += [K.par_key(namespace), K.owner_key(namespace)]

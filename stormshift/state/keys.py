@@ -5,6 +5,7 @@ Layout (format version ``FORMAT_VERSION``). ``ns`` is the state namespace (one p
 * ``ss:{ns}:commit``       hash ``committed`` -> txid, ``format`` -> version
 * ``ss:{ns}:checkpoints``  hash checkpoint id -> txid base
 * ``ss:{ns}:owner``        hash ``topology`` -> name, ``fingerprint``, ``components`` (state/owner.py)
+* ``ss:{ns}:lease``        hash: the live run of the namespace (state/lease.py, lua_lease.py)
 * ``ss:{ns}:epochs``       hash ``component:task`` -> epoch (never expires)
 * ``ss:{ns}:par``          hash component -> parallelism its snapshots were cut for
 * ``ss:{ns}:dlq``          stream of dead letters; ``ss:{ns}:dlq-ids`` digest -> entry id
@@ -151,6 +152,17 @@ def owner_key(ns: str) -> str:
     return ns_key(ns, "owner")
 
 
+def lease_key(ns: str) -> str:
+    """Hash: the one live run of this namespace (``state/lease.py``): the commit record's
+    write is conditional on its holder and epoch."""
+    return ns_key(ns, "lease")
+
+
+def lease_pattern() -> str:
+    """SCAN pattern of every namespace's lease (``stormshift ps``)."""
+    return f"{PREFIX}:{{*}}:lease"
+
+
 def epochs_key(ns: str) -> str:
     return ns_key(ns, "epochs")
 
@@ -267,6 +279,8 @@ __all__ = [
     "epochs_key",
     "fence_key",
     "group_of",
+    "lease_key",
+    "lease_pattern",
     "map_key",
     "metrics_key",
     "name_group",

@@ -13,6 +13,7 @@ on Redis's Lua 5.1 and on fakeredis's Lua 5.4 (no cmsgpack, no struct).
 
 from __future__ import annotations
 
+from stormshift.state.lua_lease import LEASE_SCRIPTS
 from stormshift.state.lua_ns import DLQ_ADD_FENCED, SINK_PUT, STATS_PUT
 
 # Shared prelude: the fence check every write script runs before touching data.
@@ -407,4 +408,5 @@ SCRIPTS: dict[str, str] = {
     "dlq_add_fenced": DLQ_ADD_FENCED,
     "sink_put": SINK_PUT,
     "stats_put": STATS_PUT,
+    **LEASE_SCRIPTS,  # a run's lease of its namespace (lua_lease.py)
 }

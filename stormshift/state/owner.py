@@ -29,7 +29,7 @@ from stormshift.errors import InfraError
 from stormshift.state import keys as K
 
 __all__ = ["Owner", "check_owner", "checkpoint_namespaces", "fingerprint", "record_owner",
-           "recorded_owner", "stored_components"]
+           "recorded_checkpoint", "recorded_owner", "stored_components"]
 
 
 @dataclass(frozen=True)
@@ -99,11 +99,20 @@ def check_owner(r: Any, namespace: str, graph: Any, mode: str) -> None:
             "those component names, or discard the state with --reset-state")
 
 
-def record_owner(r: Any, namespace: str, graph: Any) -> None:
-    """Record ``graph`` as the owner of ``namespace`` (after ``check_owner`` let it run)."""
-    r.hset(K.owner_key(namespace), mapping={
-        "topology": graph.name, "fingerprint": fingerprint(graph),
-        "components": json.dumps(sorted(c.name for c in graph))})
+def record_owner(r: Any, namespace: str, graph: Any, checkpoint_dir: str | None = None) -> None:
+    """Record ``graph`` as the owner of ``namespace`` (after ``check_owner`` let it run), and
+    the checkpoint dir it runs from (named when another checkpoint is refused)."""
+    mapping = {"topology": graph.name, "fingerprint": fingerprint(graph),
+               "components": json.dumps(sorted(c.name for c in graph))}
+    if checkpoint_dir:
+        mapping["checkpoint"] = checkpoint_dir
+    r.hset(K.owner_key(namespace), mapping=mapping)
+
+
+def recorded_checkpoint(r: Any, namespace: str) -> str | None:
+    """The checkpoint dir the namespace's last run bound (None when not recorded)."""
+    v = r.hget(K.owner_key(namespace), "checkpoint")
+    return _text(v) if v is not None else None
 
 
 def checkpoint_namespaces(r: Any, checkpoint_id: str) -> list[str]:

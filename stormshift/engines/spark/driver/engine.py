@@ -22,6 +22,9 @@ API (also used by ``bench/spark_adclicks.py``)::
 - ``clock``: the batches' processing time, epoch ms, read once when a batch is first
   planned (default: the wall clock; tests pass a scripted one). Windowed bolts and
   ticks see the time recorded with the batch (``driver/windows.py``), never this clock.
+- ``takeover``: replace a live run of the namespace (``state/lease.py``): it stops at its
+  next lease renewal and can commit nothing after this run took the lease; without it a
+  live run there refuses this one (``LeaseHeldError``) before the JVM starts.
 - ``read_state``: fill ``RunSummary.final_state`` at the end (each bolt task's last committed
   snapshot and the bolts' keyed maps, read back from Redis: shadow runs compare them).
 - ``run(max_tuples=N)`` takes exactly N spout tuples per run, in total over every spout and
@@ -39,6 +42,7 @@ errors, dead-lettered; leaf outputs read back from a jsonl sink).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -81,7 +85,7 @@ from stormshift.engines.spark.source.source import SOURCE_NAME, SpoutSource
 from stormshift.engines.spark.source.spout_report import clear_spout_reports, read_spout_reports
 from stormshift.engines.spark.task.sink import keep_streams, parse_sink, read_jsonl_outputs
 from stormshift.engines.summary import ComponentState, RunSummary
-from stormshift.errors import StormshiftError
+from stormshift.errors import LeaseLostError, StormshiftError
 from stormshift.metrics.board import Board
 from stormshift.metrics.feed import fold_batch, fold_spout_dead_letters
 from stormshift.metrics.records import write_board
@@ -104,8 +108,10 @@ class SparkEngine:
                  budget_ms: int = 500, max_attempts: int = 3,
                  spark_conf: dict[str, str] | None = None, read_state: bool = False,
                  clock: Callable[[], int] | None = None, sink_streams: list[str] | None = None,
-                 metrics: Any = None):
+                 metrics: Any = None, takeover: bool = False):
         self.graph = graph
+        self.takeover = takeover
+        self.lease: Any = None  # this run's LeaseKeeper while it runs (``driver/leased.py``)
         self.metrics = metrics  # a metrics.exposition.MetricsServer (``--metrics-port``), or None
         self.layout = Layout(graph)
         self.master = master
@@ -167,20 +173,30 @@ class SparkEngine:
         write_private(path, secrets.token_hex(32))  # 0600; an existing key file is tightened
         return path.read_text(encoding="utf-8").strip().encode(), str(path)
 
-    def _prepare_state(self) -> tuple[Any, str, bytes, Any, int, list[str]]:
-        """Every check and binding of the state, before the JVM starts (``driver/startup.py``)."""
+    def _prepare_state(self, say: Callable[[str], None] | None = None,
+                       ) -> tuple[Any, str, bytes, Any, int, list[str]]:
+        """Every check and binding of the state, before the JVM starts (``driver/startup.py``),
+        the namespace's lease first (``driver/leased.py``)."""
+        from stormshift.engines.spark.driver.leased import take_lease
         from stormshift.engines.spark.driver.startup import prepare_state
+
+        def lease(r: Any) -> Any:
+            self.lease = take_lease(r, self.namespace, self.graph, self.checkpoint_dir,
+                                    state_mode=self.state_mode, takeover=self.takeover, say=say)
+            return self.lease
 
         return prepare_state(self.graph, self.namespace, self.checkpoint_dir, self.redis_url,
                              self.state_mode, self._checkpoint_id, self._state_key,
-                             before_jvm=(self.master, self.spark_conf, self.spark is not None))
+                             before_jvm=(self.master, self.spark_conf, self.spark is not None),
+                             lease=lease, lease_late=self.takeover)
 
     # -- run -----------------------------------------------------------------
     def run(self, max_tuples: int | None = None, duration_secs: float | None = None,
             on_progress: Callable[[str], None] | None = None,
             max_batches: int | None = None) -> RunSummary:
         """Run the query (``_run``) under the Redis outage policy (``driver/outage_watch.py``):
-        an outage past ``stormshift.redis_outage_s`` ends it with one line (exit 5)."""
+        an outage past ``stormshift.redis_outage_s`` ends it with one line (exit 5). However
+        the run ends (refused at start-up too), its lease of the namespace goes back."""
         prepare_processes(self.outage_s, self.checkpoint_dir, self.spark_conf)  # before the JVM
         with OutageWatch(on_progress, self.outage_s) as watch:
             self._watch = watch
@@ -191,13 +207,26 @@ class SparkEngine:
                 raise exc.at(known) from None
             finally:
                 self._watch = None
+                if self.lease is not None:
+                    lease, self.lease = self.lease, None
+                    with contextlib.suppress(Exception):  # Redis gone: it lapses by its TTL
+                        lease.release()
 
     def _run(self, max_tuples: int | None, duration_secs: float | None,
              on_progress: Callable[[str], None] | None, max_batches: int | None) -> RunSummary:
+        from stormshift.engines.spark.driver.leased import LeasedBatches
         from stormshift.engines.spark.runtime.session import ui_link
 
         started = time.perf_counter()
-        r, url, state_key, commit_log, base, notes = self._prepare_state()  # before the JVM
+        said: list[str] = []  # the lease's lines (a lapsed run taken over): shown now, kept
+
+        def say(line: str) -> None:
+            said.append(line)
+            if on_progress is not None:
+                on_progress(line)
+
+        r, url, state_key, commit_log, base, notes = self._prepare_state(say)  # before the JVM
+        lease = self.lease
         self._commit_log = commit_log
         if self._watch is not None:
             self._watch.start(url)
@@ -208,7 +237,7 @@ class SparkEngine:
         intervals = tick_intervals_ms(self.graph)
         tick_ms = min(intervals.values()) if intervals else 0
         summary = RunSummary.for_graph(self.graph, "spark")
-        summary.warnings.extend(notes)  # an upgrade's and a rebalance's, from start-up
+        summary.warnings.extend([*said, *notes])  # the lease's, an upgrade's, a rebalance's
         from stormshift.engines.spark.task.homes import home_key_for
         from stormshift.engines.spark.task.task_host import slots_for
 
@@ -226,7 +255,7 @@ class SparkEngine:
         clear_spout_reports(r, self.namespace, spouts)
         clear_source_lags(r, self.namespace)
         reported: set[tuple[str, str, str, str]] = set()
-        warned: list[str] = []
+        warned: list[str] = list(said)  # already shown
         board = Board.for_graph(self.graph, "spark")
         self._publish(r, board)
 
@@ -234,6 +263,7 @@ class SparkEngine:
             batches.append(result)
             _accumulate(summary, result)
             if result.status is BatchStatus.COMMITTED:
+                lease.renew(batches=(lease.batches or 0) + 1)  # one more committed
                 fold_batch(board, result, int(time.time() * 1000))
                 self._publish(r, board)
             for component, task, lines in result.logs:
@@ -266,7 +296,7 @@ class SparkEngine:
         if stream is None:
             raise StormshiftError(f"topology {self.graph.name!r} has no spout; nothing to run")
         query = (
-            stream.writeStream.foreachBatch(runner)
+            stream.writeStream.foreachBatch(LeasedBatches(runner, lease))
             .option("checkpointLocation", os.path.join(self.checkpoint_dir, "spark"))
             .trigger(processingTime=f"{max(self.trigger_secs, 0.0)} seconds")
             .queryName(f"stormshift_{_safe(self.graph.name).replace('-', '_').replace('.', '_')}")
@@ -279,7 +309,7 @@ class SparkEngine:
         with StopRequests() as stops:
             try:
                 summary.stop_reason = self._wait(query, finite, duration_secs, runner, enough,
-                                                 stops)
+                                                 stops, lease)
             except KeyboardInterrupt:  # Ctrl-C off the main thread: a clean stop too
                 summary.stop_reason = "interrupted"
             finally:
@@ -290,11 +320,18 @@ class SparkEngine:
                 if gone:
                     quiet_for_outage_stop(spark)
                 abandoned = self._stop(query, runner, r, stops,
-                                       clean=summary.stop_reason != "max_batches" and not gone)
+                                       clean=(summary.stop_reason != "max_batches" and not gone
+                                              and not lease.lost))
                 if gone:
                     wait_tasks_gone(spark)
+        if lease.lost:  # taken over (``--takeover``): no summary of a run another one replaced
+            lease.release()  # marks ``yielded``: the new run's query may start
+            raise LeaseLostError(f"{lease.lost} (last committed txid {commit_log.committed()})")
         if summary.stop_reason == "interrupted":
-            summary.warn(interrupted_text(in_flight, abandoned, commit_log.committed()))
+            stopped = interrupted_text(in_flight, abandoned, commit_log.committed())
+            if lease.stop_requested:
+                stopped = stopped.replace("interrupted", "stopped by `stormshift stop`", 1)
+            summary.warn(stopped)
         if summary.stop_reason == "done" and _any_capped(query):
             summary.stop_reason = f"max_tuples={max_tuples} reached"
         if not summary.spout_tuples and not summary.total("tuples_in"):
@@ -331,7 +368,7 @@ class SparkEngine:
             committed_maps(r, self.namespace, b.name)) for b in self.graph.bolts}
 
     def _wait(self, query: Any, finite: bool, duration_secs: float | None, runner: BatchRunner,
-              enough: Callable[[], bool], stops: StopRequests) -> str:
+              enough: Callable[[], bool], stops: StopRequests, lease: Any) -> str:
         """Block until end of input (``finite``), ``duration_secs`` or a failure.
 
         The duration counts from the first batch's start (or, when no input ever comes,
@@ -344,8 +381,12 @@ class SparkEngine:
             try:
                 query.awaitTermination(POLL_SECS)
             except StreamingQueryException as exc:
+                if not lease.renew():  # a batch refused by the lease: taken over, not failed
+                    return "taken over"
                 raise self._query_failed(exc, runner) from None
-            if stops.count:
+            if lease.lost:
+                return "taken over"
+            if stops.count or lease.stop_requested:  # Ctrl-C, SIGTERM, ``stormshift stop``
                 return "interrupted"
             if finite and _all_finished(query):
                 return "done"
@@ -360,6 +401,8 @@ class SparkEngine:
                 self._watch.check()  # RedisOutage past stormshift.redis_outage_s
         failure = query.exception()
         if failure is not None:
+            if not lease.renew():
+                return "taken over"
             raise self._query_failed(failure, runner)
         return "stopped"
 

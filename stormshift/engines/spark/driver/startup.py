@@ -1,12 +1,17 @@
 """The Spark engine's start-up, before its JVM: check everything, then bind the state.
 
-Runs in the driver process. Numbered steps; steps 1-5 only read, so a refusal
-there leaves the state server and the checkpoint as they were:
+Runs in the driver process. Numbered steps; steps 1-5 only read (but for the lease,
+taken atomically or not at all), so a refusal there leaves the state server and the
+checkpoint as they were:
 
 1. infrastructure (``preflight.py``): checkpoint writable; Java, master, fixed ports;
-2. the state server answers (``state/reach.py``);
+2. the state server answers (``state/reach.py``); this run takes the namespace's lease
+   (``state/lease.py``): a live run there refuses this one before anything else (a
+   ``--takeover`` takes it after step 4 instead: a replacement refused there leaves the
+   live run alone; step 5 then reads the state the replaced run left);
 3. the namespace belongs to this topology (``state/owner.py``);
-4. the checkpoint belongs to this topology and namespace;
+4. the checkpoint belongs to this topology and namespace, and (``strict``) the namespace
+   is bound to it if it holds state (``bound_elsewhere``);
 5. every stored task's snapshot verifies with this run's key; what new code does to the
    stored state (``upgrade.py``), refused here before any write;
 6. bind the checkpoint (txid base), record the owners;
@@ -36,8 +41,12 @@ def prepare_state(graph: Any, namespace: str, checkpoint_dir: str, redis_url: st
                   state_mode: str, checkpoint_id: Callable[[], str],
                   state_key: Callable[[], tuple[bytes, str]],
                   before_jvm: tuple[str, Mapping[str, str], bool],
+                  lease: Callable[[Any], Any] | None = None, lease_late: bool = False,
                   ) -> tuple[Any, str, bytes, Any, int, list[str]]:
-    """Steps 1-8 of the module doc. ``before_jvm``: (master, Spark conf, session given).
+    """Steps 1-8 of the module doc. ``before_jvm``: (master, Spark conf, session given);
+    ``lease(client)``: takes the namespace's lease (raises if a live run holds it) and
+    returns it (after step 4 when ``lease_late``); the commit log commits only while the
+    run holds it.
 
     Returns ``(client, url for executors, HMAC key, commit log, txid base, notes for the
     summary)``.
@@ -65,12 +74,18 @@ def prepare_state(graph: Any, namespace: str, checkpoint_dir: str, redis_url: st
     url = redis_url or url_of(r)
     if url is None:
         raise StormshiftError("spark engine: cannot tell executors how to reach Redis; fix: pass --redis URL")
+    held = lease(r) if lease is not None and not lease_late else None
     # Step 3.
     check_owner(r, namespace, graph, state_mode)
     # Step 4.
     ck_id = checkpoint_id()
     preflight.check_checkpoint_owner(checkpoint_dir, namespace, graph.name,
                                      lambda: checkpoint_namespaces(r, ck_id))
+    commit_log = CommitLog(r, namespace, lease=held)
+    if state_mode == "strict":
+        bound_elsewhere(r, commit_log, namespace, checkpoint_dir, ck_id)
+    if lease is not None and lease_late:
+        commit_log.lease = lease(r)
     # Step 5.
     key, key_source = state_key()
     snapshots = SnapshotStore(r, namespace, key)
@@ -82,9 +97,8 @@ def prepare_state(graph: Any, namespace: str, checkpoint_dir: str, redis_url: st
     else:  # the state is discarded at step 6: nothing to upgrade
         upgrade = UpgradePlan(0)
     # Step 6.
-    commit_log = CommitLog(r, namespace)
     base = commit_log.bind_checkpoint(ck_id, state_mode)  # type: ignore[arg-type]
-    record_owner(r, namespace, graph)
+    record_owner(r, namespace, graph, checkpoint_dir)
     preflight.record_checkpoint_owner(checkpoint_dir, namespace, graph.name)
     # Step 7.
     where = mask_url(url)
@@ -98,3 +112,24 @@ def prepare_state(graph: Any, namespace: str, checkpoint_dir: str, redis_url: st
                 for p in rebalance(r, snapshots, list(graph), cloudpickle.dumps)]
     apply_upgrade(r, snapshots, upgrade, cloudpickle.dumps)
     return r, url, key, commit_log, base, [*upgrade.warnings(), *rescaled]
+
+
+def bound_elsewhere(r: Any, commit_log: Any, namespace: str, checkpoint_dir: str,
+                    checkpoint_id: str) -> None:
+    """Step 4: refuse a new checkpoint on a namespace that holds state of another one (the
+    same topology started with another ``--checkpoint``), naming the checkpoint that owns
+    it; otherwise step 5 would call its snapshots, signed with that checkpoint's key,
+    tampered with."""
+    from stormshift.state.owner import recorded_checkpoint
+
+    if checkpoint_id in commit_log.checkpoints() or not commit_log.has_state():
+        return
+    theirs = recorded_checkpoint(r, namespace)
+    owner = f"checkpoint {theirs}" if theirs else "another checkpoint"
+    use = f"run with --checkpoint {theirs}" if theirs else "run with the checkpoint that wrote it"
+    raise StormshiftError(
+        f"state namespace {namespace!r} belongs to {owner} (committed txid "
+        f"{commit_log.committed()}), not to checkpoint {checkpoint_dir} this run uses; nothing "
+        f"was written. Fix: {use}, or give this run its own --namespace; --adopt-state "
+        "continues that state from this checkpoint, --reset-state discards it (only if you "
+        "mean to)")
