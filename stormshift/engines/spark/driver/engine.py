@@ -419,14 +419,19 @@ def _accumulate(summary: RunSummary, result: BatchResult) -> None:
 
 def _count_spout_dead_letters(summary: RunSummary, letters: list[Any]) -> None:
     """Spout records and emits that were no tuple (txid -1: dead-lettered while planning or
-    reading, outside any batch's counters) count for their spout."""
+    reading, outside any batch's counters) count for their spout, and are kept in the
+    summary as the local engine keeps them. A built-in spout reads whole ranges: each
+    record of them became a tuple (its seq) or one of these, so records read = emitted +
+    dead-lettered at the spout (a re-read record is deduplicated by its position)."""
     for d in letters:
         stats = summary.components.get(d.component)
         if d.txid != -1 or stats is None or stats.kind != "spout":
             continue
-        stats.dead_lettered += 1
-        mine = summary.dead_letter_reasons.setdefault(d.component, {})
-        mine[d.reason or "?"] = mine.get(d.reason or "?", 0) + 1
+        summary.add_spout_dead_letter(d.component, d.task, d.reason or "?", d.tuple_key or "",
+                                      d.values, d.error)
+    for stats in summary.components.values():
+        if stats.kind == "spout":
+            stats.records_read = stats.tuples_out + stats.dead_lettered
 
 
 def _nothing_new(summary: RunSummary, checkpoint_dir: str) -> None:

@@ -1,0 +1,123 @@
+"""Whether a source record can be a Storm tuple: pure, no engine, no server.
+
+A built-in spout reads records; each one either becomes a tuple or is
+dead-lettered *at the spout*, with a reason, its position and the raw record
+(DESIGN: bad input goes to dead letters, nothing else is lost). The decision
+lives here, once, so both engines make the same one:
+
+- ``decode``: the bytes are no record at all (not UTF-8, not JSON);
+- ``value``: the record decodes, but Storm could not send it as a tuple of the
+  spout's declared fields -- a value its multilang JSON pipe cannot carry (NaN,
+  +-Infinity, ints beyond 64 bits, bytes, ...; ``adapters.tuples.to_wire`` is
+  the one judge), a JSON object missing a field, or the wrong number of values
+  (arity).
+
+Why at the spout: a spout whose ``emit`` raises is restarted and meets the same
+record again (the local engine re-read one line 76 times and left the rest of
+the file unread), while the Spark engine dead-lettered it at the bolt; deciding
+here before the emit makes the engines agree and keeps the spout moving.
+
+Plain Python on purpose: the JSON-lines reader is also compiled with Cython
+from the same source.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any, NamedTuple
+
+from stormshift.errors import TupleError
+
+__all__ = ["DECODE", "RAW_LIMIT", "VALUE", "Bad", "classify_json", "truncate_raw", "unsendable"]
+
+DECODE = "decode"
+VALUE = "value"
+RAW_LIMIT = 2000
+"""Characters of a raw record a dead letter keeps (per text field): a 50 MB bad line must
+not become a 50 MB Redis entry; the position says where the rest is."""
+
+_INT64_MIN = -(2**63)
+_INT64_MAX = 2**63 - 1
+
+
+class Bad(NamedTuple):
+    """Why a record is no tuple: ``reason`` (``decode`` / ``value``) and a readable detail."""
+
+    reason: str
+    detail: str
+
+
+def unsendable(values: Any, arity: int | None, fields: Sequence[str] = ()) -> str | None:
+    """Why Storm could not send ``values`` as one tuple of ``arity`` fields, or None.
+
+    Flat lists of str/None/bool/64-bit int/finite float cost one type test per value
+    (the common case); anything else is judged by ``to_wire``, the emit path's own check,
+    so the spout refuses exactly what its emit would have raised on.
+    """
+    if not isinstance(values, (list, tuple)):
+        return f"a record must be a list of values, got {type(values).__name__}"
+    if arity is not None and len(values) != arity:
+        names = f" {list(fields)}" if fields else ""
+        return f"{len(values)} values for the spout's {arity} declared fields{names}"
+    for v in values:
+        t = type(v)
+        if t is str or v is None or t is bool:
+            continue
+        if t is int and _INT64_MIN <= v <= _INT64_MAX:
+            continue
+        if t is float and v - v == 0.0:  # finite (NaN and +-inf give nan)
+            continue
+        return _wire_problem(values, fields)
+    return None
+
+
+def _wire_problem(values: Any, fields: Sequence[str]) -> str | None:
+    from stormshift.adapters.tuples import to_wire
+
+    try:
+        to_wire(values, "spout", "default", fields)
+    except TupleError as err:
+        text = str(err)
+        head = "component 'spout', stream 'default': "
+        return text[len(head):] if text.startswith(head) else text
+    return None
+
+
+def classify_json(text: str, fields: Sequence[str], arity: int | None = None) -> list[Any] | Bad:
+    """One JSON-lines / payload record: its tuple values for ``fields``, or why it has none.
+
+    ``arity`` is the spout's declared field count (None: not known, not checked).
+    Python's ``json`` reads ``NaN`` and ``Infinity`` (not JSON, but common in logs): they
+    decode, then fail as ``value``s.
+    """
+    try:
+        obj = json.loads(text)
+    except ValueError as exc:
+        return Bad(DECODE, f"not JSON ({exc})")
+    if not isinstance(obj, dict):
+        return Bad(VALUE, f"expected a JSON object with fields {list(fields)}, "
+                          f"got {type(obj).__name__}")
+    try:
+        values = [obj[f] for f in fields]
+    except KeyError as exc:
+        return Bad(VALUE, f"missing field {exc.args[0]!r} (expected {list(fields)})")
+    why = unsendable(values, arity, fields)
+    if why is not None:
+        return Bad(VALUE, why)
+    return values
+
+
+def truncate_raw(raw: Any, limit: int = RAW_LIMIT) -> Any:
+    """``raw`` with every text longer than ``limit`` cut, saying how long it was."""
+    if isinstance(raw, str):
+        if len(raw) <= limit:
+            return raw
+        return f"{raw[:limit]}... ({len(raw):,} characters in all)"
+    if isinstance(raw, (bytes, bytearray)):
+        return truncate_raw(bytes(raw).decode("utf-8", errors="backslashreplace"), limit)
+    if isinstance(raw, dict):
+        return {str(k): truncate_raw(v, limit) for k, v in raw.items()}
+    if isinstance(raw, (list, tuple)):
+        return [truncate_raw(v, limit) for v in raw]
+    return raw
