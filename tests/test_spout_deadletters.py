@@ -136,13 +136,23 @@ def check_with_extra(summary: Any, want: list[tuple[str, str, str]]) -> None:
 
 
 def test_jsonlines_local_engine_reads_every_line(lines_input: tuple[Path, list[Any]]) -> None:
+    from rich.console import Console
+
+    from stormshift.runner import print_summary
+
     data, want = lines_input
-    summary = LocalEngine(lines_graph(data)).run()
+    graph = lines_graph(data)
+    summary = LocalEngine(graph).run()
     assert summary.stop_reason == "sources exhausted"
     check_with_extra(summary, want)
     assert summary.dead_letter_reasons["words"] == {"decode": 2, "value": 4}
     nan = next(d for d in summary.spout_dead_letters if d["values"] == [BAD[0][0]])
     assert "'word' is nan" in nan["error"] and nan["task"] == 0
+    console = Console(record=True, width=100)
+    print_summary(graph, summary, console)
+    text = console.export_text()
+    assert "spout words: read 5,006 = emitted 5,000 + dead-lettered at the spout 6 (holds)" in text
+    assert "records dead-lettered at the spout: 6" in text and "words value at part-0.jsonl:8" in text
 
 
 @pytest.mark.spark
@@ -155,6 +165,18 @@ def test_jsonlines_spark_engine_agrees(spark: Any, redis_url: str, namespace: st
     check_redis_letters(redis_url, namespace, want)
     local = LocalEngine(lines_graph(data)).run()
     assert downstream(local) == downstream(summary) and letters_of(local) == letters_of(summary)
+
+    from click.testing import CliRunner
+
+    from stormshift.cli import cli
+
+    shown = CliRunner().invoke(cli, ["deadletter", "ls", "--namespace", namespace, "--redis",
+                                     redis_url, "--json"])
+    assert shown.exit_code == 0, shown.output
+    entries = [json.loads(line) for line in shown.output.splitlines() if line.startswith("{")]
+    assert sorted((e["component"], e["reason"], e["tuple_key"]) for e in entries) == want
+    nan = next(e for e in entries if e["values"] == [BAD[0][0]])
+    assert "'word' is nan" in nan["error"] and "cannot be sent as a tuple" in nan["error"]
 
 
 @pytest.mark.spark
