@@ -78,9 +78,7 @@ def _wire_problem(values: Any, fields: Sequence[str]) -> str | None:
     try:
         to_wire(values, "spout", "default", fields)
     except TupleError as err:
-        text = str(err)
-        head = "component 'spout', stream 'default': "
-        return text[len(head):] if text.startswith(head) else text
+        return str(err).removeprefix("component 'spout', stream 'default': ")
     return None
 
 

@@ -223,8 +223,9 @@ class LocalEngine:
                 try:
                     lag = inst.local_lag()
                 except Exception:  # noqa: BLE001 - no figure (a source that cannot count)
-                    continue
-                stats.unread += sum(n or 0 for n in lag.records)
+                    lag = None
+                if lag is not None:
+                    stats.unread += sum(n or 0 for n in lag.records)
                 stats.unread += len(getattr(inst, "_buffer", ()))
 
     def _count_in_flight(self) -> None:
