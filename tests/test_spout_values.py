@@ -166,3 +166,24 @@ def test_accounting_counts_spout_dead_letters_and_unread_input() -> None:
     done = summary(5017, 5012, 5)
     done.stop_reason = "sources exhausted"
     assert run_exit_code(done) == FAILED_TUPLES  # dead letters: 3, as for a bolt's
+
+
+def test_a_rerun_batchs_older_spout_letters_are_found_by_position(tmp_path: Path) -> None:
+    """The Spark driver counts, besides new entries, the older spout dead letters inside the
+    ranges of the batches it committed (a batch re-run after a crash adds no new entry)."""
+    from stormshift.engines.spark.driver.spout_letters import run_ranges, within
+
+    offsets = tmp_path / "offsets"
+    offsets.mkdir()
+    for batch, (a, s) in enumerate([(10, "5-0"), (20, "9-3"), (30, "12-1")]):
+        (offsets / str(batch)).write_text("v1\n{}\n" + json.dumps({"p": {"f.jsonl": a, "s": s}})
+                                          + "\n" + json.dumps({"t": [3]}) + "\n")
+    ranges = run_ranges(str(tmp_path), [1, 2])
+    assert ranges == {"f.jsonl": (10, 30), "s": ("5-0", "12-1")}
+    assert [within(f"f.jsonl:{n}", ranges) for n in (10, 11, 30, 31)] == [False, True, True, False]
+    assert [within(f"s:{i}", ranges) for i in ("5-0", "5-1", "12-1", "12-2")] == [
+        False, True, True, False]
+    assert not within("other:3", ranges) and not within(None, ranges)
+    assert run_ranges(str(tmp_path), [0])["f.jsonl"] == (None, 10)
+    assert within("f.jsonl:1", run_ranges(str(tmp_path), [0]))
+    assert run_ranges(str(tmp_path), []) == {}

@@ -5,31 +5,12 @@ dead-lettered at the spout on both engines alike."""
 
 from __future__ import annotations
 
-from collections import Counter
+from spoutdl_lines import Lines, WordCount, WordLines
+from streamparse import Grouping, Topology
 
-from streamparse import Bolt, Grouping, Topology
+from stormshift.spouts import KafkaSpout, RedisStreamSpout
 
-from stormshift.spouts import JsonLinesSpout, KafkaSpout, RedisStreamSpout
-
-
-class WordCount(Bolt):
-    """Per word: tuples seen and the sum of ``n``; emits ``(word, count, total)``."""
-
-    outputs = ["word", "count", "total"]
-
-    def initialize(self, conf, ctx):
-        self.counts = Counter()
-        self.totals = Counter()
-
-    def process(self, tup):
-        word, n = tup.values
-        self.counts[word] += 1
-        self.totals[word] += n
-        self.emit([word, self.counts[word], self.totals[word]])
-
-
-class WordLines(JsonLinesSpout):
-    outputs = ["word", "n"]
+__all__ = ["Entries", "Lines", "Records", "WordCount", "WordLines"]
 
 
 class WordEntries(RedisStreamSpout):
@@ -38,12 +19,6 @@ class WordEntries(RedisStreamSpout):
 
 class WordRecords(KafkaSpout):
     outputs = ["word", "n"]
-
-
-class Lines(Topology):
-    config = {"jsonlines.fields": ["word", "n"], "jsonlines.bounded": True}
-    words = WordLines.spec(par=2)
-    count = WordCount.spec(inputs={words: Grouping.fields("word")}, par=2)
 
 
 class Entries(Topology):

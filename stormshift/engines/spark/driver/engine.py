@@ -64,6 +64,7 @@ from stormshift.engines.spark.driver.progress import (
     query_failure,
     stop_reason_from,
 )
+from stormshift.engines.spark.driver.spout_letters import run_spout_letters
 from stormshift.engines.spark.driver.stopping import StopRequests, interrupted_text, stop_query
 from stormshift.engines.spark.driver.ticks import TickRecorder, drain_ticks, tick_intervals_ms
 from stormshift.engines.spark.driver.windows import WindowClock
@@ -266,7 +267,9 @@ class SparkEngine:
         if not summary.spout_tuples and not summary.total("tuples_in"):
             _nothing_new(summary, self.checkpoint_dir)
         read_spout_reports(r, self.namespace, summary, spouts)
-        letters = dead_letters.since(dl_mark)
+        letters = run_spout_letters(
+            dead_letters, dl_mark, set(spouts), os.path.join(self.checkpoint_dir, "spark"),
+            [b.batch_id for b in batches if b.status is BatchStatus.COMMITTED])
         _count_spout_dead_letters(summary, letters)
         fold_spout_dead_letters(board, letters)
         dropped = {n: s.logs_dropped for n, s in summary.components.items() if s.logs_dropped}
