@@ -207,6 +207,7 @@ class TaskSet:
         read, letters = take()
         stats = self.stats[key[0]]
         stats.records_read += read
+        self.figures[key].dead_lettered += len(letters)  # the metrics, as Spark's feed.py
         for err in letters:
             self.summary.add_spout_dead_letter(key[0], key[1], err.kind, err.position,
                                                err.values, f"{type(err).__name__}: {err}")
