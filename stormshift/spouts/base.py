@@ -37,8 +37,8 @@ from typing import Any
 
 import streamparse
 
-from stormshift.errors import TopologyError, TupleError
-from stormshift.spouts.values import DECODE, VALUE, truncate_raw, unsendable
+from stormshift.errors import TopologyError
+from stormshift.spouts.values import VALUE, RecordDecodeError, msg_id_for, plain, unsendable
 
 __all__ = [
     "RecordDecodeError",
@@ -49,49 +49,6 @@ __all__ = [
     "read_range",
     "task_position",
 ]
-
-
-class RecordDecodeError(TupleError):
-    """A source record that cannot become a tuple (bad JSON, NaN, missing field...).
-
-    ``values`` is ``[raw]`` (the record as read, text when it decodes as UTF-8, long
-    texts truncated: ``values.truncate_raw``) so the dead-letter stream keeps it;
-    ``partition``/``offset`` say where it is, so a reader resumes with
-    ``replay_read(partition, offset, end)``. ``kind`` is the dead letter's reason:
-    ``decode`` (no record at all) or ``value`` (decodes, but Storm cannot send it).
-    """
-
-    def __init__(self, reason: str, *, component: str, partition: str, offset: Any, raw: Any,
-                 kind: str = DECODE):
-        self.partition = partition
-        self.offset = offset
-        self.raw = truncate_raw(raw)
-        self.reason = reason
-        self.kind = kind
-        what = "cannot be decoded" if kind == DECODE else "cannot be sent as a tuple"
-        super().__init__(
-            f"record {msg_id_for(partition, offset)} {what}: {reason} "
-            f"(raw record kept in the dead-letter stream; fix the producer or the "
-            f"spout's field config)",
-            component=component,
-            values=[self.raw],
-        )
-
-    @property
-    def position(self) -> str:
-        """Where the record is: ``file:line``, ``stream:entry id``, ``topic/partition:offset``."""
-        return msg_id_for(self.partition, self.offset)
-
-
-def _plain(values: Any) -> bool:
-    """Values a dead letter keeps as they are (msgpack-able scalars and containers)."""
-    return all(v is None or isinstance(v, (str, int, float, bool, list, dict)) for v in values) \
-        if isinstance(values, (list, tuple)) else False
-
-
-def msg_id_for(partition: str, offset: Any) -> str:
-    """The Storm tuple id of the record ending at ``offset`` in ``partition``."""
-    return f"{partition}:{offset}"
 
 
 def parse_msg_id(msg_id: str) -> tuple[str, str]:
@@ -334,7 +291,7 @@ class ReplayableSpout(streamparse.Spout):
         _, offset = parse_msg_id(msg_id)
         return RecordDecodeError(why, component=self._name(), partition=partition,
                                  offset=int(offset) if offset.isdigit() else offset,
-                                 raw=values if _plain(values) else repr(values), kind=VALUE)
+                                 raw=values if plain(values) else repr(values), kind=VALUE)
 
     # -- Storm-like local loop -----------------------------------------
     def my_partitions(self) -> list[str]:

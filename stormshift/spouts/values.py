@@ -17,6 +17,9 @@ record again (the local engine re-read one line 76 times and left the rest of
 the file unread), while the Spark engine dead-lettered it at the bolt; deciding
 here before the emit makes the engines agree and keeps the spout moving.
 
+:class:`RecordDecodeError` (re-exported by ``spouts/base.py``, where readers
+raise it) is the dead letter of one such record: reason, position, raw record.
+
 Plain Python on purpose: the JSON-lines reader is also compiled with Cython
 from the same source.
 """
@@ -29,7 +32,8 @@ from typing import Any, NamedTuple
 
 from stormshift.errors import TupleError
 
-__all__ = ["DECODE", "RAW_LIMIT", "VALUE", "Bad", "classify_json", "truncate_raw", "unsendable"]
+__all__ = ["DECODE", "RAW_LIMIT", "VALUE", "Bad", "RecordDecodeError", "classify_json", "msg_id_for",
+           "plain", "truncate_raw", "unsendable"]
 
 DECODE = "decode"
 VALUE = "value"
@@ -119,3 +123,46 @@ def truncate_raw(raw: Any, limit: int = RAW_LIMIT) -> Any:
     if isinstance(raw, (list, tuple)):
         return [truncate_raw(v, limit) for v in raw]
     return raw
+
+
+class RecordDecodeError(TupleError):
+    """A source record that cannot become a tuple (bad JSON, NaN, missing field...).
+
+    ``values`` is ``[raw]`` (the record as read, text when it decodes as UTF-8, long
+    texts truncated: ``values.truncate_raw``) so the dead-letter stream keeps it;
+    ``partition``/``offset`` say where it is, so a reader resumes with
+    ``replay_read(partition, offset, end)``. ``kind`` is the dead letter's reason:
+    ``decode`` (no record at all) or ``value`` (decodes, but Storm cannot send it).
+    """
+
+    def __init__(self, reason: str, *, component: str, partition: str, offset: Any, raw: Any,
+                 kind: str = DECODE):
+        self.partition = partition
+        self.offset = offset
+        self.raw = truncate_raw(raw)
+        self.reason = reason
+        self.kind = kind
+        what = "cannot be decoded" if kind == DECODE else "cannot be sent as a tuple"
+        super().__init__(
+            f"record {msg_id_for(partition, offset)} {what}: {reason} "
+            f"(raw record kept in the dead-letter stream; fix the producer or the "
+            f"spout's field config)",
+            component=component,
+            values=[self.raw],
+        )
+
+    @property
+    def position(self) -> str:
+        """Where the record is: ``file:line``, ``stream:entry id``, ``topic/partition:offset``."""
+        return msg_id_for(self.partition, self.offset)
+
+
+def plain(values: Any) -> bool:
+    """Values a dead letter keeps as they are (msgpack-able scalars and containers)."""
+    return all(v is None or isinstance(v, (str, int, float, bool, list, dict)) for v in values) \
+        if isinstance(values, (list, tuple)) else False
+
+
+def msg_id_for(partition: str, offset: Any) -> str:
+    """The Storm tuple id of the record ending at ``offset`` in ``partition``."""
+    return f"{partition}:{offset}"
