@@ -76,9 +76,10 @@ class DeadLetterDesk:
         if committed is None:
             committed = CommitLog(self.r, self.namespace).committed()
         comp = graph.components.get(letter.component)
-        if letter.reason == "decode" or (comp is not None and comp.is_spout):
-            return ("a spout record that could not be decoded is no tuple and cannot be redriven; "
-                    "fix the source data and append it to the source again")
+        if letter.reason == "decode" or (comp is not None and comp.is_spout) or (
+                letter.reason == "value" and letter.txid == -1):
+            return ("a spout record that is no tuple (undecodable, or values Storm cannot send) "
+                    "cannot be redriven; fix the source data and append it to the source again")
         if letter.txid > committed:
             return (f"its batch (txid {letter.txid}) has not committed yet (committed: {committed}); "
                     "let the run finish first")

@@ -151,6 +151,8 @@ def print_summary(graph: TopologyGraph, summary: Any, console: Console, top: int
 
     for line in accounting_lines(summary):
         console.print(line, highlight=False, markup=False)
+    for line in spout_dead_letter_lines(summary, summary.engine == "spark"):
+        console.print(line, highlight=False, markup=False, soft_wrap=True)
     print_problems(summary, console)
     for component, stream in leaf_order(graph, summary.outputs):
         fields = graph.stream_fields(component, stream)
@@ -172,6 +174,24 @@ def print_summary(graph: TopologyGraph, summary: Any, console: Console, top: int
     where = _sink_line(summary.sink)
     if where:
         console.print(where, highlight=False, markup=False, soft_wrap=True)
+
+
+def spout_dead_letter_lines(summary: Any, in_redis: bool, shown: int = 5) -> list[str]:
+    """The records built-in spouts dead-lettered: reason, position, detail (the first
+    ``shown``). The local engine has no dead-letter store (Storm has none): these lines
+    are where its operator sees them; on Spark ``stormshift deadletter ls`` lists them all."""
+    letters = getattr(summary, "spout_dead_letters", [])
+    if not letters:
+        return []
+    where = ("all in `stormshift deadletter ls`" if in_redis
+             else "kept in the run summary (--json: spout_dead_letters)")
+    lines = [f"records dead-lettered at the spout: {len(letters):,} ({where})"]
+    for d in letters[:shown]:
+        detail = d["error"].split(": ", 1)[-1]
+        lines.append(f"  {d['component']} {d['reason']} at {d['position']}: {detail[:200]}")
+    if len(letters) > shown:
+        lines.append(f"  ... and {len(letters) - shown:,} more")
+    return lines
 
 
 def leaf_order(graph: TopologyGraph, outputs: Mapping[tuple[str, str], Any]) -> list[tuple[str, str]]:

@@ -230,7 +230,11 @@ def test_local_engine_exact_counts_and_dead_letters(broker: TansuBroker) -> None
     summary = LocalEngine(kafka_graph(broker, topic, **{"kafka.bounded": True})).run()
     want = sorted(n for ns in parts.values() for n in ns)
     assert seen(summary) == want and counts(summary) == key_counts(want)
-    assert summary["numbers"].tuples_out == len(want) and summary["numbers"].errors == 1
+    numbers = summary["numbers"]
+    assert numbers.tuples_out == len(want) and numbers.errors == 0
+    assert numbers.dead_lettered == 1 and summary.dead_letter_reasons == {"numbers": {"decode": 1}}
+    [letter] = summary.spout_dead_letters  # dead-lettered at the spout, as on Spark
+    assert letter["position"] == f"{topic}/00002:{SIZES[2]}" and letter["reason"] == "decode"
 
 
 @pytest.mark.parametrize("n", [7, 20, 27])  # unbounded: at most twice task 0's 14

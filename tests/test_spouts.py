@@ -295,8 +295,12 @@ def test_jsonlines_local_tasks_split_files_and_skip_bad_records(tmp_path: Path) 
     assert [v[0] for v, _ in drain(task0)] == [0, 1, 20, 21]
     assert [v[0] for v, _ in drain(task1)] == [10, 11, 12]
     assert task1.bad_record_count == 1 and len(reported) == 1
-    assert reported[0]["command"] == "error"
-    assert "b.jsonl:3" in reported[0]["msg"] and "raw record: '[1, 2]'" in reported[0]["msg"]
+    assert reported[0]["command"] == "log"  # a warning line; the record is dead-lettered
+    assert "b.jsonl:3" in reported[0]["msg"] and "dead-lettered (value)" in reported[0]["msg"]
+    read, [letter] = task1.take_spout_report()
+    assert read == 4 and (letter.kind, letter.position, letter.values) == ("value", "b.jsonl:3",
+                                                                           ["[1, 2]"])
+    assert task1.take_spout_report() == (0, [])
 
 
 def test_jsonlines_spout_pickles_for_executors(tmp_path: Path) -> None:
@@ -504,7 +508,10 @@ def test_spout_host_captures_emits_and_reports_bad_records(tmp_path: Path) -> No
             host.ack(emit.msg_id)
     assert [m for _, m in emitted] == [f"part-1.jsonl:{i}" for i in range(1, 42) if i != 6]
     assert emitted[0][0] == ["ad1", 100]
-    assert len(errors) == 1 and "part-1.jsonl:6" in errors[0] and "missing field 'n'" in errors[0]
+    assert errors == []  # dead-lettered at the spout, not an error of the component
+    read, [letter] = host.instance.take_spout_report()
+    assert read == 41 and letter.position == "part-1.jsonl:6" and letter.kind == "value"
+    assert "missing field 'n'" in letter.reason
 
 
 def test_local_engine_counts_every_good_record_once(tmp_path: Path) -> None:
@@ -517,7 +524,11 @@ def test_local_engine_counts_every_good_record_once(tmp_path: Path) -> None:
     project = make_project(tmp_path / "proj", TOPOLOGY, {"envs": {}})
     summary = LocalEngine(load_topology(project, overrides=conf)).run()
     assert {ad: v[1] for ad, v in summary.latest("sums").items()} == want
-    assert summary["clicks"].tuples_out == 120 and summary["clicks"].errors == 1
+    clicks = summary["clicks"]
+    assert clicks.tuples_out == 120 and clicks.errors == 0 and clicks.dead_lettered == 1
+    assert clicks.records_read == 121 and summary.dead_letter_reasons == {"clicks": {"value": 1}}
+    assert [d["position"] for d in summary.spout_dead_letters] == ["part-1.jsonl:6"]
+    assert summary.accounting()["spouts"]["clicks"]["holds"]
 
 
 @pytest.mark.redis

@@ -6,8 +6,9 @@ the README):
 ====  =====================================================================
 0     clean: finished, nothing dead-lettered, failed or lost, accounting holds
 2     load, config, usage or infrastructure error (nothing ran)
-3     finished, but tuples were dead-lettered (Spark) or failed / lost (local),
-      or a component raised (e.g. a spout's next_tuple: no tuple to dead-letter)
+3     finished, but tuples were dead-lettered (Spark; a built-in spout's bad
+      records on both engines) or failed / lost (local), or a component raised
+      (e.g. a spout's next_tuple: no tuple to dead-letter)
 4     the accounting does not hold (tuples unaccounted for); wins over 3
 5     the run failed at run time (e.g. the Spark streaming query failed, or Redis
       stayed unreachable past ``stormshift.redis_outage_s``: ``state/outage.py``)
@@ -39,7 +40,8 @@ EPILOG = (
     "\b\nExit codes:\n"
     "  0    clean: nothing dead-lettered, failed or lost; the accounting holds\n"
     "  2    load, config, usage or infrastructure error (nothing ran)\n"
-    "  3    finished, but tuples were dead-lettered (spark) or failed/lost (local),\n"
+    "  3    finished, but tuples were dead-lettered (spark; a built-in spout's bad\n"
+    "       records on both engines) or failed/lost (local),\n"
     "       or a component raised (the summary lists each error)\n"
     "  4    the accounting does not hold (tuples unaccounted for); wins over 3\n"
     "  5    the run failed at run time (e.g. the Spark streaming query failed,\n"
@@ -51,7 +53,8 @@ EPILOG = (
 
 
 def _failed_tuples(summary: Any) -> int:
-    """Tuples that did not make it: dead-lettered, lost, and (local engine) failed by bolts."""
+    """Tuples that did not make it: dead-lettered (bolts, and records a built-in spout
+    dead-lettered, on both engines), lost, and (local engine) failed by bolts."""
     local = summary.engine == "local"
     n = summary.total("dead_lettered")
     for stats in summary.components.values():

@@ -23,6 +23,13 @@ they processed (acked) plus what they dead-lettered, plus what was *in flight*
 output streams make the expected count unknown (emits are not counted per
 stream); then only the per-bolt identities are checked.
 
+Per built-in spout (both engines): every record it read became a new tuple or
+was dead-lettered at the spout (``decode`` / ``value``: ``spouts/values.py``):
+``read == emitted + dead_lettered``, where emitted counts new tuples (a replay of
+a failed tuple reads nothing); and a bounded source with records left
+(``unread``) when the run said its input was done never "holds": a spout that
+stopped early must not pass for one that read everything.
+
 What failed past the first hop (a second bolt raising, calling ``fail``,
 dead-lettering) does not change the first hop's identity, so the lines name
 it beside it (``downstream``), and on the local engine the spouts' failed
@@ -74,6 +81,7 @@ def accounting(summary: Any) -> dict[str, Any]:
             "queued": s.queued, "in_flight": s.in_flight,
             "unsettled": s.tuples_in - settled, "holds": s.tuples_in == settled and delivered,
         }
+    spouts = spout_reads(summary)
     hop = summary.first_hop
     names = [n for n in hop if n in bolts]
     top: dict[str, Any] = {
@@ -105,12 +113,31 @@ def accounting(summary: Any) -> dict[str, Any]:
     top["expected_input"] = expected
     settled = (top["processed"] + (top["failed"] if local else top["dead_lettered"])
                + top["in_flight"])
+    top["spout_dead_lettered"] = sum(s["dead_lettered"] for s in spouts.values())
+    top["unread"] = sum(s["unread"] for s in spouts.values())
     top["holds"] = (
         top["input"] == settled
         and (expected is None or expected == top["input"])
         and all(b["holds"] for b in bolts.values())
+        and all(s["holds"] for s in spouts.values())
     )
-    return {"bolts": bolts, "topology": top}
+    return {"bolts": bolts, "spouts": spouts, "topology": top}
+
+
+def spout_reads(summary: Any) -> dict[str, dict[str, Any]]:
+    """Per spout that counts the records it reads (built-in spouts): read, emitted (new
+    tuples), dead-lettered at the spout, unread, and whether the identity holds."""
+    out: dict[str, dict[str, Any]] = {}
+    for s in summary.components.values():
+        read = getattr(s, "records_read", 0)
+        if s.kind != "spout" or not (read or s.dead_lettered or getattr(s, "unread", 0)):
+            continue
+        emitted = s.tuples_out - s.replays
+        unread = getattr(s, "unread", 0)
+        out[s.name] = {"read": read, "emitted": emitted, "dead_lettered": s.dead_lettered,
+                       "unread": unread,
+                       "holds": read == emitted + s.dead_lettered and not unread}
+    return out
 
 
 def accounting_lines(summary: Any) -> list[str]:
@@ -163,6 +190,15 @@ def accounting_lines(summary: Any) -> list[str]:
                else f"{-gap:,} settled twice")
         lines.append(f"  {name}: in {b['in']:,} != acked {b['acked']:,} + {what} "
                      f"{b['failed'] if local else b['dead_lettered']:,} ({why})")
+    for name, sp in acc["spouts"].items():
+        if sp["holds"] and not sp["dead_lettered"]:
+            continue  # every record read became a tuple: nothing to add to the first hop
+        verdict = "holds" if sp["holds"] else "does NOT hold"
+        line = (f"  spout {name}: read {sp['read']:,} = emitted {sp['emitted']:,} + "
+                f"dead-lettered at the spout {sp['dead_lettered']:,} ({verdict})")
+        if sp["unread"]:
+            line += f"; {sp['unread']:,} records left unread in a source the run called done"
+        lines.append(line)
     reasons = getattr(summary, "dead_letter_reasons", {})
     for name, counts in reasons.items():
         if counts:

@@ -16,10 +16,16 @@ shadow runs and tests read one shape. Vocabulary:
   earlier attempt of the same spout tuple (same lineage) -- Storm's
   at-least-once double counting, made visible.
 - *restarts*: task instances re-created after a crash (in-memory state lost).
-- *dead_lettered*: tuples sent to the dead-letter store (always 0 locally:
-  Storm has none); ``dead_letter_reasons`` counts them per bolt and reason
+- *dead_lettered*: tuples sent to the dead-letter store (bolts: Spark engine only,
+  Storm has none); ``dead_letter_reasons`` counts them per component and reason
   (``raised``, ``arity``, ``emit``, ``encode``, ``fail``: see the retry policy
-  in ``adapters/retry_policy.py``).
+  in ``adapters/retry_policy.py``; spouts: ``decode``, ``value``).
+- *records_read* (built-in spouts, both engines): source records the spout read:
+  each became a new tuple or was dead-lettered at the spout (``decode`` /
+  ``value``: ``spouts/values.py``), on both engines alike; the records themselves
+  are in ``spout_dead_letters`` (Spark: also the namespace's dead-letter stream).
+- *unread* (built-in spouts): records still in a bounded source when the run said
+  its input was done: the accounting does not hold then (``accounting.py``).
 - *redriven*: dead letters replayed into a bolt (``stormshift deadletter replay``).
 - *lost* (local engine, bolts): tuples that were queued for a task when it crashed
   (Storm drops a dead worker's queue; their trees time out and replay).
@@ -112,6 +118,8 @@ class ComponentStats:
     gave_up: int = 0
     logs_dropped: int = 0  # Spark: log lines past stormshift.logs.max_lines_per_task
     in_flight: int = 0  # bolts: tuples inside a call when the run was stopped (accounting)
+    records_read: int = 0  # built-in spouts: records read = new tuples + dead-lettered here
+    unread: int = 0  # built-in spouts: records left in a bounded source at "done"
     received: int = 0  # local engine: deliveries queued for the bolt's tasks (accounting)
     queued: int = 0  # local engine: of those, still queued when the run ended
     busy_ms: float = 0.0
@@ -171,6 +179,20 @@ class RunSummary:
     log_file: str | None = None
     final_state: dict[str, ComponentState] = field(default_factory=dict)
     sink: str | None = None
+    # records a built-in spout dead-lettered, in the order read: component, task, reason,
+    # position (file:line, stream:id, topic/partition:offset), values (the raw record), error
+    spout_dead_letters: list[dict[str, Any]] = field(default_factory=list)
+
+    def add_spout_dead_letter(self, component: str, task: int | None, reason: str,
+                              position: str, values: Any, error: str) -> None:
+        """One record a spout dead-lettered: counted for the spout by reason, kept."""
+        stats = self.components.get(component)
+        if stats is not None:
+            stats.dead_lettered += 1
+        mine = self.dead_letter_reasons.setdefault(component, {})
+        mine[reason] = mine.get(reason, 0) + 1
+        self.spout_dead_letters.append({"component": component, "task": task, "reason": reason,
+                                        "position": position, "values": values, "error": error})
 
     def warn(self, message: str) -> None:
         """Record a warning once (the CLI prints warnings as they come and in the summary)."""
@@ -244,6 +266,7 @@ class RunSummary:
             "log_file": self.log_file,
             "sink": self.sink,
             "dead_letter_reasons": {c: dict(r) for c, r in self.dead_letter_reasons.items()},
+            "spout_dead_letters": [dict(d) for d in self.spout_dead_letters],
             "accounting": self.accounting(),
         }
 

@@ -21,9 +21,12 @@ budgets)`` per batch (driver; ``replay_task_ended`` under ``--max-tuples``),
 start, end)`` per partition (executors), ``replay_exhausted(offsets)`` to end a
 bounded run.
 
-A record that cannot be decoded is never dropped: ``replay_read`` raises
-:class:`RecordDecodeError` (a ``TupleError`` carrying the raw record); the
-reader dead-letters it and resumes after it — :func:`read_range` does both.
+A record that cannot be a tuple is never dropped: ``replay_read`` raises
+:class:`RecordDecodeError` (a ``TupleError`` carrying the raw record, its
+``kind`` ``decode`` or ``value``: ``spouts/values.py``); the reader
+dead-letters it *at the spout* and resumes after it — :func:`read_range` does
+both, and also refuses a decoded record Storm could not send (NaN, wrong
+arity...) before it is emitted, so both engines dead-letter the same records.
 """
 
 from __future__ import annotations
@@ -34,7 +37,8 @@ from typing import Any
 
 import streamparse
 
-from stormshift.errors import TopologyError, TupleError
+from stormshift.errors import TopologyError
+from stormshift.spouts.values import VALUE, RecordDecodeError, msg_id_for, plain, unsendable
 
 __all__ = [
     "RecordDecodeError",
@@ -45,33 +49,6 @@ __all__ = [
     "read_range",
     "task_position",
 ]
-
-
-class RecordDecodeError(TupleError):
-    """A source record that cannot become a tuple (bad JSON, missing field...).
-
-    ``values`` is ``[raw]`` (the record as read, text when it decodes as UTF-8)
-    so the dead-letter stream keeps it; ``partition``/``offset`` say where it
-    is, so a reader resumes with ``replay_read(partition, offset, end)``.
-    """
-
-    def __init__(self, reason: str, *, component: str, partition: str, offset: Any, raw: Any):
-        self.partition = partition
-        self.offset = offset
-        self.raw = raw
-        self.reason = reason
-        super().__init__(
-            f"record {msg_id_for(partition, offset)} cannot be decoded: {reason} "
-            f"(raw record kept in the dead-letter stream; fix the producer or the "
-            f"spout's field config)",
-            component=component,
-            values=[raw],
-        )
-
-
-def msg_id_for(partition: str, offset: Any) -> str:
-    """The Storm tuple id of the record ending at ``offset`` in ``partition``."""
-    return f"{partition}:{offset}"
 
 
 def parse_msg_id(msg_id: str) -> tuple[str, str]:
@@ -111,12 +88,23 @@ def read_range(
     """Every good record of ``(start, end]``; bad ones go to ``on_error``.
 
     Resumes after each undecodable record, so one bad line never hides the
-    rest of a partition (the engine passes its dead-letter writer here).
+    rest of a partition (the engine passes its dead-letter writer here). A
+    record that decodes to values Storm cannot send goes to ``on_error`` too
+    (``ReplayableSpout.refuse``), before anything emits it.
     """
     position = start
+    refuse = getattr(spout, "refuse", None)
     while True:
         try:
-            yield from spout.replay_read(partition, position, end)
+            if refuse is None:
+                yield from spout.replay_read(partition, position, end)
+                return
+            for values, msg_id in spout.replay_read(partition, position, end):
+                bad = refuse(partition, msg_id, values)
+                if bad is None:
+                    yield values, msg_id
+                else:
+                    on_error(bad)
             return
         except RecordDecodeError as err:
             on_error(err)
@@ -139,6 +127,10 @@ class ReplayableSpout(streamparse.Spout):
 
     #: config key prefix of the subclass, e.g. ``"jsonlines"``.
     config_prefix = "replay"
+    #: the declared fields of the spout's default stream (``initialize`` reads them from the
+    #: Storm context): a record is refused when its values do not fit them
+    _arity: int | None = None
+    _out_fields: tuple[str, ...] = ()
 
     def initialize(self, storm_conf: Mapping[str, Any], context: Mapping[str, Any]) -> None:
         self.replay_configure(storm_conf or {})
@@ -150,6 +142,13 @@ class ReplayableSpout(streamparse.Spout):
         )
         self._pending: dict[str, list[Any]] = {}
         self._retry: collections.deque[str] = collections.deque()
+        declared = ((context or {}).get("stream->outputfields") or {}).get("default")
+        # the declared fields of the stream the spout emits on: a record with another
+        # number of values is no tuple of it (None: no context, not checked)
+        self._out_fields: tuple[str, ...] = tuple(declared or ())
+        self._arity: int | None = len(declared) if declared is not None else None
+        self._read_count = 0  # records taken from the buffer: emitted or dead-lettered
+        self._dead: list[RecordDecodeError] = []  # dead-lettered, not yet taken by the engine
 
     # -- configuration -------------------------------------------------
     def replay_configure(self, conf: Mapping[str, Any]) -> None:
@@ -283,6 +282,17 @@ class ReplayableSpout(streamparse.Spout):
         """Whether reaching the end of every partition ends the input."""
         return bool(getattr(self, "_bounded", False))
 
+    def refuse(self, partition: str, msg_id: str, values: Any) -> RecordDecodeError | None:
+        """The dead letter for a decoded record Storm could not send as a tuple of this spout's
+        declared fields (``values.unsendable``), or None when it can be emitted."""
+        why = unsendable(values, self._arity, self._out_fields)
+        if why is None:
+            return None
+        _, offset = parse_msg_id(msg_id)
+        return RecordDecodeError(why, component=self._name(), partition=partition,
+                                 offset=int(offset) if offset.isdigit() else offset,
+                                 raw=values if plain(values) else repr(values), kind=VALUE)
+
     # -- Storm-like local loop -----------------------------------------
     def my_partitions(self) -> list[str]:
         return partitions_of_task(self.replay_partitions(), self._task_index, self._par)
@@ -290,11 +300,10 @@ class ReplayableSpout(streamparse.Spout):
     def next_tuple(self) -> None:
         """Emit one tuple: a failed one first, else the next record.
 
-        An undecodable record is reported through Storm's error channel
-        (``reportError``: counted as an error by the engine, shown with its
-        raw text) and skipped -- raising would kill the spout task, and a
-        re-created one would meet the same record again. Raises
-        ``StopIteration`` once a bounded input is fully read and acked.
+        A record that is no tuple (``decode`` / ``value``) is dead-lettered at
+        the spout (``report_bad_record``) and skipped -- raising would kill the
+        spout task, and a re-created one would meet the same record again.
+        Raises ``StopIteration`` once a bounded input is fully read and acked.
         """
         if self._retry:
             msg_id = self._retry.popleft()
@@ -308,6 +317,7 @@ class ReplayableSpout(streamparse.Spout):
                 raise StopIteration(f"{self._name()}: end of input")
             return
         item = self._buffer.popleft()
+        self._read_count += 1
         if isinstance(item, RecordDecodeError):
             self.report_bad_record(item)
             return
@@ -316,9 +326,22 @@ class ReplayableSpout(streamparse.Spout):
         self.emit(values, tup_id=msg_id)
 
     def report_bad_record(self, err: RecordDecodeError) -> None:
-        """Storm's ``reportError`` for one bad record, raw record included."""
+        """Dead-letter one bad record at the spout: kept until the engine takes it
+        (``take_spout_report``), with a warning line in the component log (Storm's
+        pipe has no dead letters; a log line is what a Storm operator would see)."""
         self.bad_record_count = getattr(self, "bad_record_count", 0) + 1
-        self.send_message({"command": "error", "msg": f"{err}\n  raw record: {err.raw!r}"})
+        self._dead.append(err)
+        try:
+            self.log(f"dead-lettered ({err.kind}) {err.position}: {err.reason}", level="warning")
+        except Exception:  # noqa: BLE001, S110 - no pipe (a bare instance in a test): the letter is kept
+            pass
+
+    def take_spout_report(self) -> tuple[int, list[RecordDecodeError]]:
+        """``(records read, dead letters)`` since the last call: the local engine's
+        accounting of this spout task (records read = emitted + dead-lettered)."""
+        read, dead = self._read_count, self._dead
+        self._read_count, self._dead = 0, []
+        return read, dead
 
     def ack(self, tup_id: Any) -> None:
         self._pending.pop(str(tup_id), None)

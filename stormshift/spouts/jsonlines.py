@@ -22,7 +22,6 @@ i % par, so a file sorting in between would move others to another task).
 from __future__ import annotations
 
 import glob
-import json
 import os
 from array import array
 from collections.abc import Callable, Iterator, Mapping
@@ -30,6 +29,7 @@ from typing import Any
 
 from stormshift.errors import TopologyError
 from stormshift.spouts.base import RecordDecodeError, ReplayableSpout, msg_id_for
+from stormshift.spouts.values import DECODE, Bad, classify_json
 
 __all__ = ["JsonLinesSpout", "decode_json_fields", "line_ends"]
 
@@ -85,18 +85,10 @@ def _append_newlines(ends: array, block: bytes, base: int) -> None:
         i = find(b"\n", i + 1)
 
 
-def decode_json_fields(raw: str, fields: tuple[str, ...]) -> list[Any] | str:
-    """Values of ``fields`` from one JSON object, or the reason it has none."""
-    try:
-        obj = json.loads(raw)
-    except ValueError as exc:
-        return f"not JSON ({exc})"
-    if not isinstance(obj, dict):
-        return f"expected a JSON object with fields {list(fields)}, got {type(obj).__name__}"
-    try:
-        return [obj[f] for f in fields]
-    except KeyError as exc:
-        return f"missing field {exc.args[0]!r} (expected {list(fields)})"
+def decode_json_fields(raw: str, fields: tuple[str, ...], arity: int | None = None) -> list[Any] | Bad:
+    """Values of ``fields`` from one JSON object, or why it has none (``values.Bad``:
+    ``decode`` when it is no JSON, ``value`` when Storm could not send it)."""
+    return classify_json(raw, fields, arity)
 
 
 class JsonLinesSpout(ReplayableSpout):
@@ -179,7 +171,8 @@ class JsonLinesSpout(ReplayableSpout):
                 yield from self._values_by_part(partition, first, data.split(b"\n")[:count],
                                                 on_error)
                 continue
-            if fields is None and b"\r" not in data:  # the common case: no rstrip per line
+            if fields is None and b"\r" not in data and self._arity in (None, 1):
+                # the common case: one text value per line, no rstrip per line
                 for at in range(0, count, _VALUES_LINES):
                     # blank: ASCII whitespace only (as bytes.strip()); a line that starts with
                     # anything else is not, without a strip() call
@@ -207,19 +200,28 @@ class JsonLinesSpout(ReplayableSpout):
                    on_error: Callable[[RecordDecodeError], None]) -> list[list[Any]]:
         """The values of decoded ``lines`` (the first is line ``line_no + 1``)."""
         fields = self._fields
-        if fields is None:
+        if fields is None and self._arity in (None, 1):
             return [[line.rstrip("\r")] for line in lines if line.strip(_ASCII_SPACE)]
         block = []
         for line in lines:
             line_no += 1
             if not line.strip(_ASCII_SPACE):
                 continue
-            values = decode_json_fields(line.rstrip("\r"), fields)
-            if isinstance(values, str):
-                on_error(self._bad(partition, line_no, line.rstrip("\r"), values))
+            values = self._line_values(line.rstrip("\r"))
+            if isinstance(values, Bad):
+                on_error(self._bad(partition, line_no, line.rstrip("\r"), values.detail,
+                                   values.reason))
             else:
                 block.append(values)
         return block
+
+    def _line_values(self, text: str) -> list[Any] | Bad:
+        """One decoded line as tuple values, or why it is none (``values.py``)."""
+        if self._fields is None:
+            values: list[Any] = [text]
+            why = self.refuse("", "0", values)
+            return values if why is None else Bad(why.kind, why.reason)
+        return classify_json(text, self._fields, self._arity)
 
     def _values_per_line(self, partition: str, line_no: int, raws: list[bytes],
                          on_error: Callable[[RecordDecodeError], None]) -> list[list[Any]]:
@@ -275,16 +277,16 @@ class JsonLinesSpout(ReplayableSpout):
             text = raw.decode("utf-8").rstrip("\r")
         except UnicodeDecodeError as exc:
             raise self._bad(partition, line_no, raw.decode("latin-1"), f"not UTF-8 ({exc})") from None
-        if self._fields is None:
-            return [text], msg_id_for(partition, line_no)
-        values = decode_json_fields(text, self._fields)
-        if isinstance(values, str):
-            raise self._bad(partition, line_no, text, values)
+        values = self._line_values(text)
+        if isinstance(values, Bad):
+            raise self._bad(partition, line_no, text, values.detail, values.reason)
         return values, msg_id_for(partition, line_no)
 
-    def _bad(self, partition: str, line_no: int, raw: str, reason: str) -> RecordDecodeError:
+    def _bad(self, partition: str, line_no: int, raw: str, reason: str,
+             kind: str = DECODE) -> RecordDecodeError:
         return RecordDecodeError(
-            reason, component=self._name(), partition=partition, offset=line_no, raw=raw
+            reason, component=self._name(), partition=partition, offset=line_no, raw=raw,
+            kind=kind,
         )
 
 

@@ -348,18 +348,26 @@ class KafkaSpout(ReplayableSpout):
                       on_error: Callable[[RecordDecodeError], None]) -> Iterator[list[list[Any]]]:
         block: list[list[Any]] = []
         decode = self._records.decode
-        plain_text = self._records.plain_text
+        plain_text = self._records.plain_text and self._arity in (None, 1)
+        refuse = self.refuse
         for message in self._fetch(partition, int(start), int(end)):
-            try:
-                if plain_text:
-                    try:
-                        block.append([message.value().decode("utf-8")])
-                    except (AttributeError, UnicodeDecodeError):
-                        block.append(decode(partition, message))
-                else:
-                    block.append(decode(partition, message))
-            except RecordDecodeError as err:
-                on_error(err)
+            values = None
+            if plain_text:
+                try:
+                    values = [message.value().decode("utf-8")]
+                except (AttributeError, UnicodeDecodeError):
+                    values = None
+            if values is None:
+                try:
+                    values = decode(partition, message)
+                except RecordDecodeError as err:
+                    on_error(err)
+                    continue
+                bad = refuse(partition, msg_id_for(partition, message.offset()), values)
+                if bad is not None:
+                    on_error(bad)
+                    continue
+            block.append(values)
             if len(block) >= 1024:
                 yield block
                 block = []

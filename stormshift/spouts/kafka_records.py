@@ -16,6 +16,7 @@ from typing import Any
 
 from stormshift.spouts.base import RecordDecodeError
 from stormshift.spouts.jsonlines import decode_json_fields
+from stormshift.spouts.values import DECODE, Bad
 
 __all__ = ["RECORD_FIELDS", "RecordDecoder", "client_conf", "raw_record"]
 
@@ -56,7 +57,8 @@ class RecordDecoder:
             raise RecordDecodeError(
                 f"Kafka topic {message.topic()!r} partition {message.partition()} offset "
                 f"{message.offset()}: {exc}", component=self.component, partition=partition,
-                offset=message.offset(), raw=raw_record(message)) from None
+                offset=message.offset(), raw=raw_record(message),
+                kind=getattr(exc, "kind", DECODE)) from None
         return values
 
     def value(self, raw: bytes | None) -> list[Any]:
@@ -72,9 +74,17 @@ class RecordDecoder:
             except ValueError as exc:
                 raise ValueError(f"value is not JSON ({exc})") from None
         values = decode_json_fields(text, self.json_fields)
-        if isinstance(values, str):
-            raise ValueError(f"value {values}")  # noqa: TRY004 - a bad record, reported as such
+        if isinstance(values, Bad):
+            raise _BadValue(values.reason, f"value {values.detail}")
         return values
+
+
+class _BadValue(ValueError):
+    """A value that is no tuple, with its dead letter's reason (``values.py``)."""
+
+    def __init__(self, kind: str, detail: str):
+        super().__init__(detail)
+        self.kind = kind
 
 
 def _text(raw: bytes | None, fmt: str, what: str) -> Any:

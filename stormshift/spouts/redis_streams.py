@@ -36,6 +36,7 @@ import redis
 from stormshift.errors import TopologyError
 from stormshift.spouts.base import RecordDecodeError, ReplayableSpout, msg_id_for
 from stormshift.spouts.jsonlines import decode_json_fields
+from stormshift.spouts.values import DECODE, Bad
 
 __all__ = ["LAG_CAP", "RedisStreamSpout", "entry_id_key"]
 
@@ -163,18 +164,23 @@ class RedisStreamSpout(ReplayableSpout):
                 return
 
     def _decode(self, partition: str, entry_id: str, fields: dict[bytes, bytes]) -> tuple[list[Any], str]:
+        kind = DECODE
         try:
             values = self._values(fields)
-        except (KeyError, UnicodeDecodeError, ValueError) as exc:
-            raw = {k.decode("latin-1"): v.decode("latin-1") for k, v in fields.items()}
+        except (KeyError, UnicodeDecodeError, ValueError, _BadPayload) as exc:
+            raw = {k.decode("utf-8", errors="backslashreplace"): v.decode("utf-8", errors="backslashreplace")
+                   for k, v in fields.items()}
             reason = str(exc)
             if isinstance(exc, KeyError):
                 missing = exc.args[0]
                 name = missing.decode("latin-1") if isinstance(missing, bytes) else missing
                 reason = f"missing entry field {name!r} (entry has {sorted(raw)})"
+                kind = "value"  # the entry is there, its fields do not make the tuple
+            elif isinstance(exc, _BadPayload):
+                kind = exc.kind
             raise RecordDecodeError(
-                reason, component=self._name(), partition=partition, offset=entry_id, raw=raw
-            ) from None
+                reason, component=self._name(), partition=partition, offset=entry_id, raw=raw,
+                kind=kind) from None
         return values, msg_id_for(partition, entry_id)
 
     def _values(self, fields: dict[bytes, bytes]) -> list[Any]:
@@ -183,10 +189,18 @@ class RedisStreamSpout(ReplayableSpout):
         payload = fields[self._payload_field].decode("utf-8")
         if self._json_fields is None:
             return [payload]
-        values = decode_json_fields(payload, self._json_fields)
-        if isinstance(values, str):
-            raise ValueError(f"payload {values}")  # noqa: TRY004 - a bad record, reported as such
+        values = decode_json_fields(payload, self._json_fields, self._arity)
+        if isinstance(values, Bad):
+            raise _BadPayload(values.reason, f"payload {values.detail}")
         return values
+
+
+class _BadPayload(Exception):
+    """A payload that is no tuple, with its dead letter's reason (``values.py``)."""
+
+    def __init__(self, kind: str, detail: str):
+        super().__init__(detail)
+        self.kind = kind
 
 
 def _field_map(fields: Any, component: str) -> tuple[str, ...] | None:

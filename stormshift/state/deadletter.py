@@ -16,8 +16,9 @@ Every entry also says where the tuple came from (``source``: the component
 that emitted it; ``task``: the index of the consuming task) and why it is
 here (``reason``: ``raised``, ``arity``, ``emit``, ``encode``, ``fail`` --
 the retry policy in ``adapters/retry_policy.py`` --, ``decode``: a spout record
-that is no tuple, ``redrive``: a replayed entry that no longer fits the
-topology). Entries written before these fields existed decode with them as None.
+that is no record at all, ``value``: a spout record that decodes to values Storm
+cannot send (NaN, +-Infinity, wrong arity: ``spouts/values.py``), ``redrive``: a
+replayed entry that no longer fits the topology). Entries written before these fields existed decode with them as None.
 
 Transactional with the batch: an entry of txid N is also indexed under N
 until N commits (``settle``). A batch that is re-run (its driver died before

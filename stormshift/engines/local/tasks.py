@@ -182,6 +182,7 @@ class TaskSet:
     def _apply_spout(self, key: TaskKey) -> bool:
         box = self.hosts[key].outbox
         stats = self.stats[key[0]]
+        self._take_spout_report(key)
         self._note_side_effects(stats.name, box, task=key[1])
         emits = box.emits
         held = self.held[key]
@@ -194,6 +195,22 @@ class TaskSet:
         emitted = bool(emits)
         emits.clear()
         return emitted
+
+    def _take_spout_report(self, key: TaskKey) -> None:
+        """A built-in spout's records read and dead letters since the last call
+        (``ReplayableSpout.take_spout_report``): Storm has no dead-letter store, so the
+        local engine keeps them in the summary, as the Spark engine's Redis stream has
+        them (``RunSummary.add_spout_dead_letter``)."""
+        take = getattr(self.hosts[key].instance, "take_spout_report", None)
+        if take is None:
+            return
+        read, letters = take()
+        stats = self.stats[key[0]]
+        stats.records_read += read
+        self.figures[key].dead_lettered += len(letters)  # the metrics, as Spark's feed.py
+        for err in letters:
+            self.summary.add_spout_dead_letter(key[0], key[1], err.kind, err.position,
+                                               err.values, f"{type(err).__name__}: {err}")
 
     def _release_held(self, key: TaskKey) -> bool:
         """Deliver held emits, oldest first, while the task's target allows."""
@@ -244,6 +261,7 @@ class TaskSet:
     def _spout_crashed(self, key: TaskKey, exc: ComponentFailure) -> None:
         """A spout process died: its pending trees are forgotten, a fresh instance opens."""
         box = self.hosts[key].outbox
+        self._take_spout_report(key)  # what the dead instance read and dead-lettered counts
         self.summary.problems.add_exception(key[0], exc)
         if not self._note_side_effects(key[0], box, digest=False, task=key[1]):
             self.delivery.record_error(key[0], str(exc))

@@ -75,6 +75,7 @@ from stormshift.engines.spark.driver.progress import (
     query_failure,
     stop_reason_from,
 )
+from stormshift.engines.spark.driver.spout_letters import run_spout_letters
 from stormshift.engines.spark.driver.stopping import StopRequests, interrupted_text, stop_query
 from stormshift.engines.spark.driver.ticks import TickRecorder, drain_ticks, tick_intervals_ms
 from stormshift.engines.spark.driver.windows import WindowClock
@@ -337,7 +338,9 @@ class SparkEngine:
         if not summary.spout_tuples and not summary.total("tuples_in"):
             _nothing_new(summary, self.checkpoint_dir)
         read_spout_reports(r, self.namespace, summary, spouts)
-        letters = dead_letters.since(dl_mark)
+        letters = run_spout_letters(
+            dead_letters, dl_mark, set(spouts), os.path.join(self.checkpoint_dir, "spark"),
+            [b.batch_id for b in batches if b.status is BatchStatus.COMMITTED])
         _count_spout_dead_letters(summary, letters)
         fold_spout_dead_letters(board, letters)
         dropped = {n: s.logs_dropped for n, s in summary.components.items() if s.logs_dropped}
@@ -501,14 +504,19 @@ def _accumulate(summary: RunSummary, result: BatchResult) -> None:
 
 def _count_spout_dead_letters(summary: RunSummary, letters: list[Any]) -> None:
     """Spout records and emits that were no tuple (txid -1: dead-lettered while planning or
-    reading, outside any batch's counters) count for their spout."""
+    reading, outside any batch's counters) count for their spout, and are kept in the
+    summary as the local engine keeps them. A built-in spout reads whole ranges: each
+    record of them became a tuple (its seq) or one of these, so records read = emitted +
+    dead-lettered at the spout (a re-read record is deduplicated by its position)."""
     for d in letters:
         stats = summary.components.get(d.component)
         if d.txid != -1 or stats is None or stats.kind != "spout":
             continue
-        stats.dead_lettered += 1
-        mine = summary.dead_letter_reasons.setdefault(d.component, {})
-        mine[d.reason or "?"] = mine.get(d.reason or "?", 0) + 1
+        summary.add_spout_dead_letter(d.component, d.task, d.reason or "?", d.tuple_key or "",
+                                      d.values, d.error)
+    for stats in summary.components.values():
+        if stats.kind == "spout":
+            stats.records_read = stats.tuples_out + stats.dead_lettered
 
 
 def _nothing_new(summary: RunSummary, checkpoint_dir: str) -> None:

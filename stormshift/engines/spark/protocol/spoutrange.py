@@ -186,7 +186,7 @@ def replay_chunks(host: Any, redis_url: str, namespace: str, spout: str, task: i
                   size: int = R.CHUNK_TUPLES) -> Iterator[list[list[Any]]]:
     """The values of every good record of ``ranges`` (``(partition, start, end]`` each) of
     ``host``'s spout, in order, in lists of up to ``size``; a record that is no tuple is
-    dead-lettered (reason ``decode``)."""
+    dead-lettered at the spout (reason ``decode`` or ``value``: ``spouts/values.py``)."""
     host.router.reset_seq()
 
     def dead_letter(err: Any) -> None:
@@ -203,7 +203,7 @@ def replay_chunks(host: Any, redis_url: str, namespace: str, spout: str, task: i
         DeadLetters(redis_for(redis_url), namespace).add(
             spout, "default", err.values, f"{type(err).__name__}: {err}", "", -1,
             source=spout, tuple_key=msg_id_for(err.partition, err.offset), task=task,
-            reason="decode")
+            reason=getattr(err, "kind", "decode"))
 
     reader = host.instance
     yield from rechunk((block for pname, start, end in ranges
