@@ -77,6 +77,7 @@ def render_html(result: Any) -> str:
          f"tolerance: {escape(result.tolerance.describe())} (differences within it are counted "
          "as rounding)</span>.</p>"),
         _classes(counted),
+        _losses(getattr(result, "losses", [])),
         _counts(result.streams),
         _state_counts(result.states),
         _warnings(result.warnings, result.injected),
@@ -122,6 +123,14 @@ def _classes(counted: list[ClassCount]) -> str:
     return "<h2>Differences by class</h2>" + _table(
         "classes", ["class", "cause", "keys", "example key", "why (check's rule and place)"],
         rows)
+
+
+def _losses(lost: list[str]) -> str:
+    """What the legacy side lost on its own (``evidence.losses``): counted, never blamed."""
+    if not lost:
+        return ""
+    return ("<h3>Legacy lost (counted, not the port's)</h3><ul id='losses' class='losses'>"
+            + "".join(f"<li>{escape(x)}</li>" for x in lost) + "</ul>")
 
 
 def _warnings(warnings: list[str], injected: list[str]) -> str:

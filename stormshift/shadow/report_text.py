@@ -62,6 +62,9 @@ def print_report(result: Any, console: Console, top: int = _TOP) -> None:
         console.print(table)
     for warning in result.warnings:
         console.print(cell(f"warning: {warning}", style="yellow"))
+    lost = getattr(result, "losses", [])  # a live shadow has no legacy run to read
+    if lost:
+        console.print(cell(f"legacy lost: {'; '.join(lost)}"))
     verdict = judge(result, counted)
     style = "bold green" if verdict.safe else "bold red"
     console.print(styled((verdict.word, style), f": {verdict.reason}"))

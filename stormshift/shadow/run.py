@@ -8,7 +8,10 @@ Call order (each step a public engine run, nothing of the engines' insides):
    the run here, before anything runs, unless ``allow_external_writes``.
 2. Legacy: ``LocalEngine`` with a ``SimClock`` and ``seed`` (deterministic),
    with ``legacy_faults`` injected when given.
-3. Baseline (only with faults): the same legacy run without them.
+3. Baseline (with faults, or when a legacy bolt task restarted: its own code raised):
+   the same legacy run without the faults and without restarting tasks (a raise only
+   fails its tuple), so what Storm's failures and restarts lost shows apart from the
+   port (``classify.py``).
 4. Port: ``SparkEngine`` (``until_done``, a fresh checkpoint, state
    ``reset`` in its namespace, leaf emits read back from a jsonl sink), or
    with ``port_engine="local"`` a fault-free local run (a dry run of the
@@ -34,6 +37,7 @@ from stormshift.engines.summary import RunSummary
 from stormshift.errors import StormshiftError
 from stormshift.shadow.classify import classify, own_config
 from stormshift.shadow.compare import StreamComparison, Tolerance, compare_stream, count_causes
+from stormshift.shadow.evidence import losses, restarts
 from stormshift.shadow.faultspec import parse_faults
 from stormshift.shadow.final_state import StateComparison, compare_state, ignored
 from stormshift.shadow.findings import ProjectFindings, merged, refusal
@@ -123,6 +127,12 @@ class ShadowResult:
         """The input and the faults, as the reports' second line."""
         return f"input: {self.input}; legacy faults: {'; '.join(self.faults) or 'none'}"
 
+    @property
+    def losses(self) -> list[str]:
+        """What the legacy side lost and the port set aside (``evidence.losses``): the
+        reports' "legacy lost: ..." line."""
+        return losses(self.legacy, self.port)
+
     def causes(self) -> dict[str, int]:
         """Divergences per cause, over all streams (sorted by cause)."""
         return count_causes([*self.streams, *self.states])
@@ -139,6 +149,7 @@ class ShadowResult:
             "faults": list(self.faults), "injected": list(self.injected),
             "classes": [c.to_dict() for c in counted],
             "causes": self.causes(), "warnings": list(self.warnings),
+            "legacy_lost": self.losses,
             "streams": [s.to_dict(examples) for s in self.streams],
             "state": [s.to_dict(examples) for s in self.states],
             "components": {
@@ -261,17 +272,19 @@ def execute(plan: ShadowPlan, on_progress: Callable[[str], None] | None = None) 
                                 seed=opts.seed, faults=faults, read_state=True)
     legacy = legacy_engine.run(max_tuples=opts.max_tuples)
     baseline = None
-    if faults:
-        say("baseline: local engine without faults")
-        baseline = _run_local(graph, opts)
+    if faults or restarts(legacy):
+        say("baseline: local engine without faults and without task restarts")
+        baseline = _run_local(graph, opts, restart_on_crash=False)
     if opts.port_engine == "local":
         say("port: local engine (dry run without Spark)")
-        same = baseline is not None and plan.port_graph is graph
+        # the baseline is the port's dry run too, unless a raise went unrestarted in it
+        same = (baseline is not None and plan.port_graph is graph
+                and not baseline.total("errors"))
         port = baseline if same and baseline is not None else _run_local(plan.port_graph, opts)
     else:
         say("port: spark engine")
         port = _run_spark(plan.port_graph, opts, plan.namespace, say)
-    result = compare_runs(graph, legacy, port, baseline if faults else None,
+    result = compare_runs(graph, legacy, port, baseline,
                           tolerance=plan.tolerance, results=opts.results,
                           findings=merged(opts.findings, opts.port_findings))
     own_config([*result.streams, *result.states], graph.config, plan.port_graph.config)
@@ -287,10 +300,11 @@ def execute(plan: ShadowPlan, on_progress: Callable[[str], None] | None = None) 
     return result
 
 
-def _run_local(graph: TopologyGraph, opts: ShadowOptions) -> RunSummary:
+def _run_local(graph: TopologyGraph, opts: ShadowOptions,
+               restart_on_crash: bool = True) -> RunSummary:
     clock = SimClock(ms_per_round=opts.ms_per_round)
-    return LocalEngine(graph, clock=clock, seed=opts.seed, read_state=True).run(
-        max_tuples=opts.max_tuples)
+    return LocalEngine(graph, clock=clock, seed=opts.seed, read_state=True,
+                       restart_on_crash=restart_on_crash).run(max_tuples=opts.max_tuples)
 
 
 def _config(graph: TopologyGraph, results: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -301,8 +315,9 @@ def compare_runs(graph: TopologyGraph, legacy: RunSummary, port: RunSummary,
                  baseline: RunSummary | None = None, *, tolerance: Tolerance | None = None,
                  results: Mapping[str, Any] | None = None,
                  findings: ProjectFindings | None = None) -> ShadowResult:
-    """Compare two finished runs' leaf outputs and final state (``baseline``: the
-    fault-free legacy run; ``findings``: ``check``'s, for nondeterministic places)."""
+    """Compare two finished runs' leaf outputs and final state (``baseline``: the legacy
+    re-run without faults and restarts; ``findings``: ``check``'s, for nondeterministic
+    places)."""
     config = _config(graph, results)
     tol = tolerance if tolerance is not None else tolerance_of(config)
     specs = result_specs(graph, config)
@@ -315,8 +330,8 @@ def compare_runs(graph: TopologyGraph, legacy: RunSummary, port: RunSummary,
         base = {s.label: compare_stream(s, baseline.output(s.component, s.stream),
                                         port.output(s.component, s.stream), tol) for s in specs}
         base_states = {s.label: s for s in _states(baseline, port, tol, skip)}
-    classify(graph, streams, legacy, base, findings)
-    classify(graph, states, legacy, base_states, findings)
+    classify(graph, streams, legacy, base, findings, port=port, base_run=baseline)
+    classify(graph, states, legacy, base_states, findings, port=port, base_run=baseline)
     result = ShadowResult(graph.name, "", streams, legacy, port, baseline, tolerance=tol,
                           states=states)
     result.warnings = _warnings(legacy, port)

@@ -12,8 +12,10 @@ shadow's ``LiveResult``). The verdicts, first that applies wins:
   the port explains (``port`` class; ``live`` in a live shadow, which has no
   baseline to tell Storm's replays apart);
 - ``SAFE TO SWITCH`` (exit 0): every key agrees, or differs only for reasons
-  that are not the port's: Storm's replay double count or crash loss,
-  another Storm failure effect, a nondeterministic component (``check``'s
+  that are not the port's: Storm's replay double count or crash loss (a
+  legacy task restart: an injected crash or the user's own code raising),
+  another Storm failure effect, input the legacy did not finish (it gave up
+  replaying a poison tuple, or stopped early), a nondeterministic component (``check``'s
   rule and file:line), rounding within the float tolerance, or a value that
   is not comparable. The line counts each of those classes.
 
@@ -39,7 +41,8 @@ FAILED_SHARE = 0.5
 _BLAMED = (PORT_DIFFERENCE, LIVE_DIFFERENCE)
 _WORDS = {
     "storm-replay": "Storm replay double count", "storm-crash-loss": "legacy crash loss",
-    "storm-other": "another Storm failure effect", "nondeterministic": "a nondeterministic "
+    "storm-other": "another Storm failure effect",
+    "legacy-unfinished": "input the legacy did not finish", "nondeterministic": "a nondeterministic "
     "component", "rounding": "rounding", "not-comparable": "values not comparable",
 }
 
