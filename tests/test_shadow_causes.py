@@ -182,3 +182,13 @@ def test_a_poison_tuple_on_the_spark_port_is_dead_lettered_and_safe(
     assert PORT_DIFFERENCE not in {d.cause for d in divergences(result)}
     assert result.verdict.exit_code == 0, result.verdict.line
     assert "the port dead-lettered 1 in count_bolt (poison)" in result.losses
+
+
+@pytest.mark.spark
+def test_a_transient_crash_with_the_port_on_spark_is_safe(spark: Any, redis_url: str) -> None:
+    """The port's own raise is retried from its committed state (and ``count_bolt.bug``,
+    None, is an attribute the port snapshots: a delta once asked None for its changes)."""
+    result = run_shadow(load("transient_crash"), port_engine="spark", spark=spark,
+                        redis_url=redis_url, namespace="t-causes-transient", batch_max_tuples=20)
+    assert {d.cause for d in divergences(result)} == {CRASH_LOST_STATE}
+    assert result.verdict.exit_code == 0, result.verdict.line
