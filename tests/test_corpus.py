@@ -173,7 +173,9 @@ def test_external_write_runs_with_the_flag_and_a_scratch_target_per_side(
     assert legacy == port and sum(s for _, s in legacy) == 40  # each side its own 40 words
 
 
-def test_nothing_compared_and_mostly_failed_exit_codes_from_the_command() -> None:
+def test_log_only_and_mostly_failed_exit_codes_from_the_command() -> None:
+    """``no_outputs`` only logs: its verdict rests on its log lines (``shadow/logs.py``;
+    nothing at all, not even a log line, is ``NOTHING COMPARED``: tests/test_shadow_streams.py)."""
     for shape in ("no_outputs", "emit_arity"):
         want = expected(shape)["shadow"]["local"]
         done = CliRunner().invoke(shadow_command, [str(CORPUS / shape), "--port-engine", "local",

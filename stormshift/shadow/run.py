@@ -42,7 +42,9 @@ from stormshift.shadow.faultspec import parse_faults
 from stormshift.shadow.final_state import StateComparison, compare_state, ignored
 from stormshift.shadow.findings import ProjectFindings, merged, refusal
 from stormshift.shadow.inputs import InputSpec, apply_input, parse_input
+from stormshift.shadow.logs import attach_logs, capture
 from stormshift.shadow.results import RESULTS_KEY, ResultSpec, leaf_streams, result_specs
+from stormshift.shadow.tap import add_taps, is_tap, output_of
 from stormshift.shadow.verdict import Verdict, classes, judge
 from stormshift.topology.graph import TopologyGraph
 
@@ -101,11 +103,13 @@ class ShadowResult:
     port_engine: str = "spark"
     warnings: list[str] = field(default_factory=list)
     states: list[StateComparison] = field(default_factory=list)
+    #: component log lines per template, only when nothing else was compared (``logs.py``)
+    logs: list[StreamComparison] = field(default_factory=list)
 
     @property
     def equal(self) -> bool:
         """Every leaf stream and final-state entry equal within the tolerance."""
-        return all(s.equal for s in self.streams) and all(s.equal for s in self.states)
+        return all(s.equal for s in [*self.streams, *self.states, *self.logs])
 
     @property
     def verdict(self) -> Verdict:
@@ -135,7 +139,7 @@ class ShadowResult:
 
     def causes(self) -> dict[str, int]:
         """Divergences per cause, over all streams (sorted by cause)."""
-        return count_causes([*self.streams, *self.states])
+        return count_causes([*self.streams, *self.states, *self.logs])
 
     def to_dict(self, examples: int = 50) -> dict[str, Any]:
         counted = classes(self)
@@ -152,9 +156,10 @@ class ShadowResult:
             "legacy_lost": self.losses,
             "streams": [s.to_dict(examples) for s in self.streams],
             "state": [s.to_dict(examples) for s in self.states],
+            "logs": [s.to_dict(examples) for s in self.logs],
             "components": {
                 name: {"legacy": _stats(self.legacy, name), "port": _stats(self.port, name)}
-                for name in self.legacy.components
+                for name in self.legacy.components if not is_tap(name)
             },
         }
 
@@ -223,9 +228,11 @@ def plan_shadow(graph: TopologyGraph, options: ShadowOptions | None = None, *,
     namespace = opts.namespace or f"shadow-{graph.name}"
     port = port_graph if port_graph is not None else graph
     _check_same_leaves(graph, port)
-    graph = apply_input(graph, spec, namespace=namespace, source_url=opts.redis_url)
-    port = graph if port_graph is None else apply_input(port, spec, namespace=namespace,
-                                                         source_url=opts.redis_url)
+    inner = [(s.component, s.stream) for s in specs if not s.leaf]  # tapped on both sides
+    graph = add_taps(apply_input(graph, spec, namespace=namespace, source_url=opts.redis_url),
+                     inner)
+    port = graph if port_graph is None else add_taps(
+        apply_input(port, spec, namespace=namespace, source_url=opts.redis_url), inner)
     return ShadowPlan(graph, port, opts, spec, namespace, faults, specs, tol)
 
 
@@ -270,24 +277,32 @@ def execute(plan: ShadowPlan, on_progress: Callable[[str], None] | None = None) 
     say(f"legacy: local engine (Storm semantics){', faults: ' + _names(faults) if faults else ''}")
     legacy_engine = LocalEngine(graph, clock=SimClock(ms_per_round=opts.ms_per_round),
                                 seed=opts.seed, faults=faults, read_state=True)
-    legacy = legacy_engine.run(max_tuples=opts.max_tuples)
-    baseline = None
+    with capture() as legacy_logs:
+        legacy = legacy_engine.run(max_tuples=opts.max_tuples)
+    baseline, base_logs = None, None
     if faults or restarts(legacy):
         say("baseline: local engine without faults and without task restarts")
-        baseline = _run_local(graph, opts, restart_on_crash=False)
+        with capture() as base_logs:
+            baseline = _run_local(graph, opts, restart_on_crash=False)
     if opts.port_engine == "local":
         say("port: local engine (dry run without Spark)")
         # the baseline is the port's dry run too, unless a raise went unrestarted in it
         same = (baseline is not None and plan.port_graph is graph
                 and not baseline.total("errors"))
-        port = baseline if same and baseline is not None else _run_local(plan.port_graph, opts)
+        with capture() as port_logs:
+            port = baseline if same and baseline is not None else _run_local(plan.port_graph, opts)
+        port_logs = base_logs if port is baseline and base_logs is not None else port_logs
     else:
         say("port: spark engine")
-        port = _run_spark(plan.port_graph, opts, plan.namespace, say)
+        with capture() as port_logs:
+            port = _run_spark(plan.port_graph, opts, plan.namespace, say)
     result = compare_runs(graph, legacy, port, baseline,
                           tolerance=plan.tolerance, results=opts.results,
                           findings=merged(opts.findings, opts.port_findings))
-    own_config([*result.streams, *result.states], graph.config, plan.port_graph.config)
+    attach_logs(result, graph, legacy_logs, port_logs, base_logs,
+                merged(opts.findings, opts.port_findings))
+    own_config([*result.streams, *result.states, *result.logs], graph.config,
+               plan.port_graph.config)
     if opts.allow_external_writes:
         for side, found in (("legacy", opts.findings), ("port", opts.port_findings)):
             for f in found.writers if found is not None else ():
@@ -321,14 +336,16 @@ def compare_runs(graph: TopologyGraph, legacy: RunSummary, port: RunSummary,
     config = _config(graph, results)
     tol = tolerance if tolerance is not None else tolerance_of(config)
     specs = result_specs(graph, config)
-    streams = [compare_stream(s, legacy.output(s.component, s.stream),
-                              port.output(s.component, s.stream), tol) for s in specs]
+    streams = [compare_stream(s, output_of(legacy, s.component, s.stream, not s.leaf),
+                              output_of(port, s.component, s.stream, not s.leaf), tol)
+               for s in specs]
     skip = ignored(config)
     states = _states(legacy, port, tol, skip)
     base = base_states = None
     if baseline is not None:
-        base = {s.label: compare_stream(s, baseline.output(s.component, s.stream),
-                                        port.output(s.component, s.stream), tol) for s in specs}
+        base = {s.label: compare_stream(s, output_of(baseline, s.component, s.stream, not s.leaf),
+                                        output_of(port, s.component, s.stream, not s.leaf), tol)
+                for s in specs}
         base_states = {s.label: s for s in _states(baseline, port, tol, skip)}
     classify(graph, streams, legacy, base, findings, port=port, base_run=baseline)
     classify(graph, states, legacy, base_states, findings, port=port, base_run=baseline)
