@@ -148,7 +148,7 @@ def test_a_legacy_run_that_stops_early_is_never_the_port() -> None:
 
 
 def test_without_a_baseline_an_unfinished_legacy_still_explains_keys_below_the_port() -> None:
-    graph, legacy, _, port = poison_runs(**{"corpus.window": 1})
+    graph, _legacy, _, port = poison_runs(**{"corpus.window": 1})
     baseline = local_run(graph, restart=False)
     result = compare_runs(graph, baseline, port)  # no restarts to tell apart: no baseline
     assert {d.cause for d in divergences(result)} == {LEGACY_UNFINISHED}

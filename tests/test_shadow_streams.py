@@ -119,3 +119,15 @@ def test_no_output_no_state_and_no_log_is_still_nothing_compared() -> None:
     assert done.exit_code == 3, done.output
     doc: dict[str, Any] = json.loads(done.output)
     assert doc["verdict"]["verdict"] == "NOTHING COMPARED" and doc["logs"] == []
+
+
+@pytest.mark.spark
+def test_a_non_leaf_stream_and_logs_with_the_port_on_spark(spark: Any, redis_url: str) -> None:
+    result = run_shadow(load_topology(CRASH), port_engine="spark", spark=spark,
+                        redis_url=redis_url, namespace="t-streams-inner", results=INNER,
+                        batch_max_tuples=20)
+    words = next(s for s in result.streams if s.label == "words:default")
+    assert words.keys == 7 and words.equal and words.port_emits == 40
+    logs = run_shadow(load_topology(LOG_ONLY), port_engine="spark", spark=spark,
+                      redis_url=redis_url, namespace="t-streams-logs", batch_max_tuples=20)
+    assert logs.logs and logs.logs[0].keys == 7 and logs.verdict.exit_code == 0, logs.verdict.line

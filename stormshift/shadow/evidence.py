@@ -92,7 +92,7 @@ def losses(legacy: Any, port: Any | None) -> list[str]:
                    + (f", {lost:,} queued tuple(s) lost with it" if lost else ""))
     short = port.spout_tuples - legacy.spout_tuples if port is not None else 0
     gave_up = sum(s.gave_up for s in legacy.components.values())
-    if short > 0:
+    if short > 0 and port is not None:
         out.append(f"{short:,} spout tuple(s) never taken by the legacy ({legacy.spout_tuples:,} "
                    f"of {port.spout_tuples:,})")
     if gave_up:

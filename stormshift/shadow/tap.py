@@ -24,8 +24,6 @@ import dataclasses
 from collections.abc import Iterable
 from typing import Any
 
-from streamparse import Bolt
-
 from stormshift.topology.graph import (
     ComponentDef,
     ComponentKind,
@@ -37,19 +35,10 @@ from stormshift.topology.graph import (
     freeze,
 )
 
-__all__ = ["PREFIX", "StreamTap", "add_taps", "is_tap", "output_of", "tap_name"]
+__all__ = ["CLASS_PATH", "PREFIX", "add_taps", "is_tap", "output_of", "tap_name"]
 
 PREFIX = "shadowtap__"
-CLASS_PATH = "stormshift.shadow.tap.StreamTap"
-
-
-class StreamTap(Bolt):  # type: ignore[misc]
-    """Re-emits each tuple it reads, unchanged, on its leaf stream (module doc)."""
-
-    outputs: list[str] = []  # declared per tap in the graph (the tapped stream's fields)
-
-    def process(self, tup: Any) -> None:
-        self.emit(list(tup.values))
+CLASS_PATH = "stormshift.adapters.stream_tap.StreamTap"  # the class every tap runs
 
 
 def tap_name(component: str, stream: str) -> str:
