@@ -38,7 +38,7 @@ from stormshift.errors import StormshiftError
 from stormshift.shadow.classify import classify, own_config
 from stormshift.shadow.compare import StreamComparison, Tolerance, compare_stream, count_causes
 from stormshift.shadow.evidence import losses, restarts
-from stormshift.shadow.faultspec import parse_faults
+from stormshift.shadow.faultspec import describe_fault, describe_faults, parse_faults
 from stormshift.shadow.final_state import StateComparison, compare_state, ignored
 from stormshift.shadow.findings import ProjectFindings, merged, refusal
 from stormshift.shadow.inputs import InputSpec, apply_input, parse_input
@@ -274,7 +274,7 @@ def execute(plan: ShadowPlan, on_progress: Callable[[str], None] | None = None) 
     """Steps 2-5 of the module docstring for a checked ``plan``."""
     opts, graph, faults = plan.options, plan.graph, plan.faults
     say = on_progress or (lambda line: None)
-    say(f"legacy: local engine (Storm semantics){', faults: ' + _names(faults) if faults else ''}")
+    say(f"legacy: local engine (Storm semantics){', faults: ' + describe_faults(faults) if faults else ''}")
     legacy_engine = LocalEngine(graph, clock=SimClock(ms_per_round=opts.ms_per_round),
                                 seed=opts.seed, faults=faults, read_state=True)
     with capture() as legacy_logs:
@@ -309,7 +309,7 @@ def execute(plan: ShadowPlan, on_progress: Callable[[str], None] | None = None) 
                 result.warnings.append(f"{side}: {f.component} wrote outside the framework "
                                        f"({f.location}, allowed by --allow-external-writes)")
     result.input = plan.input.describe()
-    result.faults = [_describe(f) for f in faults]
+    result.faults = [describe_fault(f) for f in faults]
     result.injected = legacy_engine.injected
     result.port_engine = opts.port_engine
     return result
@@ -393,25 +393,3 @@ def _run_spark(graph: TopologyGraph, opts: ShadowOptions, namespace: str,
     finally:
         if own:
             shutil.rmtree(workdir, ignore_errors=True)
-
-
-def _describe(fault: Fault) -> str:
-    if isinstance(fault, CrashTask):
-        return f"crash {fault.component}[{fault.task_index}] at its tuple {fault.at_tuple}"
-    when = "before" if fault.before else "after"
-    return f"fail {fault.component} tuples {_ranges(sorted(fault.indexes))} ({when} processing)"
-
-
-def _ranges(numbers: list[int]) -> str:
-    """``[1, 2, 3, 7]`` -> ``"1-3, 7"``."""
-    parts: list[str] = []
-    for n in numbers:
-        if parts and n == int(parts[-1].rpartition("-")[2]) + 1:
-            parts[-1] = f"{parts[-1].partition('-')[0]}-{n}"
-        else:
-            parts.append(str(n))
-    return ", ".join(parts)
-
-
-def _names(faults: Sequence[Fault]) -> str:
-    return "; ".join(_describe(f) for f in faults)
