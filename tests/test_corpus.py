@@ -167,7 +167,9 @@ def test_external_write_is_compared_from_each_sides_scratch_redis(redis_url: str
     assert any("the real target got no write" in w for w in result.warnings)
 
 
-def test_nothing_compared_and_mostly_failed_exit_codes_from_the_command() -> None:
+def test_log_only_and_mostly_failed_exit_codes_from_the_command() -> None:
+    """``no_outputs`` only logs: its verdict rests on its log lines (``shadow/logs.py``;
+    nothing at all, not even a log line, is ``NOTHING COMPARED``: tests/test_shadow_streams.py)."""
     for shape in ("no_outputs", "emit_arity"):
         want = expected(shape)["shadow"]["local"]
         done = CliRunner().invoke(shadow_command, [str(CORPUS / shape), "--port-engine", "local",

@@ -188,3 +188,18 @@ def test_a_dict_made_after_initialize_is_written_whole_once_then_tracked(redis_c
     back = _fresh(store, 5)
     assert back.late == {"k": 1, "k2": 2}
     assert back.seen == 0  # gone from the state: initialize()'s value
+
+
+def test_an_attribute_holding_none_is_written_in_a_delta(redis_client, ns):
+    """A bolt's ``self.bug = None`` (a setting it may never get) is not a tracked dict:
+    a delta writes it like any other value instead of asking None for its changes."""
+    store = SnapshotStore(redis_client, ns, KEY)
+    bolt = _fresh(store, 1)
+    bolt.note = None
+    _batch(redis_client, ns, store, bolt, 1, ["a"])
+    _size, kind = _batch(redis_client, ns, store, bolt, 2, ["b"])
+    assert kind == "delta"
+    bolt.note = "set"
+    _batch(redis_client, ns, store, bolt, 3, [])
+    back = _fresh(store, 4)
+    assert back.note == "set" and back.counts == bolt.counts

@@ -14,6 +14,7 @@ from html import escape
 
 from stormshift.shadow.classify import (
     CRASH_LOST_STATE,
+    LEGACY_UNFINISHED,
     LIVE_DIFFERENCE,
     NONDETERMINISTIC,
     NOT_COMPARABLE,
@@ -31,6 +32,7 @@ CAUSE_COLORS = {
     REPLAY_DOUBLE_COUNT: "#ff7f0e",
     CRASH_LOST_STATE: "#9467bd",
     STORM_OTHER: "#8c564b",
+    LEGACY_UNFINISHED: "#e377c2",
     LIVE_DIFFERENCE: "#1f77b4",
     NONDETERMINISTIC: "#bcbd22",
     ROUNDING: "#7f7f7f",

@@ -16,23 +16,34 @@ Every divergence gets exactly one cause; the first that applies wins:
   side; ``run.py``);
 - then, by the legacy's injected failures, as below.
 
-With legacy faults injected, the shadow also runs the legacy side *without*
-them (the *baseline*: same input, seed and simulated clock, so it is the run
-Storm would have had without the failures). A divergence is then
+The legacy side's own losses are never the port's. When faults were injected
+or a legacy bolt task restarted (the user's own code raised: a transient
+error, a poison tuple), the shadow also runs the legacy side *without* the
+faults and without restarting tasks (the *baseline*: same input, seed and
+simulated clock, a raise only fails its tuple; so it is the run Storm would
+have had without the failures, ``run.py``). A divergence is then
 
 - ``storm at-least-once replay (double count)``: the baseline agrees with the
   port on that key, the legacy's value (or multiplicity) exceeds the port's,
   and the legacy run reported replays (``duplicates`` of the emitter or an
   upstream bolt, ``replays`` of a spout): the excess is what re-executing
   replayed tuples adds;
-- ``storm crash lost in-memory state``: the baseline agrees with the port, the
-  legacy's value is below the port's, and a task restarted (its in-memory
-  dicts were lost) or lost queued tuples (in the final state, ``final_state.py``,
-  this is the crashed task's attributes starting again from ``initialize()``);
+- ``storm crash lost in-memory state`` (a legacy task restart): the baseline
+  agrees with the port, the legacy's value is below the port's, and a task
+  restarted (its in-memory dicts were lost) or lost queued tuples (in the final
+  state, ``final_state.py``, this is the crashed task's attributes starting
+  again from ``initialize()``); ``detail`` names the restarts;
 - ``storm failure (other effect)``: the baseline agrees with the port, the
   faulted legacy does not, and neither rule above explains how;
-- ``real difference in the port``: the baseline disagrees with the port on that
-  key too (or no faults were injected): the port computes something else;
+- ``legacy did not finish its input``: the legacy run (the baseline too, when
+  there is one) did not take all of its input (``evidence.unfinished``: it gave
+  up replaying a poison tuple, took fewer spout tuples than the port, stopped
+  early) and on this key it is below the port (fewer emits, smaller numbers, a
+  key it never emitted): what it never got to, which the port did;
+- ``real difference in the port``: none of the above: the baseline disagrees
+  with the port on that key too (or there was no baseline) and the legacy
+  finished its input, or the key goes the other way (the port is below a
+  legacy that lost input is still the port's): the port computes something else;
 - ``live difference``: a live shadow's divergence (``live.py``): production
   Storm ran without a baseline beside it, so a replay's double count and the
   port's own difference cannot be told apart there.
@@ -46,6 +57,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from stormshift.shadow.compare import Divergence, DivergenceKind, StreamComparison
+from stormshift.shadow.evidence import replay_evidence, restarts, unfinished, upstream
 
 if TYPE_CHECKING:
     from stormshift.shadow.final_state import StateComparison
@@ -55,6 +67,7 @@ from stormshift.topology.graph import TopologyGraph
 __all__ = [
     "CAUSE_CLASSES",
     "CRASH_LOST_STATE",
+    "LEGACY_UNFINISHED",
     "LIVE_DIFFERENCE",
     "NONDETERMINISTIC",
     "NOT_COMPARABLE",
@@ -66,12 +79,14 @@ __all__ = [
     "classify",
     "own_config",
     "replay_evidence",
+    "upstream",
 ]
 
 _ADDRESS = re.compile(r"<[^<>]* at 0x[0-9a-fA-F]+>")
 REPLAY_DOUBLE_COUNT = "storm at-least-once replay (double count)"
 CRASH_LOST_STATE = "storm crash lost in-memory state"
 STORM_OTHER = "storm failure (other effect)"
+LEGACY_UNFINISHED = "legacy did not finish its input"
 PORT_DIFFERENCE = "real difference in the port"
 LIVE_DIFFERENCE = "live difference (no baseline: Storm replay or the port)"
 ROUNDING = "rounding (within the float tolerance)"
@@ -85,6 +100,7 @@ CAUSE_CLASSES = {
     REPLAY_DOUBLE_COUNT: "storm-replay",
     CRASH_LOST_STATE: "storm-crash-loss",
     STORM_OTHER: "storm-other",
+    LEGACY_UNFINISHED: "legacy-unfinished",
     NONDETERMINISTIC: "nondeterministic",
     ROUNDING: "rounding",
     NOT_COMPARABLE: "not-comparable",
@@ -95,6 +111,7 @@ SHORT_CAUSES = {
     REPLAY_DOUBLE_COUNT: "replay x2",
     CRASH_LOST_STATE: "crash lost",
     STORM_OTHER: "storm other",
+    LEGACY_UNFINISHED: "unfinished",
     PORT_DIFFERENCE: "PORT",
     LIVE_DIFFERENCE: "live",
     ROUNDING: "rounding",
@@ -103,37 +120,22 @@ SHORT_CAUSES = {
 }
 
 
-def upstream(graph: TopologyGraph, component: str) -> list[str]:
-    """``component`` and every component it reads from, directly or not (sorted)."""
-    seen: set[str] = set()
-    todo = [component]
-    while todo:
-        name = todo.pop()
-        if name in seen:
-            continue
-        seen.add(name)
-        todo.extend(i.source for i in graph.component(name).inputs)
-    return sorted(seen)
-
-
-def replay_evidence(graph: TopologyGraph, legacy: Any, component: str) -> dict[str, int]:
-    """What the faulted legacy run reported on the way to ``component``: summed
-    ``duplicates``, ``replays``, ``restarts`` and ``lost`` of it and its upstream."""
-    names = upstream(graph, component)
-    stats = [legacy.components[n] for n in names if n in legacy.components]
-    return {c: sum(getattr(s, c) for s in stats) for c in ("duplicates", "replays", "restarts", "lost")}
-
-
 def classify(
     graph: TopologyGraph,
     streams: Sequence[StreamComparison | StateComparison],
     legacy: Any,
     baseline: Mapping[str, StreamComparison | StateComparison] | None,
     findings: ProjectFindings | None = None,
+    *,
+    port: Any = None,
+    base_run: Any = None,
 ) -> None:
     """Set ``cause`` on every divergence of ``streams`` (leaf streams or final-state
-    entries; ``baseline``: the same comparisons with the fault-free legacy run, by
-    label; None: no faults; ``findings``: ``check``'s, for nondeterministic places)."""
+    entries; ``baseline``: the same comparisons with the legacy re-run without faults and
+    restarts, by label; None: no such run; ``findings``: ``check``'s, for nondeterministic
+    places; ``port`` / ``base_run``: the port's and the baseline's summaries, for what each
+    run did not finish)."""
+    short = unfinished(base_run if base_run is not None else legacy, port)
     for comparison in streams:
         base = baseline.get(comparison.label) if baseline is not None else None
         port_keys = {d.key for d in base.divergences} if base is not None else set()
@@ -147,9 +149,24 @@ def classify(
             elif _opaque(d.legacy) or _opaque(d.port):
                 d.cause = NOT_COMPARABLE
             elif baseline is None or d.key in port_keys:
-                d.cause = PORT_DIFFERENCE
+                d.cause = LEGACY_UNFINISHED if short and _below(d) else PORT_DIFFERENCE
+                d.detail = short if d.cause == LEGACY_UNFINISHED else d.detail
             else:
                 d.cause = _storm_cause(d, evidence)
+                if d.cause == CRASH_LOST_STATE:
+                    d.detail = _restarted(graph, legacy, comparison.component)
+
+
+def _below(d: Divergence) -> bool:
+    """The legacy holds less than the port on this key: a key only the port has, fewer
+    emits, or numbers all below the port's."""
+    return _direction(d) < 0 or d.legacy_count < d.port_count
+
+
+def _restarted(graph: TopologyGraph, legacy: Any, component: str) -> str:
+    """``count_bolt restarted 1 time`` for the restarted tasks on the way to ``component``."""
+    found = restarts(legacy, upstream(graph, component))
+    return "; ".join(f"{n} restarted {k} time{'s' if k != 1 else ''}" for n, k in found.items())
 
 
 def own_config(items: Sequence[StreamComparison | StateComparison], legacy: Mapping[str, Any],

@@ -18,11 +18,12 @@ The faults are the local engine's ``FailTuples`` / ``CrashTask``.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
 from stormshift.engines.local import CrashTask, FailTuples
 from stormshift.errors import StormshiftError
 
-__all__ = ["parse_faults"]
+__all__ = ["describe_fault", "describe_faults", "parse_faults"]
 
 _ITEM = re.compile(r"^(?P<kind>fail|fail-before|crash):(?P<comp>[^@\[\]]+)(?:\[(?P<task>\d+)\])?@(?P<at>[0-9+\-]+)$")
 _EXAMPLE = "fail:count_bolt@3+10-12,crash:count_bolt[1]@50"
@@ -67,3 +68,26 @@ def _indexes(text: str, item: str) -> set[int]:
             raise StormshiftError(f"--legacy-faults {item!r}: {part!r} must be 1-based and N <= M")
         out.update(range(first, last + 1))
     return out
+
+
+def describe_fault(fault: CrashTask | FailTuples) -> str:
+    """A fault as the reports name it (``crash count_bolt[0] at its tuple 5``)."""
+    if isinstance(fault, CrashTask):
+        return f"crash {fault.component}[{fault.task_index}] at its tuple {fault.at_tuple}"
+    when = "before" if fault.before else "after"
+    return f"fail {fault.component} tuples {_ranges(sorted(fault.indexes))} ({when} processing)"
+
+
+def _ranges(numbers: list[int]) -> str:
+    """``[1, 2, 3, 7]`` -> ``"1-3, 7"``."""
+    parts: list[str] = []
+    for n in numbers:
+        if parts and n == int(parts[-1].rpartition("-")[2]) + 1:
+            parts[-1] = f"{parts[-1].partition('-')[0]}-{n}"
+        else:
+            parts.append(str(n))
+    return ", ".join(parts)
+
+
+def describe_faults(faults: Sequence[CrashTask | FailTuples]) -> str:
+    return "; ".join(describe_fault(f) for f in faults)

@@ -215,6 +215,12 @@ def plan_live(graph: TopologyGraph, *, port_sink: str, since: str | None = None,
     if results is not None:
         config[RESULTS_KEY] = results
     specs = result_specs(graph, config)
+    inner = [s.label for s in specs if not s.leaf]
+    if inner:  # production Storm keeps only what it outputs: nothing taps its inner streams
+        raise StormshiftError(
+            f"{RESULTS_KEY} names {inner}, which some bolt reads: a live shadow compares only "
+            "what the legacy topology outputs; fix: compare them in `stormshift shadow` "
+            "(it taps inner streams on both sides)")
     mappings = parse_mappings(config, specs)
     now = now_ms if now_ms is not None else int(time.time() * 1000)
     window = Window(parse_when(since, now), parse_when(until, now))

@@ -77,8 +77,10 @@ def render_html(result: Any) -> str:
          f"tolerance: {escape(result.tolerance.describe())} (differences within it are counted "
          "as rounding)</span>.</p>"),
         _classes(counted),
+        _losses(getattr(result, "losses", [])),
         _counts(result.streams),
         _state_counts(result.states),
+        _log_counts(getattr(result, "logs", [])),
         _warnings(result.warnings, result.injected),
         _components(result),
         component_sections(result),
@@ -99,6 +101,25 @@ def _counts(streams: list[StreamComparison]) -> str:
     return "<h2>Leaf streams</h2>" + _table(
         "counts", ["stream", "mode", "keys", "same", "different", "missing-left (port only)",
                    "missing-right (legacy only)", "legacy emits", "port emits"], rows)
+
+
+def _log_counts(logs: list[StreamComparison]) -> str:
+    """Component log lines per message template: only when nothing else was compared."""
+    if not logs:
+        return ""
+    rows = [[escape(s.component), str(s.keys), str(s.same), str(s.different),
+             str(s.missing_left), str(s.missing_right), str(s.legacy_emits), str(s.port_emits)]
+            for s in logs]
+    keys = [[escape(d.key), escape(d.cause), str(d.legacy_count), str(d.port_count)]
+            for s in logs for d in s.top(50)]
+    return ("<h2 id='logs'>Component logs (nothing else compared)</h2><p>Log lines per "
+            "message template (numbers and quoted values as placeholders) and per first "
+            "quoted value.</p>" + _table(
+                "log-counts", ["component", "templates", "same", "different",
+                               "missing-left (port only)", "missing-right (legacy only)",
+                               "legacy lines", "port lines"], rows)
+            + (_table("log-keys", ["template, value", "cause", "legacy lines", "port lines"],
+                      keys) if keys else ""))
 
 
 def _state_counts(states: list[StateComparison]) -> str:
@@ -122,6 +143,14 @@ def _classes(counted: list[ClassCount]) -> str:
     return "<h2>Differences by class</h2>" + _table(
         "classes", ["class", "cause", "keys", "example key", "why (check's rule and place)"],
         rows)
+
+
+def _losses(lost: list[str]) -> str:
+    """What the legacy side lost on its own (``evidence.losses``): counted, never blamed."""
+    if not lost:
+        return ""
+    return ("<h3>Legacy lost (counted, not the port's)</h3><ul id='losses' class='losses'>"
+            + "".join(f"<li>{escape(x)}</li>" for x in lost) + "</ul>")
 
 
 def _warnings(warnings: list[str], injected: list[str]) -> str:

@@ -49,6 +49,12 @@ def print_report(result: Any, console: Console, top: int = _TOP) -> None:
         for state in result.states:
             if _shown(state):
                 console.print(_keys_table(state, top))
+    logs = getattr(result, "logs", [])  # only when nothing else was compared (logs.py)
+    if logs:
+        console.print(_counts_table(logs, "component logs per template (nothing else compared)"))
+        for log in logs:
+            if _shown(log):
+                _print_stream(log, console, top)
     counted = classes(result)
     if counted:
         table = Table(title="differences by class")
@@ -62,6 +68,9 @@ def print_report(result: Any, console: Console, top: int = _TOP) -> None:
         console.print(table)
     for warning in result.warnings:
         console.print(cell(f"warning: {warning}", style="yellow"))
+    lost = getattr(result, "losses", [])  # a live shadow has no legacy run to read
+    if lost:
+        console.print(cell(f"legacy lost: {'; '.join(lost)}"))
     verdict = judge(result, counted)
     style = "bold green" if verdict.safe else "bold red"
     console.print(styled((verdict.word, style), f": {verdict.reason}"))
@@ -94,8 +103,9 @@ def _state_table(states: list[StateComparison]) -> Table:
     return table
 
 
-def _counts_table(streams: list[StreamComparison]) -> Table:
-    table = Table(title="leaf streams: legacy (left) vs port (right)")
+def _counts_table(streams: list[StreamComparison],
+                  title: str = "leaf streams: legacy (left) vs port (right)") -> Table:
+    table = Table(title=title)
     table.add_column("stream", overflow="fold", max_width=30)
     table.add_column("mode")
     table.add_column("keys", justify="right")

@@ -12,7 +12,10 @@ outputs. Its *result mode* says what of its emits counts:
 - ``list``: the emitted tuples in order; with ``key`` fields, one ordered
   list per key (emit order across keys is not compared).
 
-Declared per leaf stream in the topology config (or ``-o``)::
+Any stream can be compared, not only leaves: a stream some bolt reads, named
+in ``shadow.results``, is captured on both sides by a tap (``tap.py``) and
+compared like a leaf (only leaves are inferred). Declared per stream in the
+topology config (or ``-o``)::
 
     "shadow.results": {
         "count_bolt:default": {"mode": "latest", "key": ["word"]},
@@ -32,6 +35,7 @@ order across tasks that Storm's single stream of emits shows.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import json
 from collections.abc import Iterable, Mapping, Sequence
@@ -46,6 +50,7 @@ __all__ = [
     "Group",
     "ResultMode",
     "ResultSpec",
+    "all_streams",
     "infer_spec",
     "leaf_streams",
     "materialize",
@@ -77,6 +82,9 @@ class ResultSpec:
     event_time: str | None = None
     inferred: bool = False
     reason: str = ""
+    #: False: a stream some bolt reads, declared in ``shadow.results``; the shadow reads
+    #: it through a tap (``tap.py``)
+    leaf: bool = True
 
     @property
     def label(self) -> str:
@@ -111,11 +119,22 @@ def stream_label(component: str, stream: str) -> str:
 
 
 def leaf_streams(graph: TopologyGraph) -> list[tuple[str, str]]:
-    """``(component, stream)`` of every stream nobody subscribes to, sorted."""
-    consumed = {(i.source, i.stream) for c in graph for i in c.inputs}
+    """``(component, stream)`` of every stream nobody subscribes to, sorted (a shadow's
+    taps, ``tap.py``, are not the topology's: the streams they read stay leaves)."""
+    from stormshift.shadow.tap import is_tap
+
+    consumed = {(i.source, i.stream) for c in graph if not is_tap(c.name) for i in c.inputs}
     return sorted(
-        (c.name, s) for c in graph for s in c.outputs if (c.name, s) not in consumed
+        (c.name, s) for c in graph if not is_tap(c.name) for s in c.outputs
+        if (c.name, s) not in consumed
     )
+
+
+def all_streams(graph: TopologyGraph) -> list[tuple[str, str]]:
+    """``(component, stream)`` of every declared stream of the topology, sorted."""
+    from stormshift.shadow.tap import is_tap
+
+    return sorted((c.name, s) for c in graph if not is_tap(c.name) for s in c.outputs)
 
 
 def infer_spec(graph: TopologyGraph, component: str, stream: str) -> ResultSpec:
@@ -137,8 +156,9 @@ def infer_spec(graph: TopologyGraph, component: str, stream: str) -> ResultSpec:
 
 
 def result_specs(graph: TopologyGraph, config: Mapping[str, Any] | None = None) -> list[ResultSpec]:
-    """One spec per leaf stream: declared in ``shadow.results`` (of ``config``, else the
-    topology config), else inferred."""
+    """One spec per leaf stream (declared in ``shadow.results`` of ``config``, else the
+    topology config; else inferred) and per non-leaf stream declared there (``leaf``
+    False), sorted by component and stream."""
     declared = (config if config is not None else graph.config).get(RESULTS_KEY) or {}
     if not isinstance(declared, Mapping):
         raise StormshiftError(
@@ -146,14 +166,20 @@ def result_specs(graph: TopologyGraph, config: Mapping[str, Any] | None = None) 
             'fix: e.g. {"count_bolt:default": {"mode": "latest", "key": ["word"]}}'
         )
     leaves = leaf_streams(graph)
-    labels = {stream_label(c, s): (c, s) for c, s in leaves}
+    streams = all_streams(graph)
+    labels = {stream_label(c, s): (c, s) for c, s in streams}
+    inner = []  # declared streams some bolt reads: compared through a tap
     for label in sorted(declared):
-        if _split_label(label) not in leaves:
+        where = _split_label(label)
+        if where not in streams:
             raise StormshiftError(
-                f"{RESULTS_KEY} names {label!r}, which is not a leaf stream; "
+                f"{RESULTS_KEY} names {label!r}, which is no stream of the topology; "
                 f"fix: use one of {sorted(labels)} (component:stream)"
             )
-    specs = []
+        if where not in leaves:
+            inner.append((where, label))
+    specs = [dataclasses.replace(_declared(graph, c, s, declared[label]), leaf=False)
+             for (c, s), label in inner]
     for component, stream in leaves:
         entry = declared.get(stream_label(component, stream))
         if entry is None and stream == "default":
@@ -162,7 +188,7 @@ def result_specs(graph: TopologyGraph, config: Mapping[str, Any] | None = None) 
             specs.append(infer_spec(graph, component, stream))
         else:
             specs.append(_declared(graph, component, stream, entry))
-    return specs
+    return sorted(specs, key=lambda spec: (spec.component, spec.stream))
 
 
 def _split_label(label: str) -> tuple[str, str]:

@@ -8,7 +8,10 @@ Call order (each step a public engine run, nothing of the engines' insides):
    the run here, before anything runs, unless ``allow_external_writes``.
 2. Legacy: ``LocalEngine`` with a ``SimClock`` and ``seed`` (deterministic),
    with ``legacy_faults`` injected when given.
-3. Baseline (only with faults): the same legacy run without them.
+3. Baseline (with faults, or when a legacy bolt task restarted: its own code raised):
+   the same legacy run without the faults and without restarting tasks (a raise only
+   fails its tuple), so what Storm's failures and restarts lost shows apart from the
+   port (``classify.py``).
 4. Port: ``SparkEngine`` (``until_done``, a fresh checkpoint, state
    ``reset`` in its namespace, leaf emits read back from a jsonl sink), or
    with ``port_engine="local"`` a fault-free local run (a dry run of the
@@ -34,12 +37,15 @@ from stormshift.engines.summary import RunSummary
 from stormshift.errors import StormshiftError
 from stormshift.shadow.classify import classify, own_config
 from stormshift.shadow.compare import StreamComparison, Tolerance, compare_stream, count_causes
-from stormshift.shadow.faultspec import parse_faults
+from stormshift.shadow.evidence import losses, restarts
+from stormshift.shadow.faultspec import describe_fault, describe_faults, parse_faults
 from stormshift.shadow.final_state import StateComparison, compare_state, ignored
 from stormshift.shadow.findings import ProjectFindings, merged, refusal
 from stormshift.shadow.inputs import InputSpec, apply_input, parse_input
+from stormshift.shadow.logs import attach_logs, capture
 from stormshift.shadow.results import RESULTS_KEY, ResultSpec, leaf_streams, result_specs
 from stormshift.shadow.scratch import redirectable, scratch_servers
+from stormshift.shadow.tap import add_taps, is_tap, output_of
 from stormshift.shadow.verdict import Verdict, classes, judge
 from stormshift.topology.graph import TopologyGraph
 
@@ -98,11 +104,13 @@ class ShadowResult:
     port_engine: str = "spark"
     warnings: list[str] = field(default_factory=list)
     states: list[StateComparison] = field(default_factory=list)
+    #: component log lines per template, only when nothing else was compared (``logs.py``)
+    logs: list[StreamComparison] = field(default_factory=list)
 
     @property
     def equal(self) -> bool:
         """Every leaf stream and final-state entry equal within the tolerance."""
-        return all(s.equal for s in self.streams) and all(s.equal for s in self.states)
+        return all(s.equal for s in [*self.streams, *self.states, *self.logs])
 
     @property
     def verdict(self) -> Verdict:
@@ -124,9 +132,15 @@ class ShadowResult:
         """The input and the faults, as the reports' second line."""
         return f"input: {self.input}; legacy faults: {'; '.join(self.faults) or 'none'}"
 
+    @property
+    def losses(self) -> list[str]:
+        """What the legacy side lost and the port set aside (``evidence.losses``): the
+        reports' "legacy lost: ..." line."""
+        return losses(self.legacy, self.port)
+
     def causes(self) -> dict[str, int]:
         """Divergences per cause, over all streams (sorted by cause)."""
-        return count_causes([*self.streams, *self.states])
+        return count_causes([*self.streams, *self.states, *self.logs])
 
     def to_dict(self, examples: int = 50) -> dict[str, Any]:
         counted = classes(self)
@@ -140,11 +154,13 @@ class ShadowResult:
             "faults": list(self.faults), "injected": list(self.injected),
             "classes": [c.to_dict() for c in counted],
             "causes": self.causes(), "warnings": list(self.warnings),
+            "legacy_lost": self.losses,
             "streams": [s.to_dict(examples) for s in self.streams],
             "state": [s.to_dict(examples) for s in self.states],
+            "logs": [s.to_dict(examples) for s in self.logs],
             "components": {
                 name: {"legacy": _stats(self.legacy, name), "port": _stats(self.port, name)}
-                for name in self.legacy.components
+                for name in self.legacy.components if not is_tap(name)
             },
         }
 
@@ -214,9 +230,11 @@ def plan_shadow(graph: TopologyGraph, options: ShadowOptions | None = None, *,
     namespace = opts.namespace or f"shadow-{graph.name}"
     port = port_graph if port_graph is not None else graph
     _check_same_leaves(graph, port)
-    graph = apply_input(graph, spec, namespace=namespace, source_url=opts.redis_url)
-    port = graph if port_graph is None else apply_input(port, spec, namespace=namespace,
-                                                         source_url=opts.redis_url)
+    inner = [(s.component, s.stream) for s in specs if not s.leaf]  # tapped on both sides
+    graph = add_taps(apply_input(graph, spec, namespace=namespace, source_url=opts.redis_url),
+                     inner)
+    port = graph if port_graph is None else add_taps(
+        apply_input(port, spec, namespace=namespace, source_url=opts.redis_url), inner)
     return ShadowPlan(graph, port, opts, spec, namespace, faults, specs, tol)
 
 
@@ -281,25 +299,34 @@ def _execute(plan: ShadowPlan, on_progress: Callable[[str], None] | None = None,
              own: tuple[Mapping[str, Any], Mapping[str, Any]] | None = None) -> ShadowResult:
     opts, graph, faults = plan.options, plan.graph, plan.faults
     say = on_progress or (lambda line: None)
-    say(f"legacy: local engine (Storm semantics){', faults: ' + _names(faults) if faults else ''}")
+    say(f"legacy: local engine (Storm semantics){', faults: ' + describe_faults(faults) if faults else ''}")
     legacy_engine = LocalEngine(graph, clock=SimClock(ms_per_round=opts.ms_per_round),
                                 seed=opts.seed, faults=faults, read_state=True)
-    legacy = legacy_engine.run(max_tuples=opts.max_tuples)
-    baseline = None
-    if faults:
-        say("baseline: local engine without faults")
-        baseline = _run_local(plan.baseline_graph or graph, opts)
+    with capture() as legacy_logs:
+        legacy = legacy_engine.run(max_tuples=opts.max_tuples)
+    baseline, base_logs = None, None
+    if faults or restarts(legacy):
+        say("baseline: local engine without faults and without task restarts")
+        with capture() as base_logs:
+            baseline = _run_local(plan.baseline_graph or graph, opts, restart_on_crash=False)
     if opts.port_engine == "local":
         say("port: local engine (dry run without Spark)")
-        same = baseline is not None and plan.port_graph is graph
-        port = baseline if same and baseline is not None else _run_local(plan.port_graph, opts)
+        # the baseline is the port's dry run too, unless a raise went unrestarted in it
+        same = (baseline is not None and plan.port_graph is graph
+                and not baseline.total("errors"))
+        with capture() as port_logs:
+            port = baseline if same and baseline is not None else _run_local(plan.port_graph, opts)
+        port_logs = base_logs if port is baseline and base_logs is not None else port_logs
     else:
         say("port: spark engine")
-        port = _run_spark(plan.port_graph, opts, plan.namespace, say)
-    result = compare_runs(graph, legacy, port, baseline if faults else None,
+        with capture() as port_logs:
+            port = _run_spark(plan.port_graph, opts, plan.namespace, say)
+    result = compare_runs(graph, legacy, port, baseline,
                           tolerance=plan.tolerance, results=opts.results,
                           findings=merged(opts.findings, opts.port_findings))
-    own_config([*result.streams, *result.states],
+    attach_logs(result, graph, legacy_logs, port_logs, base_logs,
+                merged(opts.findings, opts.port_findings))
+    own_config([*result.streams, *result.states, *result.logs],
                *(own or (graph.config, plan.port_graph.config)))
     if opts.allow_external_writes:
         for side, found in (("legacy", opts.findings), ("port", opts.port_findings)):
@@ -309,16 +336,17 @@ def _execute(plan: ShadowPlan, on_progress: Callable[[str], None] | None = None,
                 result.warnings.append(f"{side}: {f.component} wrote outside the framework "
                                        f"({f.location}, allowed by --allow-external-writes)")
     result.input = plan.input.describe()
-    result.faults = [_describe(f) for f in faults]
+    result.faults = [describe_fault(f) for f in faults]
     result.injected = legacy_engine.injected
     result.port_engine = opts.port_engine
     return result
 
 
-def _run_local(graph: TopologyGraph, opts: ShadowOptions) -> RunSummary:
+def _run_local(graph: TopologyGraph, opts: ShadowOptions,
+               restart_on_crash: bool = True) -> RunSummary:
     clock = SimClock(ms_per_round=opts.ms_per_round)
-    return LocalEngine(graph, clock=clock, seed=opts.seed, read_state=True).run(
-        max_tuples=opts.max_tuples)
+    return LocalEngine(graph, clock=clock, seed=opts.seed, read_state=True,
+                       restart_on_crash=restart_on_crash).run(max_tuples=opts.max_tuples)
 
 
 def _config(graph: TopologyGraph, results: Mapping[str, Any] | None) -> dict[str, Any]:
@@ -329,22 +357,25 @@ def compare_runs(graph: TopologyGraph, legacy: RunSummary, port: RunSummary,
                  baseline: RunSummary | None = None, *, tolerance: Tolerance | None = None,
                  results: Mapping[str, Any] | None = None,
                  findings: ProjectFindings | None = None) -> ShadowResult:
-    """Compare two finished runs' leaf outputs and final state (``baseline``: the
-    fault-free legacy run; ``findings``: ``check``'s, for nondeterministic places)."""
+    """Compare two finished runs' leaf outputs and final state (``baseline``: the legacy
+    re-run without faults and restarts; ``findings``: ``check``'s, for nondeterministic
+    places)."""
     config = _config(graph, results)
     tol = tolerance if tolerance is not None else tolerance_of(config)
     specs = result_specs(graph, config)
-    streams = [compare_stream(s, legacy.output(s.component, s.stream),
-                              port.output(s.component, s.stream), tol) for s in specs]
+    streams = [compare_stream(s, output_of(legacy, s.component, s.stream, not s.leaf),
+                              output_of(port, s.component, s.stream, not s.leaf), tol)
+               for s in specs]
     skip = ignored(config)
     states = _states(legacy, port, tol, skip)
     base = base_states = None
     if baseline is not None:
-        base = {s.label: compare_stream(s, baseline.output(s.component, s.stream),
-                                        port.output(s.component, s.stream), tol) for s in specs}
+        base = {s.label: compare_stream(s, output_of(baseline, s.component, s.stream, not s.leaf),
+                                        output_of(port, s.component, s.stream, not s.leaf), tol)
+                for s in specs}
         base_states = {s.label: s for s in _states(baseline, port, tol, skip)}
-    classify(graph, streams, legacy, base, findings)
-    classify(graph, states, legacy, base_states, findings)
+    classify(graph, streams, legacy, base, findings, port=port, base_run=baseline)
+    classify(graph, states, legacy, base_states, findings, port=port, base_run=baseline)
     result = ShadowResult(graph.name, "", streams, legacy, port, baseline, tolerance=tol,
                           states=states)
     result.warnings = _warnings(legacy, port)
@@ -389,25 +420,3 @@ def _run_spark(graph: TopologyGraph, opts: ShadowOptions, namespace: str,
     finally:
         if own:
             shutil.rmtree(workdir, ignore_errors=True)
-
-
-def _describe(fault: Fault) -> str:
-    if isinstance(fault, CrashTask):
-        return f"crash {fault.component}[{fault.task_index}] at its tuple {fault.at_tuple}"
-    when = "before" if fault.before else "after"
-    return f"fail {fault.component} tuples {_ranges(sorted(fault.indexes))} ({when} processing)"
-
-
-def _ranges(numbers: list[int]) -> str:
-    """``[1, 2, 3, 7]`` -> ``"1-3, 7"``."""
-    parts: list[str] = []
-    for n in numbers:
-        if parts and n == int(parts[-1].rpartition("-")[2]) + 1:
-            parts[-1] = f"{parts[-1].partition('-')[0]}-{n}"
-        else:
-            parts.append(str(n))
-    return ", ".join(parts)
-
-
-def _names(faults: Sequence[Fault]) -> str:
-    return "; ".join(_describe(f) for f in faults)

@@ -6,14 +6,17 @@ shadow's ``LiveResult``). The verdicts, first that applies wins:
 - ``MOSTLY FAILED`` (exit 4): on both sides a bolt failed or dead-lettered
   more than half of its input (``FAILED_SHARE``): what was compared rests on
   the few tuples that got through, so no verdict on the port is possible;
-- ``NOTHING COMPARED`` (exit 3): no leaf stream held a key and no bolt held
-  state of its own on either side: agreement would be vacuous;
+- ``NOTHING COMPARED`` (exit 3): no leaf stream held a key, no bolt held
+  state of its own and no component logged on either side: agreement would
+  be vacuous (when only logs were compared, ``logs.py``, the verdict says so);
 - ``PORT DIFFERS`` (exit 1): at least one key differs for a reason that only
   the port explains (``port`` class; ``live`` in a live shadow, which has no
   baseline to tell Storm's replays apart);
 - ``SAFE TO SWITCH`` (exit 0): every key agrees, or differs only for reasons
-  that are not the port's: Storm's replay double count or crash loss,
-  another Storm failure effect, a nondeterministic component (``check``'s
+  that are not the port's: Storm's replay double count or crash loss (a
+  legacy task restart: an injected crash or the user's own code raising),
+  another Storm failure effect, input the legacy did not finish (it gave up
+  replaying a poison tuple, or stopped early), a nondeterministic component (``check``'s
   rule and file:line), rounding within the float tolerance, or a value that
   is not comparable. The line counts each of those classes.
 
@@ -39,7 +42,8 @@ FAILED_SHARE = 0.5
 _BLAMED = (PORT_DIFFERENCE, LIVE_DIFFERENCE)
 _WORDS = {
     "storm-replay": "Storm replay double count", "storm-crash-loss": "legacy crash loss",
-    "storm-other": "another Storm failure effect", "nondeterministic": "a nondeterministic "
+    "storm-other": "another Storm failure effect",
+    "legacy-unfinished": "input the legacy did not finish", "nondeterministic": "a nondeterministic "
     "component", "rounding": "rounding", "not-comparable": "values not comparable",
 }
 
@@ -81,7 +85,7 @@ class Verdict:
 def classes(result: Any) -> list[ClassCount]:
     """Divergent keys per class, in ``CAUSE_CLASSES`` order (an unknown cause last)."""
     found: dict[str, list[Any]] = {}
-    for item in [*result.streams, *result.states]:
+    for item in [*result.streams, *result.states, *getattr(result, "logs", [])]:
         for d in item.divergences:
             found.setdefault(d.cause, []).append(d)
     order = list(CAUSE_CLASSES)
@@ -118,10 +122,12 @@ def judge(result: Any, counted: list[ClassCount] | None = None) -> Verdict:
                 f"{rname}'s on the port; the comparison rests on too little to judge the port: "
                 "fix the errors listed above and run again"))
     compared = sum(s.keys for s in [*result.streams, *result.states])
+    by_logs = "" if compared else _by_logs(result)
+    compared = compared or sum(s.keys for s in getattr(result, "logs", []))
     if compared == 0:
         return Verdict("NOTHING COMPARED", EXIT_NOTHING_COMPARED, (
-            "no leaf stream emitted and no bolt holds state of its own on either side, so "
-            "agreement would prove nothing; fix: declare the outputs a bolt emits (or the "
+            "no leaf stream emitted, no bolt holds state of its own and no component logged "
+            "on either side, so agreement would prove nothing; fix: declare the outputs a bolt emits (or the "
             "shadow.results to compare), or give the shadow input that reaches them"))
     blamed = [c for c in counted if c.cause in _BLAMED]
     others = [c for c in counted if c.cause not in _BLAMED]
@@ -131,12 +137,22 @@ def judge(result: Any, counted: list[ClassCount] | None = None) -> Verdict:
         example = blamed[0]
         return Verdict("PORT DIFFERS", EXIT_PORT_DIFFERS, (
             f"{port} of {compared} compared keys differ in the port (e.g. {example.example})"
-            + (f"; also {explained}" if explained else "")))
+            + (f"; also {explained}" if explained else "") + by_logs))
     if not others:
         return Verdict("SAFE TO SWITCH", EXIT_SAFE,
-                       f"0 port differences; all {compared} compared keys are equal")
+                       f"0 port differences; all {compared} compared keys are equal{by_logs}")
     return Verdict("SAFE TO SWITCH", EXIT_SAFE,
-                   f"0 port differences in {compared} compared keys; {explained}")
+                   f"0 port differences in {compared} compared keys; {explained}{by_logs}")
+
+
+def _by_logs(result: Any) -> str:
+    """The verdict's note when it rests on component log lines alone (``logs.py``)."""
+    logs = getattr(result, "logs", [])
+    if not any(s.keys for s in logs):
+        return ""
+    names = ", ".join(s.component for s in logs)
+    return (f" (compared by component logs only, of {names}: nothing else was emitted or "
+            "held, so log lines per message template are the evidence)")
 
 
 def _explained(c: ClassCount, result: Any) -> str:

@@ -103,6 +103,7 @@ class LocalEngine:
         progress_interval_secs: float = 0.5,
         read_state: bool = False,
         on_metrics: Callable[[Board], None] | None = None,
+        restart_on_crash: bool = True,
     ) -> None:
         self.graph = graph
         self.on_metrics = on_metrics  # gets the metrics board at each progress interval
@@ -135,6 +136,7 @@ class LocalEngine:
             track_duplicates=track_duplicates,
             drop_queue_on_crash=drop_queue_on_crash,
             max_replays=_optional_int(self.conf.get("stormshift.max_replays", 10)),
+            restart_on_crash=restart_on_crash,
         )
         self.idle_ms = int(float(self.conf.get("stormshift.idle_timeout_secs", 10)) * 1000)
         self._faults: ActiveFaults = self.plan.start()

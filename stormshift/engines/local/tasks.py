@@ -55,6 +55,7 @@ class TaskSet:
         track_duplicates: bool,
         drop_queue_on_crash: bool,
         max_replays: int | None = None,
+        restart_on_crash: bool = True,
     ) -> None:
         self.graph = graph
         self.summary = summary
@@ -81,6 +82,7 @@ class TaskSet:
         self.acking = acking
         self.track_duplicates = track_duplicates
         self.drop_queue_on_crash = drop_queue_on_crash
+        self.restart_on_crash = restart_on_crash
         self.max_replays = max_replays
         self.fail_counts: dict[tuple[str, int, Hashable], int] = {}
         self.hosts: dict[TaskKey, Any] = {}
@@ -465,7 +467,14 @@ class TaskSet:
                 self.callbacks.append((tree, False))
 
     def _bolt_crashed(self, key: TaskKey) -> None:
-        """The task's process died: its queue and held tuples are lost, a fresh instance opens."""
+        """The task's process died: its queue and held tuples are lost, a fresh instance opens.
+
+        Without ``restart_on_crash`` (a shadow's *no-restart* re-run of the legacy side,
+        ``shadow/run.py``) the raise only fails its tuple (already done: ``auto_fail``) and the
+        instance, its memory and its queue live on: the run Storm would have had if the
+        error had not cost the task its process, so what a restart alone lost shows apart."""
+        if not self.restart_on_crash:
+            return
         stats = self.stats[key[0]]
         stats.restarts += 1
         if self.drop_queue_on_crash:

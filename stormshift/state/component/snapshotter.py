@@ -234,8 +234,8 @@ class Snapshotter:
                 else:
                     whole[name] = self._parts(name, value)
                 continue
-            if self.tracked.get(name) is not value:
-                continue
+            if name not in self.tracked or self.tracked[name] is not value:
+                continue  # not a tracked dict (``tracked.get`` is None for a None attribute)
             if name not in self.names:  # new since the version: no keys to build on
                 whole[name] = value
                 continue
