@@ -7,7 +7,8 @@ a command prints goes through ``fitted``:
 
 - a table whose cells all fit on one line each within the console's width is printed as a
   table, every column unwrapped (a title or caption wider than the table on a line of its
-  own, never wrapped into the table's width);
+  own, never wrapped into the table's width); one that fits only without its frame is
+  printed without it (a rule under the header, one space between columns);
 - one that does not fit is printed one record per block: the title, then for each row its
   ``header: value`` lines, a blank line between rows. A value is printed whole on its line
   (``soft_wrap``: only a terminal may fold a line longer than the screen, and a pipe never).
@@ -59,6 +60,15 @@ def natural_width(console: Console, table: Table) -> int | None:
     return sum(widths) + len(widths) * (left + right) + edges + rules
 
 
+def _frame(table: Table) -> int:
+    """What a boxed table adds to its cells' widths: padding, rules and edges."""
+    top, right, bottom, left = table.padding
+    del top, bottom
+    boxed = table.box is not None
+    n = len(table.columns)
+    return n * (left + right) + (2 if boxed and table.show_edge else 0) + (n - 1 if boxed else 0)
+
+
 def record_blocks(console: Console, table: Table) -> list[Text]:
     """``table`` as lines: its title, then each row as ``header: value`` lines, rows apart."""
     from rich.text import Text
@@ -93,7 +103,13 @@ def fitted(console: Console, table: Table) -> list[RenderableType]:
     if width is None:
         return [table]
     if width > console.width:
-        return list(record_blocks(console, table))
+        compact = width - _frame(table) + max(len(table.columns) - 1, 0)
+        if compact > console.width:
+            return list(record_blocks(console, table))
+        from rich import box  # no frame, one space between columns: still a table
+
+        table.box, table.padding, table.show_edge = box.SIMPLE_HEAD, (0, 0, 0, 0), False
+        width = compact
     out: list[RenderableType] = []
     if table.min_width and table.min_width <= console.width:  # room for a title, say
         width = max(width, table.min_width)

@@ -276,8 +276,9 @@ def execute(plan: ShadowPlan, on_progress: Callable[[str], None] | None = None) 
     """Steps 2-5 of the module docstring for a checked ``plan``; a component's own Redis
     writes go to a scratch server per side (``scratch.py``), compared as final state."""
     opts = plan.options
-    writers = [f for found in (opts.findings, opts.port_findings) if found is not None
-               for f in found.writers]
+    writers = [] if opts.allow_external_writes else [  # the flag: the user set the targets
+        f for found in (opts.findings, opts.port_findings) if found is not None
+        for f in found.writers]
     with scratch_servers(writers) as scratch:
         if scratch is None:
             return _execute(plan, on_progress)
@@ -331,8 +332,6 @@ def _execute(plan: ShadowPlan, on_progress: Callable[[str], None] | None = None,
     if opts.allow_external_writes:
         for side, found in (("legacy", opts.findings), ("port", opts.port_findings)):
             for f in (found.writers if found is not None else ()):
-                if redirectable(f):
-                    continue  # sent to the side's scratch Redis (scratch.py)
                 result.warnings.append(f"{side}: {f.component} wrote outside the framework "
                                        f"({f.location}, allowed by --allow-external-writes)")
     result.input = plan.input.describe()

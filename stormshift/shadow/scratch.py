@@ -10,6 +10,8 @@ clients there, whatever target the code hard-codes). Nothing reaches the real ta
 the two scratch servers' contents are one more final-state entry, ``COMPONENT.redis``,
 compared and classified like any other. Writes to anything else (HTTP, SQL, files, Kafka)
 cannot be redirected: those still refuse the shadow unless ``--allow-external-writes``.
+With that flag the user has set each side's targets (``-o`` / ``--legacy-option``) and every
+write goes where the code sends it: nothing is redirected.
 """
 
 from __future__ import annotations
