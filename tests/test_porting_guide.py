@@ -44,8 +44,9 @@ def test_the_guide_shows_both_worked_ports() -> None:
     projects = {(s.args[0], s.args[1]) for s in SHOWN}
     assert {("check", "examples/adclicks"), ("check", "examples/wordredis"),
             ("shadow", "examples/adclicks"), ("shadow", "examples/wordredis")} <= projects
-    # safe to switch, the port differs, refused (a component writes outside the framework)
-    assert {s.exit_code for s in SHADOWS} == {0, 1, 2}
+    # safe to switch, the port differs (a component's own Redis writes: scratch servers, no
+    # refusal; refusals are shown in check.md)
+    assert {s.exit_code for s in SHADOWS} == {0, 1}
 
 
 @pytest.mark.parametrize("shown", CHECKS, ids=[s.id for s in CHECKS])
