@@ -188,7 +188,7 @@ def test_past_the_bound_the_run_stops_with_one_line(runs: Runs) -> None:
     assert '"exit_code": 5' in stdout
     for trace in TRACES:
         assert trace not in stderr, f"{trace!r} on the console:\n{stderr[-3000:]}"
-    assert len(DOWN.findall(stderr)) == 1
+    assert len(DOWN.findall(stderr)) == 1, stderr[-3000:]
     assert out.exit_codes == [5, 0]  # the same command, Redis back: to the end, exact
     _exact(out, base)
     print(f"bound {BOUND_S} s: first run {secs:.0f} s in all")

@@ -58,6 +58,22 @@ def test_recovery_says_once_how_long_it_was_down() -> None:
     assert len(lines) == 4 and rep.outages == 2
 
 
+def test_an_answer_to_a_call_sent_before_the_outage_does_not_end_it() -> None:
+    """Threads share the reporter: a reply already on its way when the server died comes in
+    after another thread's failures; it is no sign that Redis is back."""
+    rep, lines, clock = made()
+    sent = clock.now
+    clock.now += 0.1
+    rep.failed()
+    clock.now += 0.5
+    rep.failed()  # the outage is said
+    clock.now += 1.0
+    rep.ok(sent)  # the old call's answer
+    assert rep.down_since is not None and len(lines) == 1
+    rep.ok(clock.now)  # a call sent now answers: back
+    assert rep.down_since is None and lines[1].endswith("is back after 1.5 s down")
+
+
 def test_past_the_bound_raises_redis_outage_not_a_connection_error() -> None:
     rep, _lines, clock = made(bound=10)
     rep.failed()

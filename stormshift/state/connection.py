@@ -182,17 +182,22 @@ def retrying(fn: Callable[..., T]) -> Callable[..., T]:
     """Retry ``fn`` on transient Redis errors only (never on FencedError/StateError nor
     a refused password),
     under the outage policy (``state/outage.py``): the same bound, the same two lines."""
+    def attempt(began: list[float], *args: Any, **kwargs: Any) -> T:
+        began[0] = outage.reporter().clock()  # an answer to a call sent before the outage
+        return fn(*args, **kwargs)  # began does not end it (OutageReporter.ok)
+
     policy = retry(
         retry=retry_if_exception_type(TRANSIENT) & retry_if_not_exception_type(outage.NOT_AN_OUTAGE),
         wait=wait_exponential(multiplier=0.05, max=2.0),
         stop=_outage_stop,
         reraise=True,
-    )(fn)
+    )(attempt)
 
     @functools.wraps(fn)
     def call(*args: Any, **kwargs: Any) -> T:
-        result = policy(*args, **kwargs)
-        outage.reporter().ok()
+        began = [0.0]
+        result = policy(began, *args, **kwargs)
+        outage.reporter().ok(began[0])
         return result
 
     return call

@@ -147,13 +147,15 @@ class OutageReporter:
             self._say(line)
         self.check()
 
-    def ok(self) -> None:
-        """A call got an answer: the outage (if any) is over."""
+    def ok(self, began: float | None = None) -> None:
+        """A call got an answer: the outage (if any) is over -- unless that call was sent
+        before the outage began (``began``, this reporter's clock): an answer already on
+        its way when the server died proves nothing about the server now."""
         if self.down_since is None:  # the hot path: one attribute read per command
             return
         line = None
         with self._lock:
-            if self.down_since is None:
+            if self.down_since is None or (began is not None and began < self.down_since):
                 return
             down = self.clock() - self.down_since
             if self.announced:
@@ -251,6 +253,7 @@ class OutageRetry(Retry):
         rep = reporter()
         failures = 0
         while True:
+            began = rep.clock()
             try:
                 result = do()
             except self._supported_errors as error:
@@ -267,5 +270,5 @@ class OutageRetry(Retry):
                     raise outage from error
                 time.sleep(min(2.0, 0.05 * 2 ** min(failures, 6)))
                 continue
-            rep.ok()
+            rep.ok(began)
             return result

@@ -83,6 +83,7 @@ class OutageWatch:
                                       socket_connect_timeout=PING_SECS * 2)
         try:
             while not self._stop.wait(PING_SECS):
+                began = self.reporter.clock()
                 try:
                     client.ping()
                 except (rex.ConnectionError, rex.TimeoutError, OSError) as exc:
@@ -94,7 +95,7 @@ class OutageWatch:
                     continue
                 except rex.RedisError:
                     continue  # answered (e.g. NOAUTH on PING): reachable
-                self.reporter.ok()
+                self.reporter.ok(began)
         finally:
             client.close()
 
