@@ -189,11 +189,25 @@ def test_tenacity_retrying_shares_the_policy(fake_reporter: Any) -> None:
     def round_trip() -> int:
         calls.append(1)
         if len(calls) < 4:
-            raise rex.ConnectionError("reset by peer")
+            raise rex.ConnectionError("Error 111 connecting to 127.0.0.1:6390. Connection refused.")
         return 42
 
     assert round_trip() == 42
     assert len(lines) == 2 and rep.down_since is None
+
+
+def test_stale_pooled_connections_failing_after_a_restart_announce_nothing(
+        fake_reporter: Any) -> None:
+    """After a restart each connection the pool kept fails once (reset, closed) while new
+    ones connect: no second outage is announced for them."""
+    rep, lines, _clock = fake_reporter
+    for _ in range(3):
+        rep.failed(rex.ConnectionError("Connection reset by peer"))
+    rep.ok()
+    assert lines == [] and rep.down_since is None
+    for _ in range(5):  # but connections dropped again and again are an outage
+        rep.failed(rex.ConnectionError("Connection closed by server."))
+    assert len(lines) == 1
 
 
 def test_the_driver_recognises_an_outage_in_a_failed_querys_text(fake_reporter: Any) -> None:

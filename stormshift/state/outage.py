@@ -110,13 +110,31 @@ def bound_from_config(config: Any) -> float:
     return secs
 
 
+STALE_FAILURES = 5
+"""Failures on existing connections (reset, closed) in a row that are an outage even though
+no connect was refused (a proxy that drops every connection, say)."""
+
+
+def _cannot_connect(error: BaseException | None) -> bool:
+    """Whether ``error`` says no new connection could be made (the server is gone). A
+    pooled connection that died with the old server fails on its next use (reset, closed,
+    broken pipe) even after the new server is up: one such failure per pooled connection,
+    which must not announce an outage that is already over."""
+    if error is None:
+        return True
+    text = str(error)
+    return "connecting to" in text or "Connection refused" in text or isinstance(
+        error, (ConnectionRefusedError, rex.TimeoutError))
+
+
 class OutageReporter:
     """When Redis went away, whether that was said, and when to give up (pure but for
     ``say``, ``clock`` and a lock: unit-tested with a fake clock).
 
     The first failure only starts the clock: a pooled connection that died with the old
     server fails once even when the new one is up, and that is no outage worth a line.
-    The second failure in a row says the one "unreachable" line; the next success says
+    The second failure in a row, if no new connection could be made (``_cannot_connect``),
+    says the one "unreachable" line; the next success says
     the one "back" line with the duration, and only if the first was said.
     """
 
@@ -137,7 +155,8 @@ class OutageReporter:
             if self.down_since is None:
                 self.down_since = now
             self.failures += 1
-            if not self.announced and self.failures >= 2:
+            stale_only = not _cannot_connect(error) and self.failures < STALE_FAILURES
+            if not self.announced and self.failures >= 2 and not stale_only:
                 self.announced = True
                 self.outages += 1
                 why = f" ({_short(error)})" if error is not None else ""
