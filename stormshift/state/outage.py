@@ -145,6 +145,7 @@ class OutageReporter:
         self.failures = 0
         self.announced = False
         self.outages = 0  # outages announced by this process (tests, summaries)
+        self.watched = False  # a watch pings the server: only its answer ends an outage
         self._lock = threading.Lock()
 
     def failed(self, error: BaseException | None = None) -> None:
@@ -166,11 +167,15 @@ class OutageReporter:
             self._say(line)
         self.check()
 
-    def ok(self, began: float | None = None) -> None:
+    def ok(self, began: float | None = None, pinged: bool = False) -> None:
         """A call got an answer: the outage (if any) is over -- unless that call was sent
         before the outage began (``began``, this reporter's clock): an answer already on
-        its way when the server died proves nothing about the server now."""
+        its way when the server died proves nothing about the server now. Where a watch
+        pings the server (the driver: ``watched``), only its PING (``pinged``) ends an
+        outage: a command may succeed without a round trip (an empty pipeline)."""
         if self.down_since is None:  # the hot path: one attribute read per command
+            return
+        if self.watched and not pinged:
             return
         line = None
         with self._lock:

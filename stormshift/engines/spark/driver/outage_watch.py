@@ -64,6 +64,7 @@ class OutageWatch:
         """Start pinging the server at ``url`` (the state's, once the driver connected)."""
         self.url = url
         if url and self._thread is None:
+            self.reporter.watched = True
             self._thread = threading.Thread(target=self._loop, name="redis-outage-watch",
                                             daemon=True)
             self._thread.start()
@@ -72,6 +73,7 @@ class OutageWatch:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(PING_SECS * 3)
+        self.reporter.watched = False
         self.reporter.say, self.reporter.bound = self._previous
 
     def _loop(self) -> None:
@@ -95,7 +97,7 @@ class OutageWatch:
                     continue
                 except rex.RedisError:
                     continue  # answered (e.g. NOAUTH on PING): reachable
-                self.reporter.ok(began)
+                self.reporter.ok(began, pinged=True)
         finally:
             client.close()
 
