@@ -129,3 +129,41 @@ def test_spark_python_processes_run_the_drivers_python_without_spark_archives(sp
         # a virtualenv's python is a symlink to the base one: the prefix tells them apart
         # (.ci/run runs the suite in a fresh virtualenv)
         assert row.prefix == sys.prefix
+
+
+def test_the_streaming_source_runner_goes_through_stormshifts_quiet_one(tmp_path) -> None:
+    """The launcher swaps pyspark's runner module for ``runtime/source_runner.py`` (its EOF
+    at a stop is no traceback on the console), every other argument kept in order."""
+    import subprocess
+
+    from stormshift.engines.spark.runtime.launcher import launcher_script
+
+    script = tmp_path / "python"
+    script.write_text(launcher_script("/bin/echo", []))
+    script.chmod(0o755)
+    out = subprocess.run([str(script), "-u", "-m",
+                          "pyspark.sql.streaming.python_streaming_source_runner", "x"],
+                         capture_output=True, text=True, check=True).stdout
+    assert out.split() == ["-u", "-m", "stormshift.engines.spark.runtime.source_runner", "x"]
+    out = subprocess.run([str(script), "-m", "pyspark.daemon"], capture_output=True, text=True,
+                         check=True).stdout
+    assert out.split() == ["-m", "pyspark.daemon"]
+
+
+def test_an_eof_from_the_jvm_and_the_failed_report_after_it_are_a_stop() -> None:
+    from stormshift.engines.spark.runtime.source_runner import closed_by_the_jvm
+
+    def raised_while_handling_eof() -> BaseException:
+        try:
+            try:
+                raise EOFError
+            except EOFError:
+                raise BrokenPipeError(32, "Broken pipe") from None
+        except BrokenPipeError as error:
+            error.__context__ = EOFError()
+            return error
+
+    assert closed_by_the_jvm(raised_while_handling_eof())
+    assert closed_by_the_jvm(EOFError())
+    assert not closed_by_the_jvm(ValueError("a real error"))
+    assert not closed_by_the_jvm(OSError(28, "No space left on device"))

@@ -79,6 +79,9 @@ def launcher_script(python: str, drop: Sequence[str]) -> str:
         "done\n"
         "unset IFS\n"
         "if [ -n \"$keep\" ]; then export PYTHONPATH=\"$keep\"; else unset PYTHONPATH; fi\n"
+        "# the streaming-source runner through stormshift's (quiet at the JVM's end of stream)\n"
+        "for a do shift; [ \"$a\" = pyspark.sql.streaming.python_streaming_source_runner ] "
+        "&& a=stormshift.engines.spark.runtime.source_runner; set -- \"$@\" \"$a\"; done\n"
         f"exec {shlex.quote(python)} \"$@\"\n"
     )
 
