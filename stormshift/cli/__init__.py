@@ -126,7 +126,8 @@ def main(argv: list[str] | None = None) -> int:
         console.print("interrupted")
         return exit_codes.INTERRUPTED
     except click.ClickException as exc:
-        exc.message = mask_text(exc.message)  # e.g. a bad -o value echoed
+        setattr(exc, "message", mask_text(exc.message))  # noqa: B010 - e.g. a bad -o value
+        # echoed (newer click types ``message`` Final; the object is ours to show, once)
         exc.show()
         return _as_json(argv, exc.exit_code, exc.format_message())
     except LeaseLostError as exc:
