@@ -112,10 +112,13 @@ def _spark_home() -> str | None:
 def worker_python(master: str, conf: Mapping[str, str] | None = None,
                   environ: dict[str, str] | os._Environ[str] = os.environ) -> Iterator[str | None]:
     """While a session is created: ``PYSPARK_PYTHON`` = the launcher, on a local master
-    where the user set no interpreter and ``os.name`` is POSIX. pyspark reads it once,
+    where the user set no other interpreter (naming this one counts as none) and ``os.name``
+    is POSIX. pyspark reads it once,
     when the SparkContext starts; the variable is restored afterwards."""
     local = master == "local" or master.startswith("local[")
-    chosen = "PYSPARK_PYTHON" in environ or "spark.pyspark.python" in (conf or {})
+    mine = environ.get("PYSPARK_PYTHON")
+    chosen = "spark.pyspark.python" in (conf or {}) or (
+        mine is not None and not _is_this_python(mine))  # naming this very one: no choice
     home = _spark_home() if local and not chosen and os.name == "posix" else None
     launcher = _write_launcher(sys.executable, redundant_archives(home)) if home else None
     if launcher:
@@ -123,5 +126,13 @@ def worker_python(master: str, conf: Mapping[str, str] | None = None,
     try:
         yield launcher
     finally:
-        if launcher:
+        if launcher and mine is not None:
+            environ["PYSPARK_PYTHON"] = mine
+        elif launcher:
             environ.pop("PYSPARK_PYTHON", None)
+
+
+def _is_this_python(name: str) -> bool:
+    """Whether ``name`` (a path, or a command on PATH) is the interpreter running here."""
+    found = shutil.which(name)
+    return found is not None and os.path.realpath(found) == os.path.realpath(sys.executable)
