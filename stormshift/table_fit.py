@@ -50,14 +50,7 @@ def natural_width(console: Console, table: Table) -> int | None:
             return None
         widths.append(max(len(line) for t in texts if t is not None
                           for line in t.plain.split("\n")))
-    # rich's layout of a boxed table: each cell's left and right padding, a rule between
-    # columns and one at each edge
-    top, right, bottom, left = table.padding
-    del top, bottom
-    boxed = table.box is not None
-    edges = 2 if boxed and table.show_edge else 0
-    rules = len(widths) - 1 if boxed else 0
-    return sum(widths) + len(widths) * (left + right) + edges + rules
+    return sum(widths) + _frame(table)
 
 
 def _frame(table: Table) -> int:
