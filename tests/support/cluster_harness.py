@@ -29,6 +29,8 @@ from typing import Any
 import psutil
 import redis
 
+from support.ports import server_port
+
 REPO = Path(__file__).resolve().parents[2]
 #: the table tests/test_cluster.py records and the session prints at its end (tests/conftest.py)
 TABLE = "cluster"
@@ -79,7 +81,7 @@ class RedisServer:
     """A redis-server of the test's own on a free port (append-only file, as the engine wants)."""
 
     def __init__(self, root: Path):
-        self.port = free_port()
+        self.port = server_port()
         self.dir = root
         self.dir.mkdir(parents=True, exist_ok=True)
         self.proc = subprocess.Popen(

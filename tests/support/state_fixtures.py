@@ -14,6 +14,7 @@ import tempfile
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -23,6 +24,7 @@ from stormshift.state import keys as K
 from stormshift.state.commit import CommitLog, reset_namespace
 from stormshift.state.fencing import acquire_epoch
 from stormshift.state.scope import TaskScope
+from support.ports import free_port, server_port
 
 REDIS_URL = os.environ.get("STORMSHIFT_TEST_REDIS_URL", "redis://127.0.0.1:6379/0")
 
@@ -93,42 +95,55 @@ def commit(r: Any, namespace: str, txid: int) -> None:
     CommitLog(r, namespace).record_commit(txid)
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 class RedisProcess:
     """A redis-server of the test's own (appendonly, fsync always) that it can kill and restart."""
 
     def __init__(self, binary: str = "redis-server"):
         self.binary = shutil.which("/usr/bin/redis-server") or binary
-        self.port = free_port()
+        self.port = server_port()
         self.dir = tempfile.mkdtemp(prefix="ss-redis-")
         self.proc: subprocess.Popen[bytes] | None = None
+        self._served = False
 
     @property
     def url(self) -> str:
         return f"redis://127.0.0.1:{self.port}/0"
 
     def start(self) -> None:
+        """Start (or restart, on the same port and appendonly dir) and wait for its PING.
+
+        A first start whose server exits at once (its port taken after all) moves to another
+        port; a restart cannot (the run's URL names the port), so it fails with redis's log.
+        """
+        for _ in range(1 if self._served else 5):
+            if self._start_once():
+                self._served = True
+                return
+            if self._served or self.proc is None or self.proc.poll() is None:
+                break
+            self.port = server_port()
+        log = Path(self.dir, "server.log")
+        tail = log.read_text(errors="replace").strip().splitlines()[-3:] if log.exists() else []
+        raise RuntimeError(f"redis-server on port {self.port} did not start: {' | '.join(tail)}")
+
+    def _start_once(self) -> bool:
         self.proc = subprocess.Popen(
             [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--appendonly", "yes",
-             "--appendfsync", "always", "--dir", self.dir, "--save", ""],
+             "--appendfsync", "always", "--dir", self.dir, "--save", "",
+             "--logfile", str(Path(self.dir, "server.log"))],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )
-        deadline = time.monotonic() + 10
+        deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                return False
             try:
-                if redis.Redis(port=self.port).ping():
-                    return
-            except redis.exceptions.BusyLoadingError:
-                pass
-            except redis.ConnectionError:
+                if redis.Redis(port=self.port, socket_connect_timeout=1).ping():
+                    return True
+            except (redis.exceptions.BusyLoadingError, redis.ConnectionError):
                 pass
             time.sleep(0.05)
-        raise RuntimeError(f"redis-server on port {self.port} did not start")
+        return False
 
     def kill(self) -> None:
         if self.proc is not None:
