@@ -23,7 +23,7 @@ ENGINE_API = {"stormshift.engines.local", "stormshift.engines.spark", "stormshif
               "stormshift.engines.external"}
 """What ``shadow/`` and ``cli/`` may import of ``stormshift.engines``: each engine's
 package (its public run API), ``RunSummary``, which both engines' ``run`` return, and
-``external`` (a shadow side's own Redis writes sent to its scratch server)."""
+``external`` (a shadow side's own Redis and file writes sent to its scratch targets)."""
 
 
 def _within(module: str, prefix: str) -> bool:

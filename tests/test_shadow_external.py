@@ -128,3 +128,123 @@ def test_the_port_on_spark_writes_its_own_scratch_redis_too(
     (board,) = [s for s in result.states if s.label == "board.redis"]
     assert board.legacy_keys == board.port_keys == board.same == 8
     assert list(client.scan_iter(match=f"{key}*")) == []
+
+
+FILE_BOLT = '''
+import json
+from pathlib import Path
+
+from streamparse import Bolt, Spout
+
+
+class Words(Spout):
+    outputs = ["word"]
+
+    def initialize(self, conf, ctx):
+        self.words = iter(["cat", "dog", "owl", "cat", "emu", "dog", "cat"] * 60)
+
+    def next_tuple(self):
+        self.emit([next(self.words)])
+
+
+class Audit(Bolt):
+    outputs = ["word", "n"]
+
+    def initialize(self, conf, ctx):
+        self.counts = {{}}
+        # hard-coded production files, as real projects write them
+        self.out = open("{target}/audit.log", "a")
+
+    def process(self, tup):
+        word = tup.values[0]
+        self.counts[word] = self.counts.get(word, 0) + {step}
+        self.out.write(json.dumps({{"word": word, "n": self.counts[word]}}) + "\\n")
+        self.out.flush()
+        Path("{target}/last-" + word + ".txt").write_text(str(self.counts[word]))
+        self.emit([word, self.counts[word]])
+'''
+FILE_TOPOLOGY = '''
+from streamparse import Grouping, Topology
+
+from parts import Audit, Words
+
+
+class Audits(Topology):
+    words = Words.spec()
+    audit = Audit.spec(inputs={words: Grouping.fields("word")}, par=2)
+'''
+
+
+def file_project(root: Path, target: Path, step: int = 1) -> Path:
+    (root / "topologies").mkdir(parents=True)
+    (root / "src").mkdir()
+    (root / "config.json").write_text('{"topology_specs": "topologies/"}')
+    (root / "src" / "parts.py").write_text(FILE_BOLT.format(target=target, step=step))
+    (root / "topologies" / "audits.py").write_text(FILE_TOPOLOGY)
+    return root
+
+
+def test_hardcoded_files_are_never_written_and_both_sides_lines_are_compared(
+        tmp_path: Path) -> None:
+    target = tmp_path / "production"
+    target.mkdir()
+    (target / "audit.log").write_text("yesterday's line\n")
+    path = file_project(tmp_path / "legacy", target)
+    done = CliRunner().invoke(shadow_command, [str(path), "--port-engine", "local",
+                                               "--max-tuples", "400", "--json"])
+    assert done.exit_code == 0, done.output
+    # the real files: untouched (no line appended, no file created)
+    assert sorted(p.name for p in target.iterdir()) == ["audit.log"]
+    assert (target / "audit.log").read_text() == "yesterday's line\n"
+    import json
+
+    doc = json.loads(done.output)
+    (files,) = [s for s in doc["state"] if s["state"] == "audit.files"]
+    # 400 audit lines (each distinct: a word and its running count) + 4 last-WORD.txt lines
+    assert files["legacy_keys"] == files["port_keys"] == files["same"] == 404, files
+    assert any("scratch directory" in w for w in doc["warnings"]), doc["warnings"]
+
+
+def test_a_port_that_writes_other_lines_is_blamed_for_those_lines(tmp_path: Path) -> None:
+    target = tmp_path / "production"
+    target.mkdir()
+    legacy = file_project(tmp_path / "legacy", target)
+    port = file_project(tmp_path / "port", target, step=2)
+    done = CliRunner(env={"COLUMNS": "200"}).invoke(
+        shadow_command, [str(legacy), "--port", str(port), "--port-engine", "local",
+                         "--max-tuples", "400"])
+    assert done.exit_code == 1, done.output
+    assert "PORT DIFFERS" in done.output and "audit.files" in done.output
+    assert list(target.iterdir()) == []
+
+
+@pytest.mark.spark
+def test_the_port_on_spark_writes_its_own_scratch_files_too(
+        tmp_path: Path, spark: Any, redis_url: str) -> None:
+    target = tmp_path / "production"
+    target.mkdir()
+    path = file_project(tmp_path / "legacy", target)
+    options = ShadowOptions(port_engine="spark", spark=spark, redis_url=redis_url,
+                            namespace=f"t-shadow-{uuid.uuid4().hex[:8]}", max_tuples=400,
+                            findings=analyse(path), batch_max_tuples=100)
+    result = execute(plan_shadow(load_topology(path), options))
+    assert result.verdict.exit_code == 0, result.verdict.line
+    (files,) = [s for s in result.states if s.label == "audit.files"]
+    assert files.legacy_keys == files.port_keys == files.same == 404
+    assert list(target.iterdir()) == []
+
+
+def test_an_http_write_still_refuses_and_says_http_cannot_be_redirected(tmp_path: Path) -> None:
+    root = tmp_path / "legacy"
+    file_project(root, tmp_path)
+    parts = root / "src" / "parts.py"
+    parts.write_text(parts.read_text().replace(
+        "import json\n", "import json\nimport requests\n").replace(
+        "        self.emit([word, self.counts[word]])",
+        "        requests.post('http://billing.internal/hits', json={'w': word})\n"
+        "        self.emit([word, self.counts[word]])"))
+    done = CliRunner(env={"COLUMNS": "200"}).invoke(
+        shadow_command, [str(root), "--port-engine", "local", "--max-tuples", "50"])
+    assert done.exit_code == 2, done.output
+    assert "HTTP cannot be redirected" in done.output
+    assert "audit.log" not in done.output  # the file writes are redirected, not refused

@@ -80,9 +80,11 @@ class ShadowUsageError(click.ClickException):
 @click.option("--batch-max-tuples", type=int, help="Port: tuples per spout task per batch.")
 @conf_option("Spark setting for the port's session; repeatable.")
 @click.option("--allow-external-writes", is_flag=True,
-              help="Run even though a component writes outside the framework (Redis, SQL, "
-                   "HTTP, files, Kafka): both sides write, so point them at scratch targets "
-                   "first (-o for both, --legacy-option for the legacy side alone).")
+              help="Run even though a component writes where the shadow cannot redirect it "
+                   "(SQL, HTTP, Kafka; Redis and files it sends to scratch targets per side): "
+                   "with the flag nothing is redirected and both sides write, so point them "
+                   "at scratch targets first (-o for both, --legacy-option for the legacy "
+                   "side alone).")
 @click.option("--legacy-option", "legacy_options", multiple=True, metavar="KEY=VALUE",
               help="Like -o, for the legacy side only (e.g. its own scratch target of an "
                    "external write); repeatable.")

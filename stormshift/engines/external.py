@@ -12,7 +12,8 @@ created from its own modules and keep their target.
 
 Both engines install it where they host components (the local engine's run; a Spark task, in
 the worker or task host that runs it), so the same redirect holds on either side. The shadow
-then reads each scratch server whole (``dump``) and compares the two key by key.
+then reads each scratch server whole (``dump``) and compares the two key by key. Files
+written by the project go to a scratch directory per side the same way (``external_files``).
 """
 
 from __future__ import annotations
@@ -25,7 +26,15 @@ from types import FrameType
 from typing import Any
 from urllib.parse import urlparse
 
-__all__ = ["SCRATCH_KEY", "dump", "redirect", "redirect_for"]
+from stormshift.engines.external_files import (
+    SCRATCH_FILES_KEY,
+    dump_files,
+    redirect_files,
+    redirect_files_for,
+)
+
+__all__ = ["SCRATCH_FILES_KEY", "SCRATCH_KEY", "dump", "dump_files", "redirect", "redirect_for",
+           "release"]
 
 SCRATCH_KEY = "stormshift.shadow.scratch_redis"
 _KEPT = ("decode_responses", "encoding", "encoding_errors", "socket_timeout",
@@ -82,15 +91,23 @@ def redirect(url: str | None, roots: Sequence[str] = ()) -> None:
 
 
 def redirect_for(graph: Any) -> bool:
-    """``redirect`` as the graph's config says (its ``SCRATCH_KEY``); whether it redirects."""
+    """``redirect`` as the graph's config says (its ``SCRATCH_KEY``), and the project's files
+    likewise (``external_files``); whether either redirects."""
+    files = redirect_files_for(graph)
     url = (graph.config or {}).get(SCRATCH_KEY)
     if not url:
         if _target:
             redirect(None)
-        return False
+        return files
     roots = [*getattr(graph, "source_dirs", ()), getattr(graph, "project_dir", None) or ""]
     redirect(url, [r for r in roots if r])
     return True
+
+
+def release() -> None:
+    """No redirect any more (Redis nor files): the end of a shadow side's run in this process."""
+    redirect(None)
+    redirect_files(None)
 
 
 def dump(client: Any) -> dict[str, Any]:

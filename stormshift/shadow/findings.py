@@ -92,17 +92,21 @@ def merged(a: ProjectFindings | None, b: ProjectFindings | None) -> ProjectFindi
 
 
 def refusal(sides: Sequence[tuple[str, ProjectFindings]],
-            redirected: Callable[[Finding], bool] = lambda f: False) -> str | None:
+            redirected: Callable[[Finding], bool] = lambda f: False,
+            kind: Callable[[Finding], str] = lambda f: "this target") -> str | None:
     """Why a shadow run must not start (a component writes outside the framework where the
-    shadow cannot send it to a scratch target of its own: ``redirected``), or None."""
+    shadow cannot send it to a scratch target of its own: ``redirected``; ``kind`` names what
+    it writes), or None."""
     lines = []
     for side, found in sides:
         kept = [f for f in found.writers if not redirected(f)]
         for f in sorted(kept, key=lambda f: (str(f.component), f.file, f.line)):
-            lines.append(f"  {f.component} ({side}) at {f.location}: {f.message} [{f.rule}]")
+            lines.append(f"  {f.component} ({side}) at {f.location}: {f.message} [{f.rule}]; "
+                         f"{kind(f)} cannot be redirected")
     if not lines:
         return None
-    return ("shadow refused: a component writes outside the framework, and a shadow run would "
+    return ("shadow refused: a component writes outside the framework where the shadow cannot "
+            "give each side a scratch target (Redis and files it can), and a shadow run would "
             "run it on both sides against the same target (each write done twice, and the port "
             "blamed for it):\n" + "\n".join(lines) + "\nfix: give each side a scratch target "
             "through the config key the component reads it from (-o KEY=VALUE for the port, "

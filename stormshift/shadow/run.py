@@ -44,7 +44,7 @@ from stormshift.shadow.findings import ProjectFindings, merged, refusal
 from stormshift.shadow.inputs import InputSpec, apply_input, parse_input
 from stormshift.shadow.logs import attach_logs, capture
 from stormshift.shadow.results import RESULTS_KEY, ResultSpec, leaf_streams, result_specs
-from stormshift.shadow.scratch import redirectable, scratch_servers
+from stormshift.shadow.scratch import not_redirected, redirectable, scratch_servers
 from stormshift.shadow.tap import add_taps, is_tap, output_of
 from stormshift.shadow.verdict import Verdict, classes, judge
 from stormshift.topology.graph import TopologyGraph
@@ -216,7 +216,7 @@ def plan_shadow(graph: TopologyGraph, options: ShadowOptions | None = None, *,
     legacy_side = "legacy" if opts.port_findings is not None else "both sides"
     sides = [(side, f) for side, f in ((legacy_side, opts.findings), ("port", opts.port_findings))
              if f is not None]
-    refused = None if opts.allow_external_writes else refusal(sides, redirectable)
+    refused = None if opts.allow_external_writes else refusal(sides, redirectable, not_redirected)
     if refused:
         raise ShadowRefused(refused)
     spec = opts.input if isinstance(opts.input, InputSpec) else parse_input(opts.input)
@@ -287,12 +287,10 @@ def execute(plan: ShadowPlan, on_progress: Callable[[str], None] | None = None) 
                                     baseline_graph=scratch.graph("baseline", plan.graph))
         result = _execute(sides, on_progress, own=(plan.graph.config, plan.port_graph.config))
         external = scratch.compare(plan.tolerance)
-        classify(plan.graph, [external], result.legacy, None,
+        classify(plan.graph, external, result.legacy, None,
                  merged(opts.findings, opts.port_findings))
-        result.states.append(external)
-        result.warnings.append(
-            f"{scratch.component} writes its own Redis: each side wrote a scratch server of its "
-            f"own (compared as {external.label}); the real target got no write")
+        result.states.extend(external)
+        result.warnings.extend(scratch.said())
         return result
 
 

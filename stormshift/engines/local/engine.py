@@ -182,7 +182,7 @@ class LocalEngine:
         wall_start = time.perf_counter()
         start_ms = self.clock.now_ms()
         duration_ms = None if duration_secs is None else int(duration_secs * 1000)
-        redirected = external.redirect_for(self.graph)  # a shadow side's scratch Redis
+        redirected = external.redirect_for(self.graph)  # a shadow side's scratch Redis, files
         try:
             with working_dir(self.graph):  # as Storm runs components (hosts never chdir)
                 self.tasks.open_all()
@@ -194,7 +194,7 @@ class LocalEngine:
                     self._count_in_flight()
         finally:
             if redirected:
-                external.redirect(None)
+                external.release()
         self._refresh(wall_start, start_ms)
         self._spout_reads()
         for (name, _), queue in self.tasks.queues.items():
