@@ -282,6 +282,18 @@ class ReplayableSpout(streamparse.Spout):
         """Whether reaching the end of every partition ends the input."""
         return bool(getattr(self, "_bounded", False))
 
+    def idle_advice(self) -> str:
+        """Why this built-in source did not end its input when a run stopped idle, and the
+        fix: its own ``bounded`` key (the user's code raises nothing here, so "raise
+        StopIteration" would be advice about stormshift's own spout)."""
+        key = f"{self.config_prefix}.bounded"
+        if self.bounded:
+            return (f"it is bounded ({key}) but had not read every partition to its end and "
+                    "acked it")
+        return (f"{type(self).__name__} follows its input for new records ({key} is false): "
+                f"set -o {key}=true to end the run at the last record, or stop it with "
+                "--max-tuples / --duration")
+
     def refuse(self, partition: str, msg_id: str, values: Any) -> RecordDecodeError | None:
         """The dead letter for a decoded record Storm could not send as a tuple of this spout's
         declared fields (``values.unsendable``), or None when it can be emitted."""

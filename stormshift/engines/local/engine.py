@@ -377,9 +377,11 @@ class LocalEngine:
             return ""
         idle = f"{self.idle_ms / 1000:g}s"
         for name in self.tasks.unfinished_spouts():
+            advice = getattr(self.tasks.hosts[(name, 0)].instance, "idle_advice", None)
             self.summary.warn(idle_cause(name, self.summary.components[name].gave_up,
                                          self.conf.get("stormshift.max_replays", 10), idle,
-                                         self.graph.component(name).capabilities.signals_end))
+                                         self.graph.component(name).capabilities.signals_end,
+                                         advice() if callable(advice) else None))
         return f"sources idle for {idle}"
 
     def _reopened(self) -> bool:
@@ -464,11 +466,12 @@ class LocalEngine:
 
 
 def idle_cause(spout: str, gave_up: int, max_replays: Any, idle: str,
-               signals_end: bool = True) -> str:
+               signals_end: bool = True, builtin: str | None = None) -> str:
     """Why ``spout`` never signalled end of input, as far as the run can tell: tuples the
-    engine gave up replaying (a reliable spout waits for their ack or fail for ever), else
-    a spout whose code cannot end its input (``Capabilities.signals_end``), else one that
-    does not raise ``StopIteration`` at the end of its input."""
+    engine gave up replaying (a reliable spout waits for their ack or fail for ever), else a
+    built-in source's own reason (``builtin``: its ``idle_advice``), else a spout whose code
+    cannot end its input (``Capabilities.signals_end``), else one that does not raise
+    ``StopIteration`` at the end of its input."""
     if gave_up:
         return (f"spout {spout} is still waiting for {gave_up:,} tuple(s) the engine gave up "
                 f"replaying (each failed more than stormshift.max_replays={max_replays} "
@@ -476,6 +479,10 @@ def idle_cause(spout: str, gave_up: int, max_replays: Any, idle: str,
                 "gets their ack or fail, so it cannot signal end of input; the run ended after "
                 f"{idle} without new tuples. Fix the bolt that fails them, or raise -o "
                 "stormshift.max_replays=N.")
+    if builtin is not None:
+        return (f"spout {spout} emitted nothing new for {idle} of engine time and never "
+                f"signalled end of input: {builtin}; the run ended as if its input were done "
+                "(-o stormshift.idle_timeout_secs=N waits longer).")
     never = "" if signals_end else (" (its code never raises StopIteration or EndOfInput, "
                                     "nor calls next() without a default)")
     return (f"spout {spout} emitted nothing new for {idle} of engine time and never "
