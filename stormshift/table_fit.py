@@ -19,6 +19,7 @@ this from ``display.console()`` without changing how they are built.
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
@@ -62,6 +63,33 @@ def _frame(table: Table) -> int:
     return n * (left + right) + (2 if boxed and table.show_edge else 0) + (n - 1 if boxed else 0)
 
 
+_BREAK = re.compile(r"[^\s,;]*[\s,;]*")
+
+
+def fold(text: Text, width: int) -> list[Text]:
+    """``text`` in lines of at most ``width``, broken after a space, comma or semicolon (a
+    JSON value's items, a sentence's words), so a number or a name stays whole; only a token
+    longer than a whole line is cut, at the width."""
+    plain = text.plain
+    if len(plain) <= width:
+        return [text]
+    cuts: list[int] = []
+    start = 0
+    for token in _BREAK.finditer(plain):
+        begin, end = token.span()
+        if end == begin:
+            continue
+        while end - start > width:
+            cut = begin if begin > start else start + width
+            cuts.append(cut)
+            start = cut
+        # the token fits on the line from start
+    parts = list(text.divide(cuts))
+    for part in parts:
+        part.rstrip()  # in place: the space a line was broken after
+    return parts
+
+
 def record_blocks(console: Console, table: Table) -> list[Text]:
     """``table`` as lines: its title, then each row as ``header: value`` lines, rows apart."""
     from rich.text import Text
@@ -75,9 +103,11 @@ def record_blocks(console: Console, table: Table) -> list[Text]:
     for n, row in enumerate(rows):
         if n or lines:
             lines.append(Text(""))
+        room = max(console.width - (label + 4), 20)
         for header, value in zip(headers, row, strict=False):
             text = _text(console, value) or Text(str(value))
-            first, *rest = text.split("\n") if "\n" in text.plain else [text]
+            pieces = text.split("\n") if "\n" in text.plain else [text]
+            first, *rest = [f for piece in pieces for f in fold(piece, room)]
             lines.append(Text.assemble(f"  {header + ':':<{label + 1}} ", first))
             lines.extend(Text.assemble(" " * (label + 4), more) for more in rest)
     if table.caption:

@@ -208,3 +208,71 @@ def test_every_number_of_a_commands_json_is_whole_in_its_80_column_text(argv: li
                 checked += 1
                 assert form in shown_narrow, f"{form} split at 80 columns:\n{narrow.output}"
     assert checked, "the text shows none of the document's numbers: nothing was checked"
+
+
+@pytest.fixture(scope="module")
+def adclicks_run(tmp_path_factory: pytest.TempPathFactory, redis_url: str) -> Any:
+    """One real Spark run of adclicks (malformed lines among its events: dead letters) into a
+    namespace of its own on the suite's Redis; the read-only commands below look at it."""
+    import subprocess
+    import sys
+    import uuid
+
+    import redis
+
+    from stormshift.state.commit import reset_namespace
+
+    root = tmp_path_factory.mktemp("adclicks-run")
+    ns = f"t-width-{uuid.uuid4().hex[:8]}"
+    done = subprocess.run(
+        [sys.executable, "-m", "stormshift", "run", str(EXAMPLES / "adclicks"), "--redis",
+         redis_url, "--namespace", ns, "--checkpoint", str(root / "ck"), "-o",
+         "adclicks.events=3000", "-o", "adclicks.malformed_rate=0.01", "--until-done", "--log-file", str(root / "run.log")],
+        capture_output=True, text=True, timeout=600, cwd=root, check=False)
+    assert done.returncode in (0, 3), done.stdout + done.stderr
+    yield ns, root
+    reset_namespace(redis.Redis.from_url(redis_url), ns, keep_fences=False)
+
+
+@pytest.mark.spark
+@pytest.mark.parametrize("command", ["state-ls", "deadletter-ls", "plan", "ps"])
+def test_every_number_of_a_read_commands_json_is_whole_in_its_80_column_text(
+        command: str, adclicks_run: Any, redis_url: str) -> None:
+    """The commands that read a real run's state (``state ls``, ``deadletter ls``, ``plan``,
+    ``ps``): the same check as above, on what a Spark run of adclicks left in Redis."""
+    ns, root = adclicks_run
+    argv = {
+        "state-ls": ["state", "ls", ns, "--redis", redis_url],
+        "deadletter-ls": ["deadletter", "ls", "--namespace", ns, "--redis", redis_url],
+        "plan": ["plan", str(EXAMPLES / "adclicks"), "--namespace", ns, "--checkpoint",
+                 str(root / "ck"), "--redis", redis_url, "-o", "adclicks.events=3000", "-o",
+                 "adclicks.malformed_rate=0.01"],
+        "ps": ["ps", "--redis", redis_url],
+    }[command]
+    runner = CliRunner()
+    as_json = runner.invoke(cli, [*argv, "--json"])
+    narrow = runner.invoke(cli, argv, env={"COLUMNS": "80"})
+    wide = runner.invoke(cli, argv, env={"COLUMNS": "1000"})
+    assert as_json.exit_code == narrow.exit_code == wide.exit_code, narrow.output
+    doc = json.loads(as_json.output)  # one document, whatever the command
+    assert all(len(line) <= 80 for line in narrow.output.splitlines()), narrow.output
+    shown_wide, shown_narrow = numbers(wide.output), numbers(narrow.output)
+    for n in sorted(json_ints(doc)):
+        for form in {str(n), f"{n:,}"}:
+            if n >= 10 and form in shown_wide:
+                assert form in shown_narrow, f"{form} split at 80 columns:\n{narrow.output}"
+    if command == "state-ls":  # its counts are numbers of 10 and over: checked, not vacuous
+        assert any(f in shown_narrow for n in json_ints(doc) if n >= 10
+                   for f in (str(n), f"{n:,}")), narrow.output
+
+
+def test_a_long_value_in_a_record_block_folds_after_commas_never_inside_a_number() -> None:
+    from rich.text import Text
+
+    from stormshift.table_fit import fold
+
+    value = '["ad-0291",' + ",".join(f'"n":{n}' for n in range(1000, 1040)) + "]"
+    lines = [t.plain for t in fold(Text(value), 50)]
+    assert "".join(lines) == value and all(len(line) <= 50 for line in lines)
+    assert set(numbers(" ".join(lines))) >= {str(n) for n in range(1000, 1040)}
+    assert [t.plain for t in fold(Text("x" * 70), 30)] == ["x" * 30, "x" * 30, "x" * 10]

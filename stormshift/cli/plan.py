@@ -13,6 +13,7 @@ import json
 
 import click
 from rich.console import Console
+from rich.padding import Padding
 
 from stormshift.cli.options import (
     checkpoint_option,
@@ -22,6 +23,7 @@ from stormshift.cli.options import (
     redis_option,
     topology_options,
 )
+from stormshift.display import console
 
 __all__ = ["plan_command"]
 
@@ -47,7 +49,7 @@ def plan_command(path: str, name: str | None, environment: str | None,
     reach(redis_url)  # a refused password or a server away: one line, exit 2
     namespace, plan = stored_upgrade_plan(graph, checkpoint_dir=checkpoint_dir,
                                           redis_url=redis_url, namespace=namespace)
-    out = Console()
+    out = console()  # words wrapped at the width (piped: 80), a name or number never split
     if as_json:
         out.print_json(json.dumps({"namespace": namespace, "txid": plan.txid,
                                    "components": [c.to_dict() for c in plan.components]}))
@@ -65,10 +67,10 @@ def plan_command(path: str, name: str | None, environment: str | None,
             for _, ref in sorted(c.refused.items()):
                 parts.append(f"changed {ref.name}: {ref.stored} -> {ref.fresh} (refused)")
             hook = " via migrate_state()" if c.migrated else ""
-            out.print(f"  {c.component} ({c.tasks} tasks, {verdict}{hook}): " + "; ".join(parts),
-                      markup=False, highlight=False, soft_wrap=True)
+            out.print(Padding(f"{c.component} ({c.tasks} tasks, {verdict}{hook}): "
+                              + "; ".join(parts), (0, 0, 0, 2), expand=False))
         for text in plan.warnings():
-            out.print(f"warning: {text}", markup=False, highlight=False, soft_wrap=True)
+            out.print(f"warning: {text}")
     if plan.refused:
         Console(stderr=True).print(f"error: {refusal_text(plan.refused[0])}", markup=False,
                                    highlight=False, soft_wrap=True)
