@@ -274,5 +274,6 @@ def test_a_long_value_in_a_record_block_folds_after_commas_never_inside_a_number
     value = '["ad-0291",' + ",".join(f'"n":{n}' for n in range(1000, 1040)) + "]"
     lines = [t.plain for t in fold(Text(value), 50)]
     assert "".join(lines) == value and all(len(line) <= 50 for line in lines)
-    assert set(numbers(" ".join(lines))) >= {str(n) for n in range(1000, 1040)}
+    assert all(any(f'"n":{n},' in line or f'"n":{n}]' in line for line in lines)
+               for n in range(1000, 1040))
     assert [t.plain for t in fold(Text("x" * 70), 30)] == ["x" * 30, "x" * 30, "x" * 10]
