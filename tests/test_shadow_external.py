@@ -234,17 +234,150 @@ def test_the_port_on_spark_writes_its_own_scratch_files_too(
     assert list(target.iterdir()) == []
 
 
-def test_an_http_write_still_refuses_and_says_http_cannot_be_redirected(tmp_path: Path) -> None:
+def test_a_raw_http_client_write_still_refuses_and_says_it_cannot_be_redirected(
+        tmp_path: Path) -> None:
     root = tmp_path / "legacy"
     file_project(root, tmp_path)
     parts = root / "src" / "parts.py"
     parts.write_text(parts.read_text().replace(
-        "import json\n", "import json\nimport requests\n").replace(
+        "import json\n", "import http.client\nimport json\n").replace(
         "        self.emit([word, self.counts[word]])",
-        "        requests.post('http://billing.internal/hits', json={'w': word})\n"
+        "        http.client.HTTPConnection('billing.internal').request('POST', '/hits', word)\n"
         "        self.emit([word, self.counts[word]])"))
     done = CliRunner(env={"COLUMNS": "200"}).invoke(
         shadow_command, [str(root), "--port-engine", "local", "--max-tuples", "50"])
     assert done.exit_code == 2, done.output
-    assert "HTTP cannot be redirected" in done.output
+    assert "HTTP through http.client cannot be redirected" in done.output
     assert "audit.log" not in done.output  # the file writes are redirected, not refused
+
+
+CALL_BOLT = '''
+import confluent_kafka
+import requests
+from confluent_kafka import Producer
+from streamparse import Bolt, Spout
+
+
+class Words(Spout):
+    outputs = ["word"]
+
+    def initialize(self, conf, ctx):
+        self.words = iter(["cat", "dog", "owl", "cat", "emu", "dog", "cat"] * 60)
+
+    def next_tuple(self):
+        self.emit([next(self.words)])
+
+
+class Billing(Bolt):
+    outputs = ["word", "n"]
+
+    def initialize(self, conf, ctx):
+        self.counts = {{}}
+        self.http = requests.Session()
+        # hard-coded production targets, as real projects write them
+        self.producer = Producer({{"bootstrap.servers": "127.0.0.1:{kafka_port}"}})
+        self.other = confluent_kafka.Producer({{"bootstrap.servers": "127.0.0.1:{kafka_port}"}})
+        self.delivered = 0
+
+    def _done(self, err, msg):
+        self.delivered += 1
+
+    def process(self, tup):
+        word = tup.values[0]
+        self.counts[word] = self.counts.get(word, 0) + {step}
+        self.http.post("http://127.0.0.1:{http_port}/hits", json={{"word": word, "n": self.counts[word]}})
+        requests.get("http://127.0.0.1:{http_port}/rate")  # a read: it goes out
+        self.producer.produce("hits", value=word.encode(), key=word, on_delivery=self._done)
+        self.producer.poll(0)
+        self.other.produce("audit", word.encode())
+        self.emit([word, self.counts[word]])
+'''
+CALL_TOPOLOGY = FILE_TOPOLOGY.replace("Audit", "Billing").replace("audit", "billing")
+
+
+@pytest.fixture
+def production_http() -> Any:
+    """A real HTTP server standing for production: it counts what reaches it by method."""
+    import http.server
+    import threading
+    from collections import Counter
+
+    seen: Counter[str] = Counter()
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def _answer(self) -> None:
+            seen[self.command] += 1
+            self.rfile.read(int(self.headers.get("Content-Length") or 0))
+            self.send_response(200)
+            self.send_header("Content-Length", "2")
+            self.end_headers()
+            self.wfile.write(b"{}")
+
+        do_GET = do_POST = _answer
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield server.server_address[1], seen
+    server.shutdown()
+
+
+def call_project(root: Path, http_port: int, step: int = 1) -> Path:
+    (root / "topologies").mkdir(parents=True)
+    (root / "src").mkdir()
+    (root / "config.json").write_text('{"topology_specs": "topologies/"}')
+    (root / "src" / "parts.py").write_text(CALL_BOLT.format(http_port=http_port, kafka_port=1,
+                                                             step=step))
+    (root / "topologies" / "billing.py").write_text(CALL_TOPOLOGY)
+    return root
+
+
+def test_http_posts_and_kafka_produces_are_recorded_per_side_and_never_sent(
+        tmp_path: Path, production_http: Any) -> None:
+    port, seen = production_http
+    path = call_project(tmp_path / "legacy", port)
+    done = CliRunner().invoke(shadow_command, [str(path), "--port-engine", "local",
+                                               "--max-tuples", "400", "--json"])
+    assert done.exit_code == 0, done.output
+    assert seen["POST"] == 0  # production got no write
+    assert seen["GET"] == 800  # the reads went out, on both sides
+    import json
+
+    doc = json.loads(done.output)
+    states = {s["state"]: s for s in doc["state"]}
+    # 400 distinct posts (a word and its running count); kafka: 4 words x 2 topics
+    assert states["billing.http"]["legacy_keys"] == states["billing.http"]["same"] == 400
+    assert states["billing.kafka"]["legacy_keys"] == states["billing.kafka"]["same"] == 8
+    assert states["billing.counts"]["same"] == 4
+
+
+def test_a_port_that_posts_other_bodies_is_blamed_for_those_requests(
+        tmp_path: Path, production_http: Any) -> None:
+    port, seen = production_http
+    legacy = call_project(tmp_path / "legacy", port)
+    ported = call_project(tmp_path / "port", port, step=2)
+    done = CliRunner(env={"COLUMNS": "200"}).invoke(
+        shadow_command, [str(legacy), "--port", str(ported), "--port-engine", "local",
+                         "--max-tuples", "400"])
+    assert done.exit_code == 1, done.output
+    assert "billing.http" in done.output and "PORT DIFFERS" in done.output
+    assert seen["POST"] == 0
+
+
+@pytest.mark.spark
+def test_the_port_on_spark_records_its_http_and_kafka_writes_too(
+        tmp_path: Path, production_http: Any, spark: Any, redis_url: str) -> None:
+    port, seen = production_http
+    path = call_project(tmp_path / "legacy", port)
+    options = ShadowOptions(port_engine="spark", spark=spark, redis_url=redis_url,
+                            namespace=f"t-shadow-{uuid.uuid4().hex[:8]}", max_tuples=400,
+                            findings=analyse(path), batch_max_tuples=100)
+    result = execute(plan_shadow(load_topology(path), options))
+    states = {s.label: s for s in result.states}
+    assert result.verdict.exit_code == 0, result.verdict.line
+    assert states["billing.http"].port_keys == states["billing.http"].same == 400
+    assert states["billing.kafka"].port_keys == states["billing.kafka"].same == 8
+    assert seen["POST"] == 0

@@ -81,7 +81,8 @@ class ShadowUsageError(click.ClickException):
 @conf_option("Spark setting for the port's session; repeatable.")
 @click.option("--allow-external-writes", is_flag=True,
               help="Run even though a component writes where the shadow cannot redirect it "
-                   "(SQL, HTTP, Kafka; Redis and files it sends to scratch targets per side): "
+                   "(SQL, raw sockets; Redis, files, requests/urllib HTTP and confluent_kafka it "
+                   "sends to scratch targets per side): "
                    "with the flag nothing is redirected and both sides write, so point them "
                    "at scratch targets first (-o for both, --legacy-option for the legacy "
                    "side alone).")

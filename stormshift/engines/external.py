@@ -13,7 +13,8 @@ created from its own modules and keep their target.
 Both engines install it where they host components (the local engine's run; a Spark task, in
 the worker or task host that runs it), so the same redirect holds on either side. The shadow
 then reads each scratch server whole (``dump``) and compares the two key by key. Files
-written by the project go to a scratch directory per side the same way (``external_files``).
+written by the project go to a scratch directory per side the same way (``external_files``),
+and its HTTP and Kafka writes are recorded there instead of sent (``external_calls``).
 """
 
 from __future__ import annotations
@@ -26,6 +27,12 @@ from types import FrameType
 from typing import Any
 from urllib.parse import urlparse
 
+from stormshift.engines.external_calls import (
+    SCRATCH_CALLS_KEY,
+    dump_calls,
+    record_calls,
+    record_calls_for,
+)
 from stormshift.engines.external_files import (
     SCRATCH_FILES_KEY,
     dump_files,
@@ -33,8 +40,8 @@ from stormshift.engines.external_files import (
     redirect_files_for,
 )
 
-__all__ = ["SCRATCH_FILES_KEY", "SCRATCH_KEY", "dump", "dump_files", "redirect", "redirect_for",
-           "release"]
+__all__ = ["SCRATCH_CALLS_KEY", "SCRATCH_FILES_KEY", "SCRATCH_KEY", "dump", "dump_calls",
+           "dump_files", "redirect", "redirect_for", "release"]
 
 SCRATCH_KEY = "stormshift.shadow.scratch_redis"
 _KEPT = ("decode_responses", "encoding", "encoding_errors", "socket_timeout",
@@ -92,8 +99,10 @@ def redirect(url: str | None, roots: Sequence[str] = ()) -> None:
 
 def redirect_for(graph: Any) -> bool:
     """``redirect`` as the graph's config says (its ``SCRATCH_KEY``), and the project's files
-    likewise (``external_files``); whether either redirects."""
+    and HTTP / Kafka writes likewise (``external_files``, ``external_calls``); whether any
+    redirects."""
     files = redirect_files_for(graph)
+    files = record_calls_for(graph) or files
     url = (graph.config or {}).get(SCRATCH_KEY)
     if not url:
         if _target:
@@ -105,9 +114,10 @@ def redirect_for(graph: Any) -> bool:
 
 
 def release() -> None:
-    """No redirect any more (Redis nor files): the end of a shadow side's run in this process."""
+    """No redirect any more (Redis, files, calls): the end of a shadow side's run here."""
     redirect(None)
     redirect_files(None)
+    record_calls(None)
 
 
 def dump(client: Any) -> dict[str, Any]:

@@ -101,7 +101,15 @@ def ignored(config: Mapping[str, Any]) -> frozenset[str]:
 
 def _plain(value: Any) -> Any:
     """A value as JSON carries it: tuples and sets as lists (sets sorted), objects by their
-    attributes; so both engines' values compare alike."""
+    attributes; so both engines' values compare alike. A container that refuses to be walked
+    (a client library's connection pool raises on iteration) is its type name."""
+    try:
+        return _plain_walk(value)
+    except (NotImplementedError, TypeError, RuntimeError):
+        return f"<{type(value).__qualname__}>"
+
+
+def _plain_walk(value: Any) -> Any:
     if isinstance(value, Mapping):
         return {key_text(_key(k)): _plain(v) for k, v in value.items()}
     if isinstance(value, AbstractSet):
