@@ -128,7 +128,8 @@ def start_command(path: str, name: str | None, environment: str | None,
     it as production from exactly there."""
     from stormshift.cutover.record import LIVE, read_record
     from stormshift.runner import RunOptions, print_summary, run_topology
-    from stormshift.state.lease import refuse_if_live
+    from stormshift.errors import LeaseHeldError
+    from stormshift.state.lease import holder_alive, read_lease, refusal
 
     if not checkpoint_dir:
         raise click.UsageError("cutover needs --checkpoint DIR: the production run's checkpoint")
@@ -136,7 +137,9 @@ def start_command(path: str, name: str | None, environment: str | None,
     ns = _namespace(graph, namespace)
     checkpoint = os.path.abspath(checkpoint_dir)
     r = open_state(redis_url, reading=False)
-    refuse_if_live(r, ns, "cutover")
+    now_ms, holder = read_lease(r, ns)
+    if holder is not None and holder.live(now_ms) and holder_alive(holder):
+        raise LeaseHeldError(refusal(holder, now_ms, "cutover"))  # a dead driver's: the run takes over
     say = (lambda _line: None) if as_json else (lambda line: click.echo(visible(line), err=True))
     record = read_record(r, ns)
     if record and record["status"] == LIVE:

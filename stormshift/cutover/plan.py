@@ -37,7 +37,7 @@ _VALUES = ("int", "float", "str", "json")
 _MAP_KINDS = ("opaque", "transactional", "plain")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Seed:
     """One bolt's state map seeded from (and handed back to) the legacy's store."""
 
