@@ -127,8 +127,8 @@ def start_command(path: str, name: str | None, environment: str | None,
     """Cut over: seed the port from the legacy's store at the legacy's position, then run
     it as production from exactly there."""
     from stormshift.cutover.record import LIVE, read_record
-    from stormshift.runner import RunOptions, print_summary, run_topology
     from stormshift.errors import LeaseHeldError
+    from stormshift.runner import RunOptions, print_summary, run_topology
     from stormshift.state.lease import holder_alive, read_lease, refusal
 
     if not checkpoint_dir:

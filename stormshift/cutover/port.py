@@ -19,7 +19,7 @@ __all__ = ["port_position"]
 
 def port_position(r: Any, namespace: str, record: Mapping[str, Any]) -> tuple[int, dict[str, dict[str, Any]]]:
     """``(committed txid, spout -> partition -> offset)`` of the port now."""
-    from stormshift.engines.spark.driver.offset_log import batch_offsets
+    from stormshift.engines.spark import batch_offsets
 
     committed = CommitLog(r, namespace).committed()
     start: dict[str, dict[str, Any]] = {s: dict(o) for s, o in record.get("start", {}).items()}

@@ -36,7 +36,7 @@ def lag_of(graph: Any, spout: str, offsets: dict[str, Any]) -> int | None:
 def _target_values(target: Any, r: Any) -> dict[str, Any]:
     import redis
 
-    client = redis.Redis.from_url(target.url) if target.url else r
+    client: Any = redis.Redis.from_url(target.url) if target.url else r
     if target.shape == "zset":
         return {k.decode(): v for k, v in client.zrange(target.name, 0, -1, withscores=True)}
     if target.shape == "hash":
