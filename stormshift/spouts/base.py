@@ -41,6 +41,7 @@ from typing import Any
 import streamparse
 
 from stormshift.errors import TopologyError
+from stormshift.spouts.starts import START_OFFSETS_KEY, initial_offset, initial_offsets
 from stormshift.spouts.values import VALUE, RecordDecodeError, msg_id_for, plain, unsendable
 
 __all__ = [
@@ -56,23 +57,6 @@ __all__ = [
     "task_position",
 ]
 
-#: config entry ``{spout: {partition: offset}}``: where a new query of each spout starts,
-#: over its own ``start`` setting (``stormshift cutover`` starts the port at the legacy's
-#: position so); partitions not named start as the spout says.
-START_OFFSETS_KEY = "stormshift.start_offsets"
-
-
-def initial_offsets(spout: Any) -> dict[str, Any]:
-    """Where a new query starts: the spout's own initial offsets, with the partitions a
-    ``stormshift.start_offsets`` entry names at the offsets it gives."""
-    given = getattr(spout, "_start_at", None) or {}
-    return {**spout.replay_initial_offsets(), **given}
-
-
-def initial_offset(spout: Any, partition: str) -> Any:
-    """The start of one (possibly new) partition, as :func:`initial_offsets`."""
-    given = getattr(spout, "_start_at", None) or {}
-    return given[partition] if partition in given else spout.replay_initial_offset(partition)
 
 
 def parse_msg_id(msg_id: str) -> tuple[str, str]:

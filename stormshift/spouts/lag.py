@@ -21,7 +21,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from stormshift.spouts.base import initial_offset
+from stormshift.spouts.starts import initial_offset
 
 __all__ = ["SourceLag", "task_lags"]
 
