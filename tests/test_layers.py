@@ -46,6 +46,7 @@ RULES = {  # layer -> (what it must not know about, the test on an imported modu
     "cli": ("engine internals", _engine_internal),
     "shadow": ("engine internals", _engine_internal),
     "check": ("engine internals", _engine_internal),
+    "cutover": ("engine internals", _engine_internal),
     "engines.spark.records": (("pickles (its records outlive a release: none may name a class "
                                "by module path, so moving a module never breaks a stored one)"),
                               lambda t: t in ("pickle", "cloudpickle", "pyspark.cloudpickle", "dill")),
@@ -78,6 +79,7 @@ def test_the_rules_catch_what_they_forbid() -> None:
         "cli": ("stormshift.engines.spark.driver.redrive", "stormshift.engines.spark"),
         "shadow": ("stormshift.engines.spark.protocol.layout", "stormshift.engines.local"),
         "check": ("stormshift.engines.spark.task.taskstate", "stormshift.engines.local"),
+        "cutover": ("stormshift.engines.spark.driver.offset_log", "stormshift.engines.spark"),
         "engines.spark.records": ("pyspark.cloudpickle", "msgpack"),
     }
     assert set(samples) == set(RULES)

@@ -40,6 +40,7 @@ import click
 from stormshift.cli import exit_codes
 from stormshift.cli.check import check_command
 from stormshift.cli.compare import compare_command
+from stormshift.cli.cutover import cutover_group, handback_command
 from stormshift.cli.deadletter import deadletter_group
 from stormshift.cli.inspect import inspect_command
 from stormshift.cli.operate import ps_command, stop_command
@@ -67,7 +68,7 @@ def cli() -> None:
 
 for _command in (inspect_command, run_command, plan_command, submit_command, state_group,
                  deadletter_group, check_command, shadow_command, compare_command, top_command,
-                 stop_command, ps_command):
+                 stop_command, ps_command, cutover_group, handback_command):
     cli.add_command(_command)
 
 

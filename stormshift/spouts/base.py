@@ -32,23 +32,31 @@ arity...) before it is emitted, so both engines dead-letter the same records.
 from __future__ import annotations
 
 import collections
+import json
+import os
+import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 import streamparse
 
 from stormshift.errors import TopologyError
+from stormshift.spouts.starts import START_OFFSETS_KEY, initial_offset, initial_offsets
 from stormshift.spouts.values import VALUE, RecordDecodeError, msg_id_for, plain, unsendable
 
 __all__ = [
+    "START_OFFSETS_KEY",
     "RecordDecodeError",
     "ReplayableSpout",
+    "initial_offset",
+    "initial_offsets",
     "msg_id_for",
     "parse_msg_id",
     "partitions_of_task",
     "read_range",
     "task_position",
 ]
+
 
 
 def parse_msg_id(msg_id: str) -> tuple[str, str]:
@@ -135,6 +143,11 @@ class ReplayableSpout(streamparse.Spout):
     def initialize(self, storm_conf: Mapping[str, Any], context: Mapping[str, Any]) -> None:
         self.replay_configure(storm_conf or {})
         self._task_index, self._par = task_position(context)
+        starts = (storm_conf or {}).get(START_OFFSETS_KEY) or {}
+        self._start_at: dict[str, Any] = dict(starts.get((context or {}).get("componentid"), {}))
+        self._position_to = self._conf_value(storm_conf or {}, "commit_position")
+        self._position_every = float(self._conf_value(storm_conf or {}, "commit_interval_secs", 5))
+        self._position_last = time.monotonic()
         self._local_chunk = int(self._conf_value(storm_conf or {}, "local_chunk", 1000))
         self._cursor: dict[str, Any] = {}
         self._buffer: collections.deque[tuple[list[Any], str] | RecordDecodeError] = (
@@ -201,7 +214,7 @@ class ReplayableSpout(streamparse.Spout):
             for partition in partitions_of_task(partitions, task_index, self._par):
                 begin = start.get(partition)
                 if begin is None:
-                    begin = self.replay_initial_offset(partition)
+                    begin = initial_offset(self, partition)
                 if budget > 0:
                     end, count = self.replay_advance(partition, begin, budget)
                     budget -= count
@@ -216,7 +229,7 @@ class ReplayableSpout(streamparse.Spout):
         each of its partitions is read to its end, or it has no partition at all."""
         mine = partitions_of_task(self.replay_partitions(), task_index, self._par)
         return not mine or (self.bounded and all(
-            self.replay_partition_done(p, offsets.get(p, self.replay_initial_offset(p))) for p in mine))
+            self.replay_partition_done(p, offsets.get(p, initial_offset(self, p))) for p in mine))
 
     def replay_advance(self, partition: str, start: Any, max_records: int) -> tuple[Any, int]:
         """``(end, n)``: the offset ``n <= max_records`` records past ``start`` (now)."""
@@ -246,7 +259,7 @@ class ReplayableSpout(streamparse.Spout):
     def replay_exhausted(self, offsets: dict[str, Any]) -> bool:
         """True when the input is bounded and every partition is read to its end."""
         return self.bounded and all(
-            self.replay_partition_done(p, offsets.get(p, self.replay_initial_offset(p)))
+            self.replay_partition_done(p, offsets.get(p, initial_offset(self, p)))
             for p in self.replay_partitions()
         )
 
@@ -310,6 +323,66 @@ class ReplayableSpout(streamparse.Spout):
         return partitions_of_task(self.replay_partitions(), self._task_index, self._par)
 
     def next_tuple(self) -> None:
+        """:meth:`emit_next`; with ``<prefix>.commit_position`` the acked prefix of each
+        partition is written there every ``<prefix>.commit_interval_secs`` and at the end of
+        a bounded input (the local engine's acks are Storm's: a legacy that records where it
+        stands, for ``stormshift cutover``)."""
+        if not self._position_to:
+            self.emit_next()
+            return
+        try:
+            self.emit_next()
+        except StopIteration:
+            self.commit_position(self.acked_offsets())
+            raise
+        if time.monotonic() - self._position_last >= self._position_every:
+            self._position_last = time.monotonic()
+            self.commit_position(self.acked_offsets())
+
+    def commit_position(self, offsets: Mapping[str, Any]) -> None:
+        """Write ``offsets`` to ``<prefix>.commit_position``: ``{"redis_hash": KEY, "url":
+        URL}`` (field partition -> offset) or ``{"file": PATH}`` (a JSON object, replaced
+        atomically). Other tasks' partitions are left as they are."""
+        where = dict(self._position_to)
+        if "redis_hash" in where:
+            import redis
+
+            client = redis.Redis.from_url(str(where.get("url") or "redis://127.0.0.1:6379/0"))
+            if offsets:
+                client.hset(str(where["redis_hash"]), mapping={p: str(o) for p, o in offsets.items()})
+            return
+        path = str(where["file"])
+        try:
+            with open(path, encoding="utf-8") as fh:
+                known = json.load(fh)
+        except FileNotFoundError:
+            known = {}
+        known.update(offsets)
+        tmp = f"{path}.{os.getpid()}.tmp"
+        with open(tmp, "w", encoding="utf-8") as fh:
+            json.dump(known, fh, sort_keys=True)
+        os.replace(tmp, path)
+
+    def offset_before(self, offset: Any) -> Any:
+        """The position just before the record at ``offset`` (an integer count here)."""
+        return int(offset) - 1
+
+    def offset_order(self, offset: Any) -> Any:
+        """A sort key of offsets (an integer count here)."""
+        return int(offset)
+
+    def acked_offsets(self) -> dict[str, Any]:
+        """Per partition of this task, the position below which every record is acked."""
+        safe = dict(self._cursor)
+        waiting = [parse_msg_id(m) for m in self._pending]
+        waiting += [parse_msg_id(item[1]) for item in self._buffer if isinstance(item, tuple)]
+        for partition, offset in waiting:
+            before = self.offset_before(offset)
+            if partition not in safe or self.offset_order(before) < self.offset_order(safe[partition]):
+                safe[partition] = before
+        return safe
+
+    def emit_next(self) -> None:
         """Emit one tuple: a failed one first, else the next record.
 
         A record that is no tuple (``decode`` / ``value``) is dead-lettered at
@@ -378,7 +451,7 @@ class ReplayableSpout(streamparse.Spout):
         for partition in self.my_partitions():
             start = self._cursor.get(partition)
             if start is None:
-                start = self.replay_initial_offset(partition)
+                start = initial_offset(self, partition)
                 self._cursor[partition] = start
             end, count = self.replay_advance(partition, start, self._local_chunk)
             if count == 0:
@@ -391,6 +464,6 @@ class ReplayableSpout(streamparse.Spout):
 
     def _local_exhausted(self) -> bool:
         return self.bounded and all(
-            self.replay_partition_done(p, self._cursor.get(p, self.replay_initial_offset(p)))
+            self.replay_partition_done(p, self._cursor.get(p, initial_offset(self, p)))
             for p in self.my_partitions()
         )

@@ -52,7 +52,13 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from stormshift.errors import SourceDataLostError, TopologyError
-from stormshift.spouts.base import RecordDecodeError, ReplayableSpout, msg_id_for, parse_msg_id
+from stormshift.spouts.base import (
+    RecordDecodeError,
+    ReplayableSpout,
+    initial_offset,
+    initial_offsets,
+    msg_id_for,
+)
 from stormshift.spouts.kafka_records import RECORD_FIELDS, RecordDecoder, client_conf
 
 __all__ = ["RECORD_FIELDS", "KafkaSpout", "check_not_lost", "partition_name", "split_partition"]
@@ -212,8 +218,8 @@ class KafkaSpout(ReplayableSpout):
         """Local engine: a task starts today's partitions where ``kafka.start`` says."""
         for partition in self.my_partitions():
             if partition not in self._cursor:
-                initial = self.replay_initial_offsets()
-                self._cursor[partition] = initial.get(partition, self.replay_initial_offset(partition))
+                initial = initial_offsets(self)
+                self._cursor[partition] = initial.get(partition, initial_offset(self, partition))
         super()._fill_buffer()
 
     def _resolve_start(self, partition: str, mode: str) -> int:
@@ -390,8 +396,9 @@ class KafkaSpout(ReplayableSpout):
             self._warn(f"committing offsets to group {self._group!r} failed ({exc})")
 
     def next_tuple(self) -> None:
-        """The base loop; with ``kafka.commit`` the acked prefix of each partition is committed
-        every ``kafka.commit_interval_secs`` (local engine: acks are its batch commits)."""
+        """The base loop; with ``kafka.commit`` the acked prefix of each partition
+        (``acked_offsets``) is committed every ``kafka.commit_interval_secs`` (local engine:
+        acks are its batch commits)."""
         try:
             super().next_tuple()
         except StopIteration:
@@ -401,12 +408,3 @@ class KafkaSpout(ReplayableSpout):
         if self._commit and time.monotonic() - self._last_commit >= self._commit_every:
             self._last_commit = time.monotonic()
             self.replay_commit(self.acked_offsets())
-
-    def acked_offsets(self) -> dict[str, int]:
-        """Per partition of this task, the offset below which every record is acked."""
-        safe = dict(self._cursor)
-        waiting = [parse_msg_id(m) for m in self._pending]
-        waiting += [parse_msg_id(item[1]) for item in self._buffer if isinstance(item, tuple)]
-        for partition, offset in waiting:
-            safe[partition] = min(safe.get(partition, int(offset)), int(offset) - 1)
-        return safe

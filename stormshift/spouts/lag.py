@@ -21,6 +21,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from stormshift.spouts.starts import initial_offset
+
 __all__ = ["SourceLag", "task_lags"]
 
 
@@ -57,7 +59,7 @@ def task_lags(spout: Any, offsets: Mapping[str, Any], par: int,
         for partition in mine:
             offset = offsets.get(partition)
             if offset is None:
-                offset = spout.replay_initial_offset(partition)
+                offset = initial_offset(spout, partition)
             behind, exact = spout.replay_partition_lag(partition, offset)
             total += behind
             capped[task] = capped[task] or not exact

@@ -38,7 +38,7 @@ from stormshift.spouts.base import RecordDecodeError, ReplayableSpout, msg_id_fo
 from stormshift.spouts.jsonlines import decode_json_fields
 from stormshift.spouts.values import DECODE, Bad
 
-__all__ = ["LAG_CAP", "RedisStreamSpout", "entry_id_key"]
+__all__ = ["LAG_CAP", "RedisStreamSpout", "entry_id_key", "stream_id_before"]
 
 _READ_COUNT = 10_000
 _BEFORE_FIRST = "0-0"
@@ -62,6 +62,14 @@ def entry_id_key(entry_id: str | bytes) -> tuple[int, int]:
     text = entry_id.decode() if isinstance(entry_id, bytes) else str(entry_id)
     ms, _, seq = text.partition("-")
     return int(ms), int(seq or 0)
+
+
+def stream_id_before(entry_id: str) -> str:
+    """The greatest entry id below ``entry_id`` (``"0-0"`` has none: it stays)."""
+    ms, seq = entry_id_key(entry_id)
+    if seq > 0:
+        return f"{ms}-{seq - 1}"
+    return f"{ms - 1}-{2**64 - 1}" if ms > 0 else _BEFORE_FIRST
 
 
 class RedisStreamSpout(ReplayableSpout):
@@ -144,6 +152,13 @@ class RedisStreamSpout(ReplayableSpout):
             self._lag_script = self.client.register_script(_LAG_SCRIPT)
         behind, exact = self._lag_script(keys=[partition], args=[str(offset), self._lag_cap])
         return int(behind), bool(exact)
+
+    def offset_before(self, offset: Any) -> str:
+        """The entry id just before ``offset`` (ids need not exist to bound a range)."""
+        return stream_id_before(str(offset))
+
+    def offset_order(self, offset: Any) -> tuple[int, int]:
+        return entry_id_key(offset)
 
     def _last_id(self, key: str) -> str | None:
         entries = self.client.xrevrange(key, max="+", min="-", count=1)

@@ -9,6 +9,7 @@ Layout (format version ``FORMAT_VERSION``). ``ns`` is the state namespace (one p
 * ``ss:{ns}:epochs``       hash ``component:task`` -> epoch (never expires)
 * ``ss:{ns}:par``          hash component -> parallelism its snapshots were cut for
 * ``ss:{ns}:dlq``          stream of dead letters; ``ss:{ns}:dlq-ids`` digest -> entry id
+* ``ss:{ns}:cutover``      hash: the namespace's cut-over record (``cutover/record.py``)
 * ``ss:{ns:g}:fence``      hash ``component:task`` -> epoch, ``__committed`` -> txid
 * ``ss:{ns:g}:m:C:NAME``   hash user key -> record of map NAME of component C
 * ``ss:{ns:g}:snap:C:T``   hash version -> signed base or delta of task T of component C
@@ -272,6 +273,7 @@ __all__ = [
     "check_name",
     "checkpoints_key",
     "commit_key",
+    "cutover_key",
     "dedup_key",
     "dlq_ids_key",
     "dlq_key",
@@ -294,6 +296,7 @@ __all__ = [
     "sink_marker_key",
     "snapshot_key",
     "stats_key",
+    "target_guard_key",
     "task_group",
     "task_key",
     "ticks_key",
@@ -307,3 +310,15 @@ def query_start_key(ns: str, checkpoint_id: str, spout: str) -> str:
     """Where a replayable spout's query started for one checkpoint (JSON offsets, written
     once: ``engines/spark/records/starts.py``)."""
     return ns_key(ns, f"spark:start:{check_name('checkpoint id', checkpoint_id)}:{spout}")
+
+
+def cutover_key(ns: str) -> str:
+    """Hash: the cut-over of the legacy to this namespace's port and its hand-back
+    (``stormshift/cutover/record.py``): ``record`` (JSON), ``history`` (JSON list)."""
+    return ns_key(ns, "cutover")
+
+
+def target_guard_key(target: str) -> str:
+    """Hash beside a legacy target the port writes (``state/target.py``): ``component:task``
+    -> the last txid applied. Named after the target, in the target's own server."""
+    return f"{target}:stormshift:txid"

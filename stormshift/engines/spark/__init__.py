@@ -27,7 +27,8 @@ names it, so it stays where Spark looks for it.
 The public API (what ``cli/``, ``shadow/`` and the runner may import, from this
 package only): ``SparkEngine`` (``driver/engine.py``; DESIGN.md "Data flow of one
 micro-batch"), ``stored_upgrade_plan`` and ``refusal_text`` (``stormshift plan``),
-``build_submit_plan`` and ``run_submit`` (``stormshift submit``), ``spark_plan`` (the
+``build_submit_plan`` and ``run_submit`` (``stormshift submit``), ``batch_offsets`` (what
+each source planned for a batch: ``stormshift cutover``/``handback``), ``spark_plan`` (the
 stages and fused chains a run executes, ``stormshift inspect``; no Spark needed). Each is imported on first use, so a submodule (the
 worker daemon) can be run without importing pyspark and pyarrow first.
 """
@@ -36,16 +37,18 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from stormshift.engines.spark.driver.engine import SparkEngine
+    from stormshift.engines.spark.driver.offset_log import batch_offsets
     from stormshift.engines.spark.driver.stored_plan import stored_upgrade_plan
     from stormshift.engines.spark.driver.submit import build_submit_plan, run_submit
     from stormshift.engines.spark.driver.upgrade import refusal_text
     from stormshift.engines.spark.protocol.layout import spark_plan
 
-__all__ = ["SparkEngine", "build_submit_plan", "refusal_text", "run_submit", "spark_plan",
+__all__ = ["SparkEngine", "batch_offsets", "build_submit_plan", "refusal_text", "run_submit", "spark_plan",
            "stored_upgrade_plan"]
 
 _PUBLIC = {  # name -> the module that defines it, imported on first use (module doc)
     "SparkEngine": "stormshift.engines.spark.driver.engine",
+    "batch_offsets": "stormshift.engines.spark.driver.offset_log",
     "build_submit_plan": "stormshift.engines.spark.driver.submit",
     "run_submit": "stormshift.engines.spark.driver.submit",
     "refusal_text": "stormshift.engines.spark.driver.upgrade",

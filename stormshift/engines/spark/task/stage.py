@@ -76,6 +76,7 @@ from stormshift.engines.spark.task.windowing import report as report_windows
 from stormshift.engines.spark.task.windowing import start as start_windows
 from stormshift.errors import ComponentFailure, TupleError
 from stormshift.state.deadletter import plain
+from stormshift.state.target import Target, parse_targets
 
 __all__ = ["StageJob", "run_partition", "run_task"]
 
@@ -101,6 +102,11 @@ class StageJob:
     home_key: bytes = b""  # the run's key for tasks' homes on other executors (``homes.py``)
 
 
+def targets_of(graph: Any, component: str) -> list[Target]:
+    """The ``cutover.sink`` targets fed by ``component``'s leaf streams."""
+    return [t for t in parse_targets(graph.config).values() if t.component == component]
+
+
 class _Member:
     """One hosted bolt task of the stage; its emits go through a ``MemberOutput``."""
 
@@ -120,7 +126,9 @@ class _Member:
         self.policy = RetryPolicy(job.max_attempts)
         self.kernel: Kernel | None = None  # batch mode, from run_chunks
         self.stats = MemberStats()
-        self.output = MemberOutput(job.layout, name, task, out, queues, job.sink.kind != "drop",
+        self.targets = targets_of(job.layout.graph, name)  # cutover.sink: the legacy's target
+        self.output = MemberOutput(job.layout, name, task, out, queues,
+                                   job.sink.kind != "drop" or bool(self.targets),
                                    self.stats, job.sink.kept_streams(name))
         self.host: Any = None
         self.log_limit: int | None = None  # -o stormshift.logs.max_lines_per_task (open)
@@ -171,6 +179,21 @@ class _Member:
         self.host.deliver_to(None)  # the cached instance must not hold this batch's rows
         _CACHE.put(self.cache_key, self.host, job.txid, self.epoch)
         write_files(job.sink, self.name, self.task, job.txid, self.output.leaves)
+        self._write_targets()
+
+    def _write_targets(self) -> None:
+        """The legacy's own target (``cutover.sink``), after the fenced commit: a fenced
+        attempt writes none, a re-run of an applied txid writes nothing (``state/target.py``)."""
+        from stormshift.state.connection import run_scripts
+        from stormshift.state.target import target_call
+
+        graph = self.job.layout.graph
+        for target in self.targets:
+            fields = graph.stream_fields(self.name, target.stream.partition(":")[2])
+            call = target_call(target, fields, f"{self.name}:{self.task}", self.job.txid,
+                               self.output.leaves)
+            if call is not None:
+                run_scripts(redis_for(target.url) if target.url else self.r, [call])
 
     # -- processing ------------------------------------------------------
     def run_chunks(self, chunks: Iterator[QueueItem]) -> None:

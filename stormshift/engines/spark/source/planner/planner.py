@@ -52,7 +52,11 @@ class ReplayPlanner:
     def initial_offset(self) -> dict:
         """Where the query starts: resolved once per checkpoint (``engines/spark/records/starts.py``), so a
         driver restarted before batch 0 committed re-plans batch 0 from the same offsets."""
-        starts = self.spout.replay_initial_offsets
+        from stormshift.spouts.base import initial_offsets
+
+        def starts() -> dict:
+            return initial_offsets(self.spout)
+
         if self.opts.checkpoint_id:
             from stormshift.engines.spark.records.starts import query_start
             from stormshift.engines.spark.runtime.worker import redis_for
@@ -100,13 +104,13 @@ class ReplayPlanner:
                              self.opts.spout, json.dumps(lag.to_dict()))
 
     def partitions(self, start: dict, end: dict) -> list[ReplayPartition]:
-        from stormshift.spouts.base import partitions_of_task
+        from stormshift.spouts.base import initial_offset, partitions_of_task
 
         names = list(end["p"])
         parts = []
         for task in range(self.comp.par):
             ranges = [
-                (p, start["p"].get(p, self.spout.replay_initial_offset(p)), end["p"][p])
+                (p, start["p"].get(p, initial_offset(self.spout, p)), end["p"][p])
                 for p in partitions_of_task(names, task, self.comp.par)
             ]
             # Every task, even one with nothing new (see WalPlanner.partitions).

@@ -1,0 +1,119 @@
+"""Cut over and hand back for real: the legacy (local engine, Storm semantics) counts N1
+records into its sorted set, the port takes over on Spark at the legacy's position with
+the set's totals seeded, runs N2 more with its driver SIGKILLed mid-way (the rerun of the
+same ``stormshift cutover`` resumes), hands back, and the legacy runs N3 more. The set
+must hold an independent count of all N1+N2+N3 records exactly, and the record ids seen
+by the two sides must be every id once: none processed by both, none by neither.
+Kafka on a real broker (tansu), Redis Streams and JSON lines on a real Redis.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from support.cutover_harness import FIXTURES, REPO, Switch, wait_for
+from support.kafka_broker import TansuBroker
+
+pytestmark = [pytest.mark.spark, pytest.mark.redis]
+
+N1, N2, N3 = 240, 300, 180
+
+
+@pytest.fixture(scope="module")
+def broker() -> Iterator[TansuBroker]:
+    b = TansuBroker()
+    yield b
+    b.stop()
+
+
+def _switch(kind: str, tmp_path: Path, redis_url: str, namespace: str,
+            request: pytest.FixtureRequest) -> Switch:
+    broker = request.getfixturevalue("broker") if kind == "kafka" else None
+    s = Switch(kind, tmp_path, redis_url, namespace, broker)
+    request.addfinalizer(s.cleanup)
+    return s
+
+
+@pytest.mark.parametrize("kind", [pytest.param("kafka", marks=pytest.mark.kafka), "streams",
+                                  "files"])
+def test_cut_over_and_hand_back_count_every_record_once(
+        kind: str, tmp_path: Path, redis_url: str, namespace: str,
+        request: pytest.FixtureRequest) -> None:
+    s = _switch(kind, tmp_path, redis_url, namespace, request)
+    s.produce(N1)
+    s.legacy()
+    assert s.totals() == s.expected() and len(s.legacy_ids()) == N1
+    s.produce(N2)
+    faults = [{"name": "k", "at": "driver.after_commit", "action": "kill_run", "secs": 0,
+               "when": {"txid": 2}}]
+    (tmp_path / "f").mkdir()
+    env = {"STORMSHIFT_FAULTS": json.dumps(faults), "STORMSHIFT_FAULT_DIR": str(tmp_path / "f")}
+    killed = s.cutover(env=env)
+    assert killed.returncode == -9, (killed.returncode, killed.stderr[-3000:])
+    assert (tmp_path / "f" / "fired-k").exists(), "the driver kill never fired"
+    resumed = s.cutover(env=env)
+    assert resumed.returncode == 0, resumed.stderr[-3000:]
+    assert "resuming the cut-over" in resumed.stderr
+    assert s.totals() == s.expected(), "the port's sink: the seed plus the port's count"
+    status = s.status()
+    assert status["status"] == "live"
+    [compared] = status["compared"].values()
+    assert compared == {"same": len(s.expected()), "differ": 0, "port_only": 0, "target_only": 0}
+    s.handback()
+    assert s.status()["status"] == "handed_back"
+    s.produce(N3)
+    s.legacy()
+    assert s.totals() == s.expected(), "the legacy's store after N1+N2+N3"
+    seen = s.legacy_ids() + s.port_ids()
+    assert sorted(seen) == list(range(N1 + N2 + N3)), "a record processed twice or never"
+    assert set(s.port_ids()) == set(range(N1, N1 + N2))
+
+
+@pytest.mark.kafka
+def test_cut_over_while_the_legacy_consumes_is_refused_and_writes_nothing(
+        tmp_path: Path, redis_url: str, namespace: str, request: pytest.FixtureRequest) -> None:
+    s = _switch("kafka", tmp_path, redis_url, namespace, request)
+    s.produce(50)
+    stop = threading.Event()
+
+    def keep_producing() -> None:
+        while not stop.is_set():
+            s.produce(5)
+            time.sleep(0.1)
+
+    producer = threading.Thread(target=keep_producing, daemon=True)
+    options = s.source_options("legacy") | {"kafka.bounded": False}
+    cmd = [sys.executable, "-m", "stormshift", "run", str(FIXTURES / "legacy"), "-n",
+           "words_kafka", "--engine", "local"]
+    for key, value in options.items():
+        cmd += ["-o", f"{key}={json.dumps(value)}"]
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    legacy = subprocess.Popen(cmd, cwd=tmp_path, env=env, start_new_session=True,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        producer.start()
+        wait_for(lambda: len(s.legacy_ids()) > 0, 60)
+        out = s.cutover("--settle", "2")
+    finally:
+        stop.set()
+        os.killpg(legacy.pid, signal.SIGKILL)
+        legacy.wait()
+        producer.join()
+    assert out.returncode == 2, out.stderr
+    lines = [line for line in out.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and "cutover refused: the legacy still consumes" in lines[0], lines
+    assert "nothing was written" in lines[0]
+    keys = [k for p in (f"ss:{{{namespace}}}:*", f"ss:{{{namespace}:*}}:*")
+            for k in s.r.scan_iter(match=p)]
+    assert keys == [], "the refused cut-over wrote state"
+    assert not s.r.exists(f"{s.zset}:stormshift:txid")
+    assert not (tmp_path / "checkpoint").exists()
