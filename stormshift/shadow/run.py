@@ -302,7 +302,7 @@ def _execute(plan: ShadowPlan, on_progress: Callable[[str], None] | None = None,
     legacy_engine = LocalEngine(graph, clock=SimClock(ms_per_round=opts.ms_per_round),
                                 seed=opts.seed, faults=faults, read_state=True)
     with capture() as legacy_logs:
-        legacy = legacy_engine.run(max_tuples=opts.max_tuples)
+        legacy = _whole(legacy_engine.run(max_tuples=opts.max_tuples))
     baseline, base_logs = None, None
     if faults or restarts(legacy):
         say("baseline: local engine without faults and without task restarts")
@@ -339,11 +339,19 @@ def _execute(plan: ShadowPlan, on_progress: Callable[[str], None] | None = None,
     return result
 
 
+def _whole(summary: RunSummary) -> RunSummary:
+    """A side's run that Ctrl-C / SIGTERM stopped ends the shadow (exit 130), not the side:
+    the next side must not start, nor a verdict be drawn from half a run."""
+    if summary.stop_reason == "interrupted":
+        raise KeyboardInterrupt
+    return summary
+
+
 def _run_local(graph: TopologyGraph, opts: ShadowOptions,
                restart_on_crash: bool = True) -> RunSummary:
     clock = SimClock(ms_per_round=opts.ms_per_round)
-    return LocalEngine(graph, clock=clock, seed=opts.seed, read_state=True,
-                       restart_on_crash=restart_on_crash).run(max_tuples=opts.max_tuples)
+    return _whole(LocalEngine(graph, clock=clock, seed=opts.seed, read_state=True,
+                              restart_on_crash=restart_on_crash).run(max_tuples=opts.max_tuples))
 
 
 def _config(graph: TopologyGraph, results: Mapping[str, Any] | None) -> dict[str, Any]:
