@@ -209,3 +209,28 @@ def test_a_refused_password_or_dead_server_is_one_line_exit_2(
                               monkeypatch, capsys, tmp_path)
     assert_one_line(code, out, err, says, [WRONG, GOOD],
                     f"{command} x {refusal}\n--- stderr\n{err}--- stdout\n{out[-1500:]}")
+
+
+@pytest.mark.spark  # the local case runs no JVM, but waits out the spout's 10 s metadata timeout
+@pytest.mark.parametrize("engine", ["local", "spark"])
+def test_a_kafka_broker_that_is_not_there_is_one_line_exit_2(
+        engine: str, tmp_path: Path) -> None:
+    """pixelcount's Kafka spout without its broker (127.0.0.1:9092, which no test serves):
+    the local engine used to restart the spout for ever (a shadow waited 10 minutes), Spark
+    failed the query (exit 5): now one line naming the spout, the servers and the fix, on
+    both engines."""
+    import subprocess
+    import sys
+
+    port = 9092
+    argv = [sys.executable, "-m", "stormshift", "run", str(ROOT / "examples" / "pixelcount"),
+            "--max-tuples", "10"]
+    argv += ["--engine", "local"] if engine == "local" else ["--checkpoint", str(tmp_path / "ck")]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=300, cwd=tmp_path,
+                          check=False)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "Traceback" not in done.stdout + done.stderr
+    errors = [line for line in done.stderr.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1, done.stderr
+    assert f"spout pixel-spout: cannot reach Kafka at 127.0.0.1:{port}" in errors[0]
+    assert "fix: start the broker" in errors[0]

@@ -31,7 +31,7 @@ from stormshift.adapters.fastpath import (
 from stormshift.adapters.hostbase import EMPTY, EndOfInput, HostBase, working_dir
 from stormshift.adapters.kernel import Kernel
 from stormshift.adapters.tuples import Tuple, TupleFactory, tick_tuple
-from stormshift.errors import ComponentFailure, StormshiftError
+from stormshift.errors import ComponentFailure, InfraError, StormshiftError
 from stormshift.topology.capabilities import Batching
 from stormshift.topology.graph import TopologyGraph
 
@@ -61,6 +61,8 @@ class SpoutHost(HostBase):
             self.instance.next_tuple()
         except (StopIteration, EndOfInput):
             self.exhausted = True
+        except InfraError:  # a built-in source's infrastructure is away: the run's error,
+            raise  # one line (exit 2), not a spout crash to restart for ever
         except Exception as exc:
             raise self._failure(exc, "next_tuple", None) from exc
 

@@ -51,7 +51,7 @@ import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
-from stormshift.errors import SourceDataLostError, TopologyError
+from stormshift.errors import InfraError, SourceDataLostError, TopologyError
 from stormshift.spouts.base import (
     RecordDecodeError,
     ReplayableSpout,
@@ -177,10 +177,13 @@ class KafkaSpout(ReplayableSpout):
 
         try:
             topics = self.consumer.list_topics(timeout=_META_TIMEOUT_SECS).topics
-        except KafkaException:
+        except KafkaException as exc:
             if self._known:
                 return list(self._known)
-            raise
+            raise InfraError(
+                f"spout {self._name()}: cannot reach Kafka at {self._servers} "
+                f"({exc.args[0] if exc.args else exc}); fix: start the broker, or point "
+                f"{self.config_prefix}.bootstrap_servers at one") from exc
         names: list[str] = []
         for topic, meta in topics.items():
             wanted = topic in self._topics if self._pattern is None else (

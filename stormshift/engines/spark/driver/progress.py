@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from stormshift.errors import ComponentFailure, RunFailedError, StormshiftError
+from stormshift.errors import ComponentFailure, InfraError, RunFailedError, StormshiftError
 
 __all__ = ["first_seen_errors", "format_progress", "query_failure", "stop_reason_from"]
 
@@ -66,6 +66,7 @@ def stop_reason_from(exc: Any) -> str:
     text = str(exc)
     raised = [m.group(0).strip() for m in map(_RAISED.match, text.splitlines()) if m]
     ours = [line for line in raised if "ComponentFailure" in line or "Stormshift" in line
+            or "InfraError" in line
             or "StateError" in line or "FencedError" in line or "KeyedFusionError" in line]
     if ours:
         return ours[-1]
@@ -85,5 +86,8 @@ def query_failure(reason: str, before_first_batch: bool, details: str = "") -> S
     own = reason.removeprefix(f"{ComponentFailure.__module__}.{ComponentFailure.__name__}: ")
     if own != reason and "initialize() raised" in own and before_first_batch:
         return StormshiftError(own)
+    infra = reason.removeprefix(f"{InfraError.__module__}.{InfraError.__name__}: ")
+    if infra != reason:  # a built-in source's broker away: the local engine's line, exit 2
+        return InfraError(infra)
     where = f" (Spark's whole error: {details})" if details else ""
     return RunFailedError(f"spark engine: the streaming query failed: {reason}{where}")

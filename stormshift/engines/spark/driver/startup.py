@@ -127,9 +127,13 @@ def bound_elsewhere(r: Any, commit_log: Any, namespace: str, checkpoint_dir: str
     theirs = recorded_checkpoint(r, namespace)
     owner = f"checkpoint {theirs}" if theirs else "another checkpoint"
     use = f"run with --checkpoint {theirs}" if theirs else "run with the checkpoint that wrote it"
+    if theirs and os.path.realpath(str(theirs)) == os.path.realpath(checkpoint_dir):
+        # the same path, another checkpoint: the directory was deleted and made again
+        owner = f"an earlier checkpoint at {theirs} (deleted and made again since)"
+        use = "restore that checkpoint directory"
     raise StormshiftError(
         f"state namespace {namespace!r} belongs to {owner} (committed txid "
-        f"{commit_log.committed()}), not to checkpoint {checkpoint_dir} this run uses; nothing "
+        f"{commit_log.committed()}), not to the checkpoint {checkpoint_dir} this run uses; nothing "
         f"was written. Fix: {use}, or give this run its own --namespace; --adopt-state "
         "continues that state from this checkpoint, --reset-state discards it (only if you "
         "mean to)")
