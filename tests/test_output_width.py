@@ -277,3 +277,29 @@ def test_a_long_value_in_a_record_block_folds_after_commas_never_inside_a_number
     assert all(any(f'"n":{n},' in line or f'"n":{n}]' in line for line in lines)
                for n in range(1000, 1040))
     assert [t.plain for t in fold(Text("x" * 70), 30)] == ["x" * 30, "x" * 30, "x" * 10]
+
+
+def test_checks_summary_counts_exactly_the_places_shown_under_each_severity() -> None:
+    """A rule with an error and two warnings: each severity has its own header, so the
+    places under WARNING headers are the summary's warnings (it said 3 for 2 shown)."""
+    from stormshift.check.report import CheckReport
+    from stormshift.check.rules import Finding, Severity
+
+    findings = [
+        Finding("external-write", Severity.ERROR, "src/a.py", 3, "a", "requests.post in process()"),
+        Finding("external-write", Severity.WARNING, "src/a.py", 9, "a", "open:w().write in process()"),
+        Finding("external-write", Severity.WARNING, "src/b.py", 4, "b", "open:w().write in process()"),
+        Finding("wall-clock", Severity.WARNING, "src/b.py", 7, "b", "time.time in process()"),
+    ]
+    report = CheckReport("t", "/p", findings, components=2)
+    text = printed(80, report.render())
+    headers: dict[str, int] = {}
+    current = ""
+    for line in text.splitlines():
+        if line[:8].strip() in ("ERROR", "WARNING", "INFO"):
+            current = line[:8].strip()
+        elif line.startswith("  src/"):
+            headers[current] = headers.get(current, 0) + 1
+    assert headers == {"ERROR": 1, "WARNING": 3}, text
+    assert "t: 1 error, 3 warnings, 0 info in 2 components" in text
+    assert text.count("see  migrations_guide/check.md#external-write") == 1

@@ -68,22 +68,26 @@ class CheckReport:
         return f"{self.topology}: {', '.join(parts)} in {self.components} components{run}"
 
     def render(self) -> RenderableType:
-        """Grouped by rule: the rule's header, its places, then why / fix / guide once."""
+        """Grouped by rule and severity: a header, its places; why / fix / guide once a rule."""
         blocks: list[RenderableType] = []
-        rules = list(dict.fromkeys(f.rule for f in self.findings))
-        for rule_id in rules:
-            rule, found = RULES[rule_id], self.by_rule(rule_id)
-            worst = max((f.severity for f in found), key=lambda s: s.rank)
-            head = Text.assemble((f"{worst.value.upper():<8}", _STYLE[worst]),
+        # one block per rule and severity: the places under a WARNING header are exactly
+        # the warnings the summary line counts (a rule's warnings under its ERROR header
+        # read as errors: "3 warnings" for 2 shown)
+        groups = list(dict.fromkeys((f.rule, f.severity) for f in self.findings))
+        last = {rule_id: n for n, (rule_id, _) in enumerate(groups)}  # the notes once a rule
+        for n, (rule_id, severity) in enumerate(groups):
+            rule = RULES[rule_id]
+            found = [f for f in self.by_rule(rule_id) if f.severity is severity]
+            head = Text.assemble((f"{severity.value.upper():<8}", _STYLE[severity]),
                                  (rule_id, "bold"), f"  {rule.title}")
             blocks.append(head)
             for f in found:
                 where = Text.assemble((visible(f.location), "bold"),
                                       (visible(f"  [{f.component}]") if f.component else "", "dim"))
-                if f.severity is not worst:
-                    where.append(f"  ({f.severity.value})", _STYLE[f.severity])
                 blocks.append(Padding(Group(where, Padding(cell(f.message), (0, 0, 0, 2), expand=False)),
                                       (0, 0, 0, 2), expand=False))
+            if last[rule_id] != n:
+                continue
             notes = Table.grid(padding=(0, 2, 0, 0))
             notes.add_column(style="dim")
             notes.add_column()
