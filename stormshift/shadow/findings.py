@@ -106,7 +106,8 @@ def refusal(sides: Sequence[tuple[str, ProjectFindings]],
     if not lines:
         return None
     return ("shadow refused: a component writes outside the framework where the shadow cannot "
-            "give each side a scratch target (Redis and files it can), and a shadow run would "
+            "give each side a scratch target (Redis, files, requests / urllib HTTP and "
+            "confluent_kafka it can), and a shadow run would "
             "run it on both sides against the same target (each write done twice, and the port "
             "blamed for it):\n" + "\n".join(lines) + "\nfix: give each side a scratch target "
             "through the config key the component reads it from (-o KEY=VALUE for the port, "

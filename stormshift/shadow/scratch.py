@@ -52,8 +52,14 @@ def _is_redis(finding: Any) -> bool:
     return str(finding.message).startswith(REDIS_ROOTS)
 
 
+def _head(finding: Any) -> str:
+    """The called path a finding's message starts with: ``open`` of ``open:a().write in
+    process()`` or of ``open in process()``."""
+    return str(finding.message).split(" ", 1)[0].split("(", 1)[0].split(":", 1)[0]
+
+
 def _is_file(finding: Any) -> bool:
-    head = str(finding.message).split("(", 1)[0].split(":", 1)[0]
+    head = _head(finding)
     return head in FILE_ROOTS[:3] or head.startswith(FILE_ROOTS[3])
 
 
@@ -74,7 +80,7 @@ def redirectable(finding: Any) -> bool:
 
 def not_redirected(finding: Any) -> str:
     """What kind of target a write finding the shadow cannot redirect writes (for its refusal)."""
-    root = str(finding.message).split(".", 1)[0].split("(", 1)[0]
+    root = _head(finding).split(".", 1)[0]
     kinds = {"httpx": "HTTP through httpx", "urllib3": "HTTP through urllib3",
              "http": "HTTP through http.client", "aiohttp": "HTTP through aiohttp",
              "kafka": "Kafka through kafka-python", "requests": "HTTP",
