@@ -6,6 +6,8 @@ folder) filled with records ``{"word": w, "rid": n}`` numbered from 0, the legac
 list) run on the local engine as a process, and the port (``.../port``: an opaque map,
 ``cutover.sink`` into the same sorted set) cut over and handed back with the real
 commands, each a process of its own in its own session (a driver kill takes its group).
+With ``topology="words_attr"`` both sides count in a ``Counter`` attribute of a
+fields-grouped bolt instead (the port's attribute seeded by ``cutover.seed``'s ``attr``).
 """
 
 from __future__ import annotations
@@ -31,8 +33,9 @@ RUN_TIMEOUT_SECS = 240
 
 class Switch:
     def __init__(self, kind: str, tmp: Path, redis_url: str, namespace: str,
-                 broker: Any = None):
+                 broker: Any = None, topology: str | None = None):
         self.kind, self.tmp, self.url, self.ns, self.broker = kind, tmp, redis_url, namespace, broker
+        self.topology = topology or f"words_{kind}"
         self.r = redis.Redis.from_url(redis_url)
         tag = uuid.uuid4().hex[:8]
         self.zset, self.ids, self.pos = f"cut:{tag}:words", f"cut:{tag}:ids", f"cut:{tag}:pos"
@@ -96,10 +99,12 @@ class Switch:
         return {"file": str(self.posfile)}
 
     def port_options(self) -> dict[str, Any]:
+        held = {"attr": "counts"} if self.topology == "words_attr" else {"map": "counts",
+                                                                          "kind": "opaque"}
         return self.source_options("port") | {
             "cutover.position": {"word_spout": self.position()},
-            "cutover.seed": {"count_bolt": {"map": "counts", "kind": "opaque", "value": "int",
-                                            "from": {"redis_zset": self.zset, "url": self.url}}},
+            "cutover.seed": {"count_bolt": held | {
+                "value": "int", "from": {"redis_zset": self.zset, "url": self.url}}},
             "cutover.sink": {"count_bolt:default": {"redis_zset": self.zset, "key": "word",
                                                     "value": "count", "url": self.url}}}
 
@@ -129,7 +134,7 @@ class Switch:
 
     def legacy(self) -> subprocess.CompletedProcess[str]:
         """The legacy topology on the local engine to the end of its input."""
-        out = self._run(["run", str(FIXTURES / "legacy"), "-n", f"words_{self.kind}",
+        out = self._run(["run", str(FIXTURES / "legacy"), "-n", self.topology,
                          "--engine", "local", "--until-done"],
                         self.source_options("legacy") | self.legacy_start())
         assert out.returncode == 0, out.stderr[-3000:]
@@ -137,20 +142,20 @@ class Switch:
 
     def cutover(self, *extra: str, env: dict[str, str] | None = None
                 ) -> subprocess.CompletedProcess[str]:
-        return self._run(["cutover", str(FIXTURES / "port"), "-n", f"words_{self.kind}",
+        return self._run(["cutover", str(FIXTURES / "port"), "-n", self.topology,
                           "--namespace", self.ns, "--redis", self.url, "--checkpoint",
                           str(self.checkpoint), "--master", "local[2]", "--until-done",
                           "--batch-max-tuples", "60", "--sink", f"jsonl:{self.sink}",
                           "--settle", "1", *extra], self.port_options(), env)
 
     def handback(self) -> subprocess.CompletedProcess[str]:
-        out = self._run(["handback", str(FIXTURES / "port"), "-n", f"words_{self.kind}",
+        out = self._run(["handback", str(FIXTURES / "port"), "-n", self.topology,
                          "--namespace", self.ns, "--redis", self.url], self.port_options())
         assert out.returncode == 0, out.stderr[-3000:]
         return out
 
     def status(self) -> dict[str, Any]:
-        out = self._run(["cutover", "status", str(FIXTURES / "port"), "-n", f"words_{self.kind}",
+        out = self._run(["cutover", "status", str(FIXTURES / "port"), "-n", self.topology,
                          "--namespace", self.ns, "--redis", self.url, "--json"], self.port_options())
         assert out.returncode == 0, out.stderr[-3000:]
         return dict(json.loads(out.stdout))
