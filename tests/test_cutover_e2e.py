@@ -20,7 +20,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from support.cutover_harness import FIXTURES, REPO, Switch, wait_for
+from support.cutover_harness import FIXTURES, REPO, Switch, read_topic, wait_for
 from support.kafka_broker import TansuBroker
 
 pytestmark = [pytest.mark.spark, pytest.mark.redis]
@@ -60,11 +60,31 @@ def test_cut_over_and_hand_back_a_counter_attribute_count_every_record_once(
     _switch_and_back(s, tmp_path, wipe_before_handback=True)
 
 
-def _switch_and_back(s: Switch, tmp_path: Path, wipe_before_handback: bool = False) -> None:
+@pytest.mark.kafka
+def test_cut_over_onto_the_legacys_kafka_topic_produces_each_value_once_across_a_driver_kill(
+        tmp_path: Path, redis_url: str, namespace: str, request: pytest.FixtureRequest,
+        broker: TansuBroker) -> None:
+    """The port writes the topic the legacy produced its counts to (``cutover.sink``
+    ``kafka_topic``); its driver is SIGKILLed after batch 2's commit and the cut-over
+    resumed: a read_committed consumer of the topic sees every record's count once, and
+    each word's last message is its total (the seed plus the port's count)."""
+    s = _switch("kafka", tmp_path, redis_url, namespace, request)
+    topic = f"counts-{s.tag}"
+    broker.create_topic(topic, 2)
+    s.target = {"count_bolt:default": {"kafka_topic": topic, "key": "word",
+                                       "value": ["word", "count", "rid"],
+                                       "bootstrap_servers": broker.bootstrap}}
     s.produce(N1)
     s.legacy()
-    assert s.totals() == s.expected() and len(s.legacy_ids()) == N1
     s.produce(N2)
+    _cut_over_with_a_driver_kill(s, tmp_path)
+    seen = read_topic(broker.bootstrap, topic, 2)
+    assert sorted(m["rid"] for m in seen) == list(range(N1, N1 + N2)), "a count produced twice or never"
+    last = {m["word"]: m["count"] for m in seen}  # one partition per word: in order
+    assert last == {w: s.expected()[w] for w in set(s.words[N1:])}
+
+
+def _cut_over_with_a_driver_kill(s: Switch, tmp_path: Path) -> None:
     faults = [{"name": "k", "at": "driver.after_commit", "action": "kill_run", "secs": 0,
                "when": {"txid": 2}}]
     (tmp_path / "f").mkdir()
@@ -75,6 +95,14 @@ def _switch_and_back(s: Switch, tmp_path: Path, wipe_before_handback: bool = Fal
     resumed = s.cutover(env=env)
     assert resumed.returncode == 0, resumed.stderr[-3000:]
     assert "resuming the cut-over" in resumed.stderr
+
+
+def _switch_and_back(s: Switch, tmp_path: Path, wipe_before_handback: bool = False) -> None:
+    s.produce(N1)
+    s.legacy()
+    assert s.totals() == s.expected() and len(s.legacy_ids()) == N1
+    s.produce(N2)
+    _cut_over_with_a_driver_kill(s, tmp_path)
     assert s.totals() == s.expected(), "the port's sink: the seed plus the port's count"
     status = s.status()
     assert status["status"] == "live"

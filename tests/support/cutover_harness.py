@@ -37,7 +37,7 @@ class Switch:
         self.kind, self.tmp, self.url, self.ns, self.broker = kind, tmp, redis_url, namespace, broker
         self.topology = topology or f"words_{kind}"
         self.r = redis.Redis.from_url(redis_url)
-        tag = uuid.uuid4().hex[:8]
+        self.tag = tag = uuid.uuid4().hex[:8]
         self.zset, self.ids, self.pos = f"cut:{tag}:words", f"cut:{tag}:ids", f"cut:{tag}:pos"
         self.topic, self.group, self.stream = f"words-{tag}", f"legacy-{tag}", f"cut:{tag}:in"
         self.folder = tmp / "input"
@@ -46,6 +46,7 @@ class Switch:
         self.checkpoint = tmp / "checkpoint"
         self.sink = tmp / "sink"
         self.words: list[str] = []
+        self.target: dict[str, Any] | None = None  # cutover.sink instead of the sorted set
         self.rng = random.Random(7)
         if kind == "kafka":
             broker.create_topic(self.topic, 2)
@@ -105,8 +106,8 @@ class Switch:
             "cutover.position": {"word_spout": self.position()},
             "cutover.seed": {"count_bolt": held | {
                 "value": "int", "from": {"redis_zset": self.zset, "url": self.url}}},
-            "cutover.sink": {"count_bolt:default": {"redis_zset": self.zset, "key": "word",
-                                                    "value": "count", "url": self.url}}}
+            "cutover.sink": self.target or {"count_bolt:default": {
+                "redis_zset": self.zset, "key": "word", "value": "count", "url": self.url}}}
 
     # -- the commands ----------------------------------------------------------------
     def _run(self, args: list[str], options: dict[str, Any], env: dict[str, str] | None = None,
@@ -187,3 +188,32 @@ def wait_for(predicate: Any, timeout_secs: float = 30.0) -> None:
         if time.monotonic() > deadline:
             raise AssertionError("condition not met in time")
         time.sleep(0.1)
+
+
+def read_topic(bootstrap: str, topic: str, partitions: int, timeout_secs: float = 60.0,
+               ) -> list[Any]:
+    """Every message of ``topic`` a read_committed consumer sees (JSON values), partition by
+    partition in order, to the end of each."""
+    from confluent_kafka import Consumer, KafkaError, TopicPartition
+
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"check-{uuid.uuid4().hex}",
+                  "enable.partition.eof": True, "isolation.level": "read_committed"})
+    c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    out: list[Any] = []
+    todo = set(range(partitions))
+    deadline = time.monotonic() + timeout_secs
+    try:
+        while todo:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"topic {topic}: partitions {sorted(todo)} not read to the end")
+            m = c.poll(0.2)
+            if m is None:
+                continue
+            if m.error():
+                assert m.error().code() == KafkaError._PARTITION_EOF, m.error()
+                todo.discard(m.partition())
+                continue
+            out.append(json.loads(m.value()))
+    finally:
+        c.close()
+    return out
