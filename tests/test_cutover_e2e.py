@@ -159,3 +159,46 @@ def test_cut_over_while_the_legacy_consumes_is_refused_and_writes_nothing(
     assert keys == [], "the refused cut-over wrote state"
     assert not s.r.exists(f"{s.zset}:stormshift:txid")
     assert not (tmp_path / "checkpoint").exists()
+
+
+@pytest.mark.kafka
+def test_cut_over_while_the_legacys_group_has_a_live_member_is_refused_and_writes_nothing(
+        tmp_path: Path, redis_url: str, namespace: str, request: pytest.FixtureRequest,
+        broker: TansuBroker) -> None:
+    """The legacy's position stands still (it read everything and committed), but a member
+    of its consumer group is alive (subscribed, polling, as a Storm KafkaSpout is): the
+    cut-over is refused on the group's members alone. tansu describes such a group as
+    STABLE with an empty member list, which ``legacy.group_members`` counts as one."""
+    from confluent_kafka import Consumer, ConsumerGroupState
+
+    s = _switch("kafka", tmp_path, redis_url, namespace, request)
+    s.produce(50)
+    s.legacy()
+    stop = threading.Event()
+
+    def member() -> None:
+        c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": s.group,
+                      "session.timeout.ms": 6000, "heartbeat.interval.ms": 500,
+                      "enable.auto.commit": False, "auto.offset.reset": "earliest"})
+        c.subscribe([s.topic])
+        while not stop.is_set():
+            c.poll(0.2)
+        c.close()
+
+    thread = threading.Thread(target=member, daemon=True)
+    thread.start()
+    try:
+        admin = broker.admin()
+        wait_for(lambda: admin.describe_consumer_groups([s.group])[s.group].result(10).state
+                 is ConsumerGroupState.STABLE, 60)
+        out = s.cutover("--settle", "1")
+    finally:
+        stop.set()
+        thread.join()
+    assert out.returncode == 2, out.stderr
+    lines = [line for line in out.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and f"consumer group {s.group!r} has 1 live member(s)" in lines[0], lines
+    assert "nothing was written" in lines[0]
+    keys = [k for p in (f"ss:{{{namespace}}}:*", f"ss:{{{namespace}:*}}:*")
+            for k in s.r.scan_iter(match=p)]
+    assert keys == [] and not (tmp_path / "checkpoint").exists()
