@@ -3,10 +3,17 @@ rule, the seed's records and the guarded target's script call (no server)."""
 
 from __future__ import annotations
 
+import pickle
+from collections import Counter
+
 import pytest
 
+from stormshift.adapters.routing import choose_tasks
+from stormshift.cutover.attrs import base_payloads, merge_tasks, split_values
 from stormshift.cutover.plan import (
+    ATTR,
     from_kafka,
+    key_to_port,
     position_spec,
     refusal,
     seeds_of,
@@ -20,6 +27,7 @@ from stormshift.spouts.base import initial_offset, initial_offsets
 from stormshift.spouts.redis_streams import stream_id_before
 from stormshift.state.codec import committed_view, visible
 from stormshift.state.target import parse_targets, target_call, target_text
+from stormshift.topology.graph import ComponentDef, ComponentKind, Grouping, GroupingKind, InputDef
 
 
 def test_kafka_offsets_are_one_past_the_spouts_and_back() -> None:
@@ -103,3 +111,46 @@ def test_target_call_sets_the_last_value_or_adds_per_key() -> None:
     assert target_text(3.0) == "3" and target_text(2.5) == "2.5"
     with pytest.raises(TopologyError, match="cutover.sink entry"):
         parse_targets({"cutover.sink": {"count:default": {"redis_zset": "w"}}})
+
+
+def _counter_bolt(par: int, grouping: Grouping) -> ComponentDef:
+    return ComponentDef("count", ComponentKind.BOLT, "m.Count", par, {}, {},
+                        (InputDef("words", "default", grouping),))
+
+
+def test_an_attribute_seed_is_split_by_the_ports_fields_grouping() -> None:
+    comp = _counter_bolt(2, Grouping(GroupingKind.FIELDS, ("word",)))
+    values = {w: n for n, w in enumerate(["it", "was", "the", "best", "of", "times"], 1)}
+    parts = split_values(comp, values, Counter())
+    for task, part in enumerate(parts):
+        assert type(part) is Counter
+        for word in part:  # the task the port's routing sends the word's tuples to
+            assert choose_tasks(Grouping(GroupingKind.FIELDS, ("word",)), 2, [word, 0],
+                                field_positions=(0,), emitter_task_index=0, seq=0) == (task,)
+    assert all(parts) and merge_tasks(parts) == values
+    by_task = [pickle.loads(p) for p in base_payloads(2, {"counts": parts})]
+    assert by_task == [{"counts": parts[0]}, {"counts": parts[1]}]
+    assert split_values(_counter_bolt(1, Grouping(GroupingKind.SHUFFLE)), values, {}) == [values]
+
+
+def test_an_attribute_seed_beyond_one_task_needs_a_fields_grouping() -> None:
+    with pytest.raises(TopologyError, match="no key is tied to one task"):
+        split_values(_counter_bolt(2, Grouping(GroupingKind.SHUFFLE)), {"a": 1}, {})
+    two = _counter_bolt(2, Grouping(GroupingKind.FIELDS, ("a", "b")))
+    parts = split_values(two, {("x", 1): 5}, {})
+    assert merge_tasks(parts) == {("x", 1): 5}
+    with pytest.raises(TopologyError, match="not a tuple of 2 grouping values"):
+        split_values(two, {"x": 5}, {})
+
+
+def test_an_attribute_seed_config_is_checked() -> None:
+    conf = {"cutover.seed": {"count": {"attr": "counts", "key": "int",
+                                       "from": {"hook": "m:f", "hook_back": "m:g"}}}}
+    [seed] = seeds_of(conf, {"count"})
+    assert seed.is_attr and (seed.map, seed.kind, seed.store, seed.key) == (
+        "counts", ATTR, "hook", "int")
+    assert seed.extra == {"hook_back": "m:g"}
+    for bad in ({"attr": "c", "map": "c"}, {"attr": "c", "kind": "opaque"}, {"attr": "c", "key": "x"}):
+        with pytest.raises(TopologyError, match="dict attribute"):
+            seeds_of({"cutover.seed": {"count": bad | {"from": {"redis_zset": "w"}}}}, {"count"})
+    assert key_to_port(b"42", "int") == 42 and key_to_port(b"w", "str") == "w"

@@ -85,22 +85,12 @@ def _check_still(graph: Any, r: Any, settle_secs: float) -> tuple[dict[str, Any]
 
 def _seed(graph: Any, r: Any, ns: str, starts: dict[str, Any], checkpoint: str, force: bool,
           say: Any) -> None:
-    from stormshift.cutover.legacy import read_store
-    from stormshift.cutover.plan import seeds_of
-    from stormshift.cutover.record import LIVE
-    from stormshift.cutover.seed import write_seed
-    from stormshift.state.commit import CommitLog
+    from stormshift.cutover.seed import seed_port
 
-    seeds = seeds_of(graph.config, {b.name for b in graph.bolts})
-    values = {s: read_store(s, r, graph.component(s.component).config) for s in seeds}
-    seed_txid = CommitLog(r, ns).committed() + 1
-    record = {"status": LIVE, "at_ms": int(time.time() * 1000), "checkpoint": checkpoint,
-              "topology": graph.name, "start": starts, "seed_txid": seed_txid, "forced": force,
-              "seeded": {f"{s.component}.{s.map}": len(v) for s, v in values.items()}}
-    written = write_seed(r, ns, seed_txid, values, record)
-    say(f"cut over: namespace {ns!r} seeded at txid {seed_txid} with {written} entries "
-        f"({', '.join(f'{k}: {n}' for k, n in record['seeded'].items()) or 'no seed'}); the "
-        f"port starts at {json.dumps(starts, sort_keys=True)}")
+    record, written = seed_port(graph, r, ns, starts, checkpoint, force)
+    say(f"cut over: namespace {ns!r} seeded at txid {record['seed_txid']} with {written} "
+        f"entries ({', '.join(f'{k}: {n}' for k, n in record['seeded'].items()) or 'no seed'});"
+        f" the port starts at {json.dumps(starts, sort_keys=True)}")
 
 
 @cutover_group.command("start")

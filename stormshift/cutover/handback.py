@@ -6,7 +6,8 @@ an absolute value, so a second pass writes the same):
 1. the cut-over record must be live (or a hand-back under way);
 2. the port stops at a batch boundary (``stormshift stop``'s request; its lease released);
 3. where it stands: the offsets of its last committed batch (``port.py``);
-4. its state maps are written into the legacy's store in the legacy's format (the seed's
+4. its seeded state (state maps; dict attributes merged over the tasks' committed
+   snapshots) is written into the legacy's store in the legacy's format (the seed's
    inverse, one MULTI/EXEC per store);
 5. its position is committed where the legacy resumes from (its consumer group, position
    store, or printed);
@@ -22,7 +23,7 @@ from typing import Any
 
 from stormshift.cutover.legacy import write_position, write_store
 from stormshift.cutover.plan import position_spec, seeds_of
-from stormshift.cutover.port import port_position
+from stormshift.cutover.port import port_position, port_values
 from stormshift.cutover.record import HANDED_BACK, LIVE, read_record, write_record
 from stormshift.errors import StormshiftError
 
@@ -52,8 +53,6 @@ def _stop(r: Any, ns: str, timeout_secs: float, say: Callable[[str], None]) -> N
 
 def handback(graph: Any, r: Any, ns: str, timeout_secs: float,
              say: Callable[[str], None]) -> dict[str, Any]:
-    from stormshift.state.inspect import map_items
-
     # Step 1.
     record = read_record(r, ns)
     if record is None or record["status"] not in (LIVE, HANDING_BACK):
@@ -68,8 +67,7 @@ def handback(graph: Any, r: Any, ns: str, timeout_secs: float,
     # Step 4.
     written = {}
     for seed in seeds_of(graph.config, {b.name for b in graph.bolts}):
-        values = {k: v for k, (v, _t) in map_items(r, ns, seed.component, seed.map,
-                                                    seed.kind).items()}
+        values = port_values(graph, r, ns, seed, record)
         write_store(seed, r, graph.component(seed.component).config, values)
         written[f"{seed.component}.{seed.map}"] = len(values)
         say(f"state: {seed.component}.{seed.map} ({len(values)} keys) written to the legacy's "

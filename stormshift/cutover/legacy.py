@@ -14,7 +14,7 @@ import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from stormshift.cutover.plan import Seed, from_kafka, to_kafka, to_legacy, to_port
+from stormshift.cutover.plan import Seed, from_kafka, key_to_port, to_kafka, to_legacy, to_port
 from stormshift.errors import StormshiftError
 
 __all__ = ["group_members", "read_position", "read_store", "write_position", "write_store"]
@@ -148,13 +148,14 @@ def read_store(seed: Seed, r: Any, conf: Mapping[str, Any]) -> dict[Any, Any]:
     client = _redis(seed.url, r)
     if seed.store == "redis_zset":
         items = client.zrange(seed.name, 0, -1, withscores=True)
-        return {k.decode(): to_port(v, seed.value) for k, v in items}
-    if seed.store == "redis_hash":
-        return {k.decode(): to_port(v, seed.value) for k, v in client.hgetall(seed.name).items()}
-    keys = sorted(client.scan_iter(match=f"{seed.name}*", count=1000))
-    values = client.mget(keys) if keys else []
-    return {k.decode()[len(seed.name):]: to_port(v, seed.value)
-            for k, v in zip(keys, values) if v is not None}
+    elif seed.store == "redis_hash":
+        items = list(client.hgetall(seed.name).items())
+    else:
+        keys = sorted(k for k in client.scan_iter(match=f"{seed.name}*", count=1000)
+                      if not k.endswith(b":stormshift:txid"))
+        items = [(k[len(seed.name.encode()):], v)
+                 for k, v in zip(keys, client.mget(keys) if keys else []) if v is not None]
+    return {key_to_port(k, seed.key): to_port(v, seed.value) for k, v in items}
 
 
 def write_store(seed: Seed, r: Any, conf: Mapping[str, Any], values: Mapping[Any, Any]) -> None:

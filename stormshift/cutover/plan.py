@@ -9,9 +9,12 @@ config, or ``-o``):
   partition -> offset: a stream entry id, a file's line count) or ``{"file": PATH}`` (a
   JSON object of the same), or ``{"hook": "module:function"}`` (``function(conf)`` returns
   the offsets; ``"hook_back"`` gets ``(conf, offsets)`` at hand-back).
-- ``cutover.seed`` -- per bolt, its state in the legacy's store: ``{"map": NAME, "kind":
-  "opaque", "from": {"redis_zset": KEY}, "value": "int"}`` (also ``redis_hash``,
-  ``redis_keys`` (a key prefix), ``hook``; ``url``: the store's server).
+- ``cutover.seed`` -- per bolt, its state in the legacy's store and what it becomes in the
+  port: a state map ``{"map": NAME, "kind": "opaque", "from": {"redis_zset": KEY}, "value":
+  "int"}`` or a dict attribute of the bolt ``{"attr": NAME, "from": ..., "value": "int"}``
+  (``attrs.py``); ``from`` also ``redis_hash``, ``redis_keys`` (a key prefix) or ``hook``
+  (``function(conf)`` returns key -> value; ``hook_back`` gets ``(conf, values)``);
+  ``url``: the store's server; ``key`` ``str`` (default) or ``int``: the keys' type.
 - ``cutover.sink`` -- the legacy's output target the port writes (``state/target.py``).
 
 Positions are the spouts' own offsets (the position *after* the last record read), so a
@@ -27,19 +30,22 @@ from typing import Any
 
 from stormshift.errors import TopologyError
 
-__all__ = ["POSITION_KEY", "SEED_KEY", "Seed", "from_kafka", "position_spec", "refusal",
-           "seeds_of", "to_kafka", "to_legacy", "to_port"]
+__all__ = ["ATTR", "POSITION_KEY", "SEED_KEY", "Seed", "from_kafka", "key_to_port",
+           "position_spec", "refusal", "seeds_of", "to_kafka", "to_legacy", "to_port"]
 
 POSITION_KEY = "cutover.position"
 SEED_KEY = "cutover.seed"
 _STORES = ("redis_zset", "redis_hash", "redis_keys", "hook")
 _VALUES = ("int", "float", "str", "json")
 _MAP_KINDS = ("opaque", "transactional", "plain")
+_KEYS = ("str", "int")
+ATTR = "attribute"  # a Seed's kind when it seeds a dict attribute, not a state map
 
 
 @dataclass(frozen=True, eq=False)
 class Seed:
-    """One bolt's state map seeded from (and handed back to) the legacy's store."""
+    """One bolt's state map (``kind`` a map kind) or dict attribute (``kind`` ``ATTR``),
+    named ``map``, seeded from (and handed back to) the legacy's store."""
 
     component: str
     map: str
@@ -49,6 +55,11 @@ class Seed:
     value: str = "int"
     url: str | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
+    key: str = "str"
+
+    @property
+    def is_attr(self) -> bool:
+        return self.kind == ATTR
 
 
 def seeds_of(conf: Mapping[str, Any], bolts: set[str]) -> list[Seed]:
@@ -57,19 +68,24 @@ def seeds_of(conf: Mapping[str, Any], bolts: set[str]) -> list[Seed]:
     for component, spec in dict(conf.get(SEED_KEY) or {}).items():
         src = dict((spec or {}).get("from") or {})
         stores = [s for s in _STORES if s in src]
-        value = spec.get("value", "int") if isinstance(spec, Mapping) else None
-        kind = spec.get("kind", "opaque") if isinstance(spec, Mapping) else None
-        if (component not in bolts or not isinstance(spec, Mapping) or not spec.get("map")
-                or len(stores) != 1 or value not in _VALUES or kind not in _MAP_KINDS):
+        ok = isinstance(spec, Mapping)
+        value = spec.get("value", "int") if ok else None
+        key = spec.get("key", "str") if ok else None
+        holders = [h for h in ("map", "attr") if ok and spec.get(h)]
+        kind = (spec.get("kind", "opaque") if holders == ["map"] else ATTR) if ok else None
+        if (component not in bolts or len(holders) != 1 or len(stores) != 1
+                or value not in _VALUES or key not in _KEYS
+                or kind not in (*_MAP_KINDS, ATTR) or (kind == ATTR and "kind" in spec)):
             raise TopologyError(
-                f"{SEED_KEY} entry {component!r} must name a bolt of the port, its state map "
-                f"(map, kind {'/'.join(_MAP_KINDS)}), one legacy store in from "
-                f"({', '.join(_STORES)}) and a value of {list(_VALUES)}; got {spec!r}",
-                fix=f'e.g. "{SEED_KEY}": {{"count_bolt": {{"map": "counts", "from": '
+                f"{SEED_KEY} entry {component!r} must name a bolt of the port, either its state "
+                f"map (map, kind {'/'.join(_MAP_KINDS)}) or its dict attribute (attr), one "
+                f"legacy store in from ({', '.join(_STORES)}), a value of {list(_VALUES)} and "
+                f"a key of {list(_KEYS)}; got {spec!r}",
+                fix=f'e.g. "{SEED_KEY}": {{"count_bolt": {{"attr": "counts", "from": '
                     '{"redis_zset": "words"}, "value": "int"}}')
-        out.append(Seed(component, str(spec["map"]), str(kind), stores[0], str(src[stores[0]]),
-                        str(value), src.get("url"), {k: v for k, v in src.items()
-                                                    if k not in (*_STORES, "url")}))
+        out.append(Seed(component, str(spec[holders[0]]), str(kind), stores[0],
+                        str(src[stores[0]]), str(value), src.get("url"),
+                        {k: v for k, v in src.items() if k not in (*_STORES, "url")}, str(key)))
     return out
 
 
@@ -97,6 +113,12 @@ def to_port(raw: Any, how: str) -> Any:
     if how == "json":
         return json.loads(text) if isinstance(text, str) else text
     return str(text)
+
+
+def key_to_port(raw: Any, how: str) -> Any:
+    """A legacy store's key (member, field, key suffix) as the port's state keys it."""
+    text = raw.decode() if isinstance(raw, bytes) else raw
+    return int(text) if how == "int" and not isinstance(text, int) else text
 
 
 def to_legacy(value: Any, how: str) -> str:

@@ -1,4 +1,6 @@
-"""Where the port stands: the offsets of its last committed batch, per spout.
+"""Where the port stands: the offsets of its last committed batch, per spout; and what a
+seeded piece of its state holds now (``port_values``: a state map's committed entries, or
+a dict attribute merged over the tasks' committed snapshots).
 
 The driver records ``committed = txid`` in Redis before Spark's own commit log, so the
 committed txid, less the checkpoint's base, names the batch whose planned offsets
@@ -14,7 +16,24 @@ from typing import Any
 
 from stormshift.state.commit import CommitLog
 
-__all__ = ["port_position"]
+__all__ = ["port_position", "port_values"]
+
+
+def port_values(graph: Any, r: Any, namespace: str, seed: Any,
+                record: Mapping[str, Any]) -> dict[Any, Any]:
+    """The port's committed values for ``seed`` (key -> value), what a hand-back writes."""
+    if not seed.is_attr:
+        from stormshift.state.inspect import map_items
+
+        return {k: v for k, (v, _t) in map_items(r, namespace, seed.component, seed.map,
+                                                  seed.kind).items()}
+    from stormshift.cutover.attrs import committed_values
+    from stormshift.state.snapshots import SnapshotStore, run_key
+
+    key, _where = run_key(graph.config, str(record.get("checkpoint", "")), make=False)
+    par = SnapshotStore(r, namespace, key).par_of(seed.component) or graph.component(
+        seed.component).par
+    return committed_values(r, namespace, key, seed.component, seed.map, par)
 
 
 def port_position(r: Any, namespace: str, record: Mapping[str, Any]) -> tuple[int, dict[str, dict[str, Any]]]:

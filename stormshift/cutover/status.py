@@ -4,7 +4,7 @@ Per spout: the legacy's recorded position and the port's (its last committed bat
 each with its lag behind the source's head (the spout's own ``replay_partition_lag``).
 The port's last commit (txid, lease renewal). The live comparison since the cut: every
 ``cutover.sink`` target read back and compared, key by key, with the port's state map
-of the same bolt (the seed's map) -- equal keys, differing keys, keys on one side only.
+of the same bolt (the seeded map or attribute) -- equal keys, differing keys, keys on one side only.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 
 from stormshift.cutover.legacy import read_position
 from stormshift.cutover.plan import position_spec, seeds_of, to_port
-from stormshift.cutover.port import port_position
+from stormshift.cutover.port import port_position, port_values
 from stormshift.cutover.record import history, read_record
 
 __all__ = ["compare_target", "lag_of", "status"]
@@ -47,11 +47,10 @@ def _target_values(target: Any, r: Any) -> dict[str, Any]:
             if v is not None}
 
 
-def compare_target(target: Any, seed: Any, r: Any, ns: str) -> dict[str, int]:
+def compare_target(target: Any, seed: Any, r: Any, ns: str, graph: Any = None,
+                   record: Any = None) -> dict[str, int]:
     """``same`` / ``differ`` / ``target_only`` / ``port_only`` keys of one target."""
-    from stormshift.state.inspect import map_items
-
-    port = {str(k): v for k, (v, _t) in map_items(r, ns, seed.component, seed.map, seed.kind).items()}
+    port = {str(k): v for k, v in port_values(graph, r, ns, seed, record or {}).items()}
     held = {k: to_port(v, seed.value) for k, v in _target_values(target, r).items()}
     same = sum(1 for k in port if k in held and held[k] == port[k])
     return {"same": same, "differ": sum(1 for k in port if k in held) - same,
@@ -90,7 +89,10 @@ def status(graph: Any, r: Any, ns: str) -> dict[str, Any]:
         seed = seeds.get(target.component)
         if seed is None:
             continue
-        c = compared[stream] = compare_target(target, seed, r, ns)
+        if target.shape == "kafka":
+            lines.append(f"since the cut: target Kafka topic {target.name!r} is not read back")
+            continue
+        c = compared[stream] = compare_target(target, seed, r, ns, graph, record)
         lines.append(f"since the cut: target {target.shape} {target.name!r} vs "
                      f"{seed.component}.{seed.map}: {c['same']} keys equal, {c['differ']} differ, "
                      f"{c['port_only']} only in the port, {c['target_only']} only in the target")

@@ -281,6 +281,7 @@ __all__ = [
     "epochs_key",
     "fence_key",
     "group_of",
+    "kafka_target_key",
     "lease_key",
     "lease_pattern",
     "map_key",
@@ -316,6 +317,13 @@ def cutover_key(ns: str) -> str:
     """Hash: the cut-over of the legacy to this namespace's port and its hand-back
     (``stormshift/cutover/record.py``): ``record`` (JSON), ``history`` (JSON list)."""
     return ns_key(ns, "cutover")
+
+
+def kafka_target_key(ns: str, topic: str) -> str:
+    """Hash beside the state guarding a Kafka topic the port writes (``state/target_kafka.py``):
+    ``component:task`` -> the last txid it produced whole, ``component:task:intent`` -> the
+    attempt under way. In the state's server: a topic has no place for it."""
+    return ns_key(ns, f"cutover:kafka:{topic}")
 
 
 def target_guard_key(target: str) -> str:

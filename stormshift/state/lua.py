@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from stormshift.state.lua_lease import LEASE_SCRIPTS
 from stormshift.state.lua_ns import DLQ_ADD_FENCED, SINK_PUT, STATS_PUT
+from stormshift.state.lua_target import TARGET_SCRIPTS
 
 # Shared prelude: the fence check every write script runs before touching data.
 # Returns an error string (prefixed FENCED) or nil; never writes before checks pass.
@@ -390,29 +391,6 @@ for i = 3, #ARGV do out[#out + 1] = redis.call('HGET', KEYS[1], ARGV[i]) end
 return out
 """
 
-# A legacy target written by the port (``state/target.py``): KEYS[1] the target (a sorted
-# set, a hash, or the prefix of string keys), KEYS[2] its guard hash (field: the writing
-# ``component:task`` -> the last txid it applied). ARGV: who, txid, shape (zset | hash |
-# keys), op (set | add), then key/value pairs. A txid at or below the guard's is a re-run
-# of a batch already applied (or a zombie's): nothing is written. Values are decimal text.
-TARGET_PUT = r"""
-local last = tonumber(redis.call('HGET', KEYS[2], ARGV[1]) or '-1')
-if tonumber(ARGV[2]) <= last then return 0 end
-local shape, op = ARGV[3], ARGV[4]
-for i = 5, #ARGV, 2 do
-  local k, v = ARGV[i], ARGV[i + 1]
-  if shape == 'zset' then
-    if op == 'add' then redis.call('ZINCRBY', KEYS[1], v, k) else redis.call('ZADD', KEYS[1], v, k) end
-  elseif shape == 'hash' then
-    if op == 'add' then redis.call('HINCRBYFLOAT', KEYS[1], k, v) else redis.call('HSET', KEYS[1], k, v) end
-  else
-    if op == 'add' then redis.call('INCRBYFLOAT', KEYS[1] .. k, v) else redis.call('SET', KEYS[1] .. k, v) end
-  end
-end
-redis.call('HSET', KEYS[2], ARGV[1], ARGV[2])
-return 1
-"""
-
 SCRIPTS: dict[str, str] = {
     "dedup_exact": DEDUP_EXACT,
     "dedup_bloom": DEDUP_BLOOM,
@@ -431,6 +409,6 @@ SCRIPTS: dict[str, str] = {
     "dlq_add_fenced": DLQ_ADD_FENCED,
     "sink_put": SINK_PUT,
     "stats_put": STATS_PUT,
-    "target_put": TARGET_PUT,
     **LEASE_SCRIPTS,  # a run's lease of its namespace (lua_lease.py)
+    **TARGET_SCRIPTS,  # the legacy's targets a cut-over port writes (lua_target.py)
 }

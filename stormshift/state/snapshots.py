@@ -37,8 +37,9 @@ log = logging.getLogger("stormshift.state.snapshots")
 MAGIC = b"SSNAP1"
 HMAC_ENV = "STORMSHIFT_STATE_HMAC_KEY"
 DEFAULT_WARN_BYTES = 16 * 1024 * 1024
-__all__ = ["HMAC_ENV", "RestorePoint", "SnapshotStore", "field_name", "parse_field", "sign",
-           "verify", "written_head"]
+__all__ = ["HMAC_ENV", "KEY_FILE", "RestorePoint", "SnapshotStore", "field_name", "parse_field",
+           "run_key", "sign", "verify", "written_head"]
+KEY_FILE = "stormshift-state.key"  # beside a checkpoint: its snapshots' key, made on first use
 _FIELD = re.compile(r"^(?:(\d+)|b:(\d+)|d:(\d+):(\d+))$")
 
 
@@ -118,6 +119,34 @@ def _key_bytes(hmac_key: bytes | str | None) -> bytes:
             f"the engine unpickle its data. Fix: set {HMAC_ENV} (or state.hmac_key in config)"
         )
     return key.encode() if isinstance(key, str) else key
+
+
+def run_key(config: Any, checkpoint_dir: str, make: bool = True) -> tuple[bytes, str]:
+    """The HMAC key a run on ``checkpoint_dir`` signs snapshots with, and where it came from:
+    ``$STORMSHIFT_STATE_HMAC_KEY``, else ``state.hmac_key`` in the topology config, else the
+    key file beside the checkpoint (0600; made when ``make``, else StateError when absent).
+    One rule for the engine and for ``stormshift cutover``, which signs the seed's bases
+    before the run starts."""
+    from pathlib import Path
+
+    if os.environ.get(HMAC_ENV):
+        return os.environ[HMAC_ENV].encode(), f"${HMAC_ENV}"
+    key = config.get("state.hmac_key")
+    if key:
+        return (key.encode() if isinstance(key, str) else key), "state.hmac_key in config"
+    path = Path(checkpoint_dir) / KEY_FILE
+    if make:
+        import secrets
+
+        from stormshift.private import write_private
+
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_private(path, secrets.token_hex(32))  # 0600; an existing key file is tightened
+    elif not path.exists():
+        raise StateError(f"snapshots: no HMAC key: {HMAC_ENV} is unset, the config has no "
+                         f"state.hmac_key and {path} does not exist. Fix: set {HMAC_ENV} to the "
+                         "key the run used")
+    return path.read_text(encoding="utf-8").strip().encode(), str(path)
 
 
 class SnapshotStore:

@@ -8,7 +8,11 @@ per leaf stream in ``cutover.sink``::
                                              "value": "count", "op": "set"}}
 
 (``redis_hash`` / ``redis_keys`` for the other shapes; ``op`` ``set`` writes the value,
-``add`` adds it; ``url``: the target's server, default the state server).
+``add`` adds it; ``url``: the target's server, default the state server). A Kafka topic
+the legacy produced to is ``{"kafka_topic": T, "key": "word", "value": ["word", "count"],
+"bootstrap_servers": ...}``: one message per emit, keyed by the key field(s) (optional),
+the value one field's text or a JSON object of several; written by
+``state/target_kafka.py`` with its own guard.
 
 Why a guard beside the target instead of the task's own transaction: the target is the
 legacy's store, often another server than the state, so no script can span both. Each
@@ -37,13 +41,14 @@ from stormshift.state.connection import Call
 __all__ = ["SHAPES", "TARGET_KEY", "Target", "parse_targets", "target_call", "target_text"]
 
 TARGET_KEY = "cutover.sink"
-SHAPES = {"redis_zset": "zset", "redis_hash": "hash", "redis_keys": "keys"}
+SHAPES = {"redis_zset": "zset", "redis_hash": "hash", "redis_keys": "keys", "kafka_topic": "kafka"}
 
 
 @dataclass(frozen=True)
 class Target:
-    """Where one leaf stream's emits go: ``shape`` (zset | hash | keys) named ``name``,
-    the member from tuple field(s) ``key``, the score/value from field ``value``."""
+    """Where one leaf stream's emits go: ``shape`` (zset | hash | keys | kafka) named
+    ``name``, the member from tuple field(s) ``key``, the score/value from field ``value``
+    (a Kafka message's value: the JSON object of ``value_fields`` when there are several)."""
 
     stream: str  # "component:stream"
     shape: str
@@ -52,6 +57,8 @@ class Target:
     value: str
     op: str = "set"
     url: str | None = None
+    value_fields: tuple[str, ...] = ()
+    servers: str | None = None  # a Kafka topic's bootstrap servers
 
     @property
     def component(self) -> str:
@@ -68,15 +75,23 @@ def parse_targets(conf: Mapping[str, Any]) -> dict[str, Target]:
         key = spec.get("key") if isinstance(spec, Mapping) else None
         value = spec.get("value") if isinstance(spec, Mapping) else None
         op = spec.get("op", "set") if isinstance(spec, Mapping) else "set"
-        if ":" not in stream or len(shapes) != 1 or not key or not value or op not in ("set", "add"):
+        kafka = shapes == ["kafka_topic"]
+        servers = spec.get("bootstrap_servers", conf.get("kafka.bootstrap_servers")) if kafka \
+            else None
+        if (":" not in stream or len(shapes) != 1 or not (key or kafka) or not value
+                or op not in (("set",) if kafka else ("set", "add")) or (kafka and not servers)
+                or (not kafka and not isinstance(value, str))):
             raise TopologyError(
                 f"{TARGET_KEY} entry {stream!r} must name one of {sorted(SHAPES)}, a key field, "
-                f"a value field and op set or add, got {spec!r}",
+                f"a value field and op set or add (a Kafka topic: its bootstrap_servers, value "
+                f"one field or a list, op set), got {spec!r}",
                 fix=f'e.g. "{TARGET_KEY}": {{"count_bolt:default": {{"redis_zset": "words", '
                     '"key": "word", "value": "count"}}')
-        keys = (key,) if isinstance(key, str) else tuple(map(str, key))
-        out[stream] = Target(stream, SHAPES[shapes[0]], str(spec[shapes[0]]), keys, str(value),
-                             str(op), spec.get("url"))
+        keys = () if not key else (key,) if isinstance(key, str) else tuple(map(str, key))
+        several = () if isinstance(value, str) else tuple(map(str, value))
+        out[stream] = Target(stream, SHAPES[shapes[0]], str(spec[shapes[0]]), keys,
+                             "" if several else str(value), str(op), spec.get("url"), several,
+                             str(servers) if servers else None)
     return out
 
 

@@ -6,6 +6,8 @@ folder) filled with records ``{"word": w, "rid": n}`` numbered from 0, the legac
 list) run on the local engine as a process, and the port (``.../port``: an opaque map,
 ``cutover.sink`` into the same sorted set) cut over and handed back with the real
 commands, each a process of its own in its own session (a driver kill takes its group).
+With ``topology="words_attr"`` both sides count in a ``Counter`` attribute of a
+fields-grouped bolt instead (the port's attribute seeded by ``cutover.seed``'s ``attr``).
 """
 
 from __future__ import annotations
@@ -31,10 +33,11 @@ RUN_TIMEOUT_SECS = 240
 
 class Switch:
     def __init__(self, kind: str, tmp: Path, redis_url: str, namespace: str,
-                 broker: Any = None):
+                 broker: Any = None, topology: str | None = None):
         self.kind, self.tmp, self.url, self.ns, self.broker = kind, tmp, redis_url, namespace, broker
+        self.topology = topology or f"words_{kind}"
         self.r = redis.Redis.from_url(redis_url)
-        tag = uuid.uuid4().hex[:8]
+        self.tag = tag = uuid.uuid4().hex[:8]
         self.zset, self.ids, self.pos = f"cut:{tag}:words", f"cut:{tag}:ids", f"cut:{tag}:pos"
         self.topic, self.group, self.stream = f"words-{tag}", f"legacy-{tag}", f"cut:{tag}:in"
         self.folder = tmp / "input"
@@ -43,6 +46,7 @@ class Switch:
         self.checkpoint = tmp / "checkpoint"
         self.sink = tmp / "sink"
         self.words: list[str] = []
+        self.target: dict[str, Any] | None = None  # cutover.sink instead of the sorted set
         self.rng = random.Random(7)
         if kind == "kafka":
             broker.create_topic(self.topic, 2)
@@ -96,12 +100,14 @@ class Switch:
         return {"file": str(self.posfile)}
 
     def port_options(self) -> dict[str, Any]:
+        held = {"attr": "counts"} if self.topology == "words_attr" else {"map": "counts",
+                                                                          "kind": "opaque"}
         return self.source_options("port") | {
             "cutover.position": {"word_spout": self.position()},
-            "cutover.seed": {"count_bolt": {"map": "counts", "kind": "opaque", "value": "int",
-                                            "from": {"redis_zset": self.zset, "url": self.url}}},
-            "cutover.sink": {"count_bolt:default": {"redis_zset": self.zset, "key": "word",
-                                                    "value": "count", "url": self.url}}}
+            "cutover.seed": {"count_bolt": held | {
+                "value": "int", "from": {"redis_zset": self.zset, "url": self.url}}},
+            "cutover.sink": self.target or {"count_bolt:default": {
+                "redis_zset": self.zset, "key": "word", "value": "count", "url": self.url}}}
 
     # -- the commands ----------------------------------------------------------------
     def _run(self, args: list[str], options: dict[str, Any], env: dict[str, str] | None = None,
@@ -129,7 +135,7 @@ class Switch:
 
     def legacy(self) -> subprocess.CompletedProcess[str]:
         """The legacy topology on the local engine to the end of its input."""
-        out = self._run(["run", str(FIXTURES / "legacy"), "-n", f"words_{self.kind}",
+        out = self._run(["run", str(FIXTURES / "legacy"), "-n", self.topology,
                          "--engine", "local", "--until-done"],
                         self.source_options("legacy") | self.legacy_start())
         assert out.returncode == 0, out.stderr[-3000:]
@@ -137,20 +143,20 @@ class Switch:
 
     def cutover(self, *extra: str, env: dict[str, str] | None = None
                 ) -> subprocess.CompletedProcess[str]:
-        return self._run(["cutover", str(FIXTURES / "port"), "-n", f"words_{self.kind}",
+        return self._run(["cutover", str(FIXTURES / "port"), "-n", self.topology,
                           "--namespace", self.ns, "--redis", self.url, "--checkpoint",
                           str(self.checkpoint), "--master", "local[2]", "--until-done",
                           "--batch-max-tuples", "60", "--sink", f"jsonl:{self.sink}",
                           "--settle", "1", *extra], self.port_options(), env)
 
     def handback(self) -> subprocess.CompletedProcess[str]:
-        out = self._run(["handback", str(FIXTURES / "port"), "-n", f"words_{self.kind}",
+        out = self._run(["handback", str(FIXTURES / "port"), "-n", self.topology,
                          "--namespace", self.ns, "--redis", self.url], self.port_options())
         assert out.returncode == 0, out.stderr[-3000:]
         return out
 
     def status(self) -> dict[str, Any]:
-        out = self._run(["cutover", "status", str(FIXTURES / "port"), "-n", f"words_{self.kind}",
+        out = self._run(["cutover", "status", str(FIXTURES / "port"), "-n", self.topology,
                          "--namespace", self.ns, "--redis", self.url, "--json"], self.port_options())
         assert out.returncode == 0, out.stderr[-3000:]
         return dict(json.loads(out.stdout))
@@ -182,3 +188,32 @@ def wait_for(predicate: Any, timeout_secs: float = 30.0) -> None:
         if time.monotonic() > deadline:
             raise AssertionError("condition not met in time")
         time.sleep(0.1)
+
+
+def read_topic(bootstrap: str, topic: str, partitions: int, timeout_secs: float = 60.0,
+               ) -> list[Any]:
+    """Every message of ``topic`` a read_committed consumer sees (JSON values), partition by
+    partition in order, to the end of each."""
+    from confluent_kafka import Consumer, KafkaError, TopicPartition
+
+    c = Consumer({"bootstrap.servers": bootstrap, "group.id": f"check-{uuid.uuid4().hex}",
+                  "enable.partition.eof": True, "isolation.level": "read_committed"})
+    c.assign([TopicPartition(topic, p, 0) for p in range(partitions)])
+    out: list[Any] = []
+    todo = set(range(partitions))
+    deadline = time.monotonic() + timeout_secs
+    try:
+        while todo:
+            if time.monotonic() > deadline:
+                raise AssertionError(f"topic {topic}: partitions {sorted(todo)} not read to the end")
+            m = c.poll(0.2)
+            if m is None:
+                continue
+            if m.error():
+                assert m.error().code() == KafkaError._PARTITION_EOF, m.error()
+                todo.discard(m.partition())
+                continue
+            out.append(json.loads(m.value()))
+    finally:
+        c.close()
+    return out

