@@ -43,6 +43,8 @@ RULES = {  # layer -> (what it must not know about, the test on an imported modu
                                                        "stormshift.engines", "stormshift.state"))),
     "state": ("Spark, engines", lambda t: _within(t, "pyspark") or _within(t, "stormshift.engines")),
     "windows": ("Spark", lambda t: _within(t, "pyspark")),
+    "engines.local": ("Spark", lambda t: _within(t, "pyspark")
+                      or _within(t, "stormshift.engines.spark")),
     "cli": ("engine internals", _engine_internal),
     "shadow": ("engine internals", _engine_internal),
     "check": ("engine internals", _engine_internal),
@@ -76,6 +78,7 @@ def test_the_rules_catch_what_they_forbid() -> None:
         "adapters": ("stormshift.state.keys", "stormshift.topology.graph"),
         "state": ("stormshift.engines.spark.records.wal", "redis"),
         "windows": ("pyspark", "stormshift.state.keyed"),
+        "engines.local": ("stormshift.engines.spark.task.stage", "stormshift.adapters.host"),
         "cli": ("stormshift.engines.spark.driver.redrive", "stormshift.engines.spark"),
         "shadow": ("stormshift.engines.spark.protocol.layout", "stormshift.engines.local"),
         "check": ("stormshift.engines.spark.task.taskstate", "stormshift.engines.local"),
@@ -136,3 +139,24 @@ def test_the_architecture_table_matches_the_tree() -> None:
     for layer, (what, _) in RULES.items():
         cell = rows[layer.replace(".", "/") + "/"][1]
         assert what.split(" (")[0] == cell, (layer, what, cell)
+
+
+def test_no_two_folders_import_each_other_even_through_others() -> None:
+    """The folders of ``stormshift/`` (and its top-level modules) as one graph: no circle.
+    A loop such as adapters -> metrics -> state -> adapters (the kernel importing the
+    metrics' sample rate) makes every folder in it part of one design."""
+    from support.import_graph import cycles
+
+    def folder(module: str) -> str:
+        return ".".join(module.split(".")[:2])
+
+    seen: dict[tuple[str, str], Edge] = {}
+    for e in import_edges(modules_under(REPO / "stormshift", "stormshift")):
+        pair = (folder(e.source), folder(e.target))
+        if pair[0] != pair[1]:
+            seen.setdefault(pair, Edge(pair[0], pair[1], e.path, e.line))
+    assert len({a for a, _ in seen}) > 10, "the folder graph is empty: the rule checks nothing"
+    loops = cycles(list(seen.values()))
+    assert not loops, "folders importing each other in a circle:\n" + "\n".join(
+        f"  {e.source} -> {e.target} ({e.path.relative_to(REPO)}:{e.line})"
+        for loop in loops for e in loop)

@@ -31,9 +31,9 @@ from typing import Any
 from stormshift import native
 from stormshift.adapters.hostbase import EMPTY
 from stormshift.adapters.retry_policy import Action, Decision, Outcome, RetryPolicy
+from stormshift.adapters.sampling import SAMPLE_EVERY
 from stormshift.adapters.tuples import Tuple
 from stormshift.errors import ComponentFailure, TupleError
-from stormshift.metrics.latency import SAMPLE_EVERY
 
 __all__ = ["Kernel"]
 

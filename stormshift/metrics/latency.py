@@ -13,9 +13,10 @@ from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from stormshift.adapters.sampling import SAMPLE_EVERY  # the kernel's rate, defined where it samples
+
 __all__ = ["BOUNDS_US", "SAMPLE_EVERY", "LatencyHistogram"]
 
-SAMPLE_EVERY = 16  # a power of two: tuple n is timed when ``n & (SAMPLE_EVERY - 1) == 1``
 # Upper bounds in microseconds; one more bucket past the last (+Inf).
 BOUNDS_US: tuple[int, ...] = (10, 25, 50, 100, 250, 500, 1_000, 2_500, 5_000, 10_000, 25_000,
                               50_000, 100_000, 250_000, 500_000, 1_000_000, 2_500_000)

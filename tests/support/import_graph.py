@@ -8,7 +8,8 @@ not remove it, and a type-only import still ties the two modules' designs.
 tree (a submodule import), else to ``P`` itself (a name ``P/__init__.py``
 defines or re-exports). A package's ``__init__`` is not an edge of its
 submodules: Python loads parents first for every import, so counting it would
-make every package that re-exports its children a circle.
+make every package that re-exports its children a circle. ``native.load("pkg.mod")``
+(a compiled module loaded by name) is an import of ``pkg.mod`` like any other.
 """
 
 from __future__ import annotations
@@ -69,7 +70,27 @@ def parsed(path: Path) -> ast.Module:
 
 @functools.cache
 def _import_statements(path: Path) -> tuple[ast.Import | ast.ImportFrom, ...]:
-    return tuple(n for n in ast.walk(parsed(path)) if isinstance(n, (ast.Import, ast.ImportFrom)))
+    """Import statements, and ``native.load("pkg.mod")`` calls as the imports they are (a
+    compiled module loaded by its name: invisible to ``import`` alone, as the data plane's
+    ``cwire`` was to the layer rules)."""
+    out: list[ast.Import | ast.ImportFrom] = []
+    for n in ast.walk(parsed(path)):
+        if isinstance(n, (ast.Import, ast.ImportFrom)):
+            out.append(n)
+        elif _native_load(n):
+            assert isinstance(n, ast.Call)
+            name = n.args[0]
+            assert isinstance(name, ast.Constant)
+            out.append(ast.Import(names=[ast.alias(name=str(name.value))], lineno=n.lineno,
+                                  col_offset=n.col_offset))
+    return tuple(out)
+
+
+def _native_load(node: ast.AST) -> bool:
+    return (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+            and node.func.attr == "load" and isinstance(node.func.value, ast.Name)
+            and node.func.value.id == "native" and len(node.args) == 1
+            and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str))
 
 
 def import_edges(known: dict[str, Path], *, outside: bool = False) -> list[Edge]:
