@@ -1,10 +1,25 @@
 """Every error stormshift raises on purpose.
 
 Messages name the component, what was expected, what came, and the fix, so a
-user porting a topology never has to read a traceback from inside Spark.
+user porting a topology never has to read a traceback from inside Spark. Two live beside
+what they format and are re-exported here on first use (``RedisOutage``: the outage
+policy's line; ``RecordDecodeError``: a source record's position), so ``errors`` imports
+nothing of the package.
 """
 
 from __future__ import annotations
+
+from typing import Any
+
+_BESIDE = {"RedisOutage": "stormshift.state.outage", "RecordDecodeError": "stormshift.spouts.values"}
+
+
+def __getattr__(name: str) -> Any:
+    if name in _BESIDE:
+        import importlib
+
+        return getattr(importlib.import_module(_BESIDE[name]), name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class StormshiftError(Exception):
@@ -139,3 +154,27 @@ class LeaseHeldError(InfraError):
 class LeaseLostError(StormshiftError):
     """This run's lease of its namespace was taken over (``run --takeover``): the run
     stopped without committing anything after that (``stormshift run`` exits 6)."""
+
+
+class TaskHostError(StormshiftError):
+    """The task host failed the task (its error) or died while running it."""
+
+
+class SpoutNotDeterministic(StormshiftError):
+    """A fresh instance of an executor-side spout did not re-emit what its log holds."""
+
+
+class ShadowRefused(StormshiftError):
+    """The shadow must not run: a component writes outside the framework (exit 2)."""
+
+
+class LegacyMappingError(StormshiftError):
+    """``shadow.legacy`` cannot be read, or a legacy record does not fit it."""
+
+
+class EndOfInput(StormshiftError):
+    """Raised by a spout's ``next_tuple`` when its bounded input is used up.
+
+    ``StopIteration`` means the same. The host sets ``exhausted`` and the
+    engine stops calling ``next_tuple`` once in-flight tuples are done.
+    """

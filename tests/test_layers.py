@@ -160,3 +160,26 @@ def test_no_two_folders_import_each_other_even_through_others() -> None:
     assert not loops, "folders importing each other in a circle:\n" + "\n".join(
         f"  {e.source} -> {e.target} ({e.path.relative_to(REPO)}:{e.line})"
         for loop in loops for e in loop)
+
+
+def test_every_error_type_is_in_errors_py() -> None:
+    """Every ``StormshiftError`` subclass the package defines is ``stormshift.errors.NAME``
+    (issue 53 item 5): defined there, or, for the two that live beside what they format,
+    re-exported there."""
+    import ast
+
+    from stormshift import errors
+
+    bases = {"StormshiftError"}
+    defined: dict[str, str] = {}
+    for _ in range(3):  # subclasses of subclasses, across files in any order
+        for path in sorted((REPO / "stormshift").rglob("*.py")):
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                if isinstance(node, ast.ClassDef) and any(
+                        isinstance(b, ast.Name) and b.id in bases for b in node.bases):
+                    bases.add(node.name)
+                    defined[node.name] = str(path.relative_to(REPO))
+    assert len(defined) > 15, defined
+    missing = sorted(f"{name} ({where})" for name, where in defined.items()
+                     if not hasattr(errors, name))
+    assert not missing, "error types not in stormshift/errors.py: " + ", ".join(missing)

@@ -18,21 +18,13 @@ from stormshift.adapters.location import module_location, user_location
 from stormshift.adapters.outbox import Outbox
 from stormshift.adapters.routing import Router
 from stormshift.adapters.tuples import IdGenerator, counter_ids
-from stormshift.errors import ComponentFailure, StormshiftError
+from stormshift.errors import ComponentFailure, EndOfInput
 from stormshift.topology.capabilities import Batching, capabilities_of
 from stormshift.topology.graph import TopologyGraph
 
 __all__ = ["EMPTY", "EndOfInput", "HostBase", "user_location", "working_dir"]
 
 EMPTY: list[Any] = []
-
-
-class EndOfInput(StormshiftError):
-    """Raised by a spout's ``next_tuple`` when its bounded input is used up.
-
-    ``StopIteration`` means the same. The host sets ``exhausted`` and the
-    engine stops calling ``next_tuple`` once in-flight tuples are done.
-    """
 
 
 @contextmanager

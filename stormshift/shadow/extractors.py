@@ -29,17 +29,13 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from stormshift.errors import StormshiftError
+from stormshift.errors import LegacyMappingError
 
 __all__ = ["CASTS", "LEGACY_KEY", "Extractor", "LegacyMappingError", "Record", "as_ms",
            "parse_extractor"]
 
 CASTS = ("int", "float", "text", "json", "s", "iso")
 LEGACY_KEY = "shadow.legacy"  # the config entry the mapping lives in (errors name it)
-
-
-class LegacyMappingError(StormshiftError):
-    """``shadow.legacy`` cannot be read, or a legacy record does not fit it."""
 
 
 @dataclass(frozen=True)

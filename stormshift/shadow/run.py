@@ -34,7 +34,7 @@ from typing import Any
 
 from stormshift.engines.local import CrashTask, FailTuples, FaultPlan, LocalEngine, SimClock
 from stormshift.engines.summary import RunSummary
-from stormshift.errors import StormshiftError
+from stormshift.errors import ShadowRefused, StormshiftError
 from stormshift.shadow.classify import classify, own_config
 from stormshift.shadow.compare import Tolerance, compare_stream
 from stormshift.shadow.evidence import restarts
@@ -82,10 +82,6 @@ class ShadowOptions:
     findings: ProjectFindings | None = None
     port_findings: ProjectFindings | None = None
     allow_external_writes: bool = False
-
-
-class ShadowRefused(StormshiftError):
-    """The shadow must not run: a component writes outside the framework (exit 2)."""
 
 
 def tolerance_of(config: Mapping[str, Any]) -> Tolerance:

@@ -17,16 +17,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from stormshift.errors import StormshiftError
+from stormshift.errors import SpoutNotDeterministic
 
 __all__ = ["LIVE", "SpoutNotDeterministic", "forget_live_spouts", "live_key"]
 
 #: this process's live instances (``live_spout.LiveSpout``) by :func:`live_key`
 LIVE: dict[tuple[Any, ...], Any] = {}
-
-
-class SpoutNotDeterministic(StormshiftError):
-    """A fresh instance of an executor-side spout did not re-emit what its log holds."""
 
 
 def live_key(opts: Any, task: int) -> tuple[Any, ...]:

@@ -60,7 +60,7 @@ import pyarrow as pa
 from stormshift.engines.spark.runtime import hosts
 from stormshift.engines.spark.task import homes as homes_mod
 from stormshift.engines.spark.task.collector import task_collections
-from stormshift.errors import FencedError, StormshiftError
+from stormshift.errors import FencedError, StormshiftError, TaskHostError
 
 __all__ = ["ENABLED_KEY", "IDLE_SECS", "SLOTS_KEY", "TaskHostError", "host_dir", "jobs_of", "run_on_host",
            "slot_of", "slots_for", "socket_path", "stop_hosts"]
@@ -72,10 +72,6 @@ HOST_MODULE = "stormshift.engines.spark.task.task_host"  # what ``connect`` star
 START_WAIT_SECS = 60.0  # how long a worker waits for a host it started to listen
 _HEADER = struct.Struct(">Q")
 _OFF = {"false", "0", "no", "off"}
-
-
-class TaskHostError(StormshiftError):
-    """The task host failed the task (its error) or died while running it."""
 
 
 # ------------------------------------------------------------------ pure --------
