@@ -303,3 +303,29 @@ def test_checks_summary_counts_exactly_the_places_shown_under_each_severity() ->
     assert headers == {"ERROR": 1, "WARNING": 3}, text
     assert "t: 1 error, 3 warnings, 0 info in 2 components" in text
     assert text.count("see  migrations_guide/check.md#external-write") == 1
+
+
+@pytest.mark.redis
+def test_ps_at_80_columns_is_whole_records_with_every_number_whole(redis_url: str) -> None:
+    """``stormshift ps`` with a live run of a long namespace and checkpoint (as the shadow's
+    own runs have): a table when it fits, else one record per block, never a line over 80
+    (a run used to be one line of 180 characters)."""
+    import uuid
+
+    import redis
+
+    from stormshift.state.lease import LeaseKeeper
+
+    ns = f"t-ps-width-{uuid.uuid4().hex[:8]}-a-long-shadow-namespace"
+    keeper = LeaseKeeper(redis.Redis.from_url(redis_url), ns, topology="wordcount_redis",
+                         checkpoint="/tmp/stormshift-shadow-6guz0pyw/checkpoint-of-a-long-path")
+    keeper.acquire()
+    try:
+        narrow = CliRunner().invoke(cli, ["ps", "--redis", redis_url], env={"COLUMNS": "80"})
+        doc = json.loads(CliRunner().invoke(cli, ["ps", "--redis", redis_url, "--json"]).output)
+    finally:
+        keeper.release()
+    assert narrow.exit_code == 0, narrow.output
+    assert all(len(line) <= 80 for line in narrow.output.splitlines()), narrow.output
+    (mine,) = [run for run in doc["runs"] if run["namespace"] == ns]
+    assert f"pid {mine['pid']}" in narrow.output and ns in narrow.output

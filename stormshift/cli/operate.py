@@ -97,12 +97,20 @@ def ps_command(redis_url: str | None, as_json: bool) -> None:
     if not runs:
         click.echo("no live runs")
         return
-    for now_ms, h in runs:
+    from rich.table import Table
+
+    from stormshift.display import console
+
+    table = Table(title=f"live runs: {len(runs)}")
+    for header in ("namespace", "topology", "host", "started", "checkpoint", "renewed",
+                   "batches", "state"):
+        table.add_column(header)
+    for now_ms, h in runs:  # one record per block when the row is wider than the screen
         row = h.to_dict(now_ms)
         state = "live" if row["live"] else "lapsed (not renewing: its driver died)"
         if row["stopping"]:
             state += ", stopping"
-        click.echo(visible(
-            f"{h.namespace}: topology {h.topology!r}, host {h.host} pid {h.pid}, started "
-            f"{row['started']}, checkpoint {h.checkpoint}, renewed {row['renewed_secs_ago']} s "
-            f"ago, {h.batches} batches committed, {state}", newlines=False))
+        table.add_row(h.namespace, h.topology, f"{h.host} pid {h.pid}", str(row["started"]),
+                      str(h.checkpoint), f"{row['renewed_secs_ago']} s ago",
+                      f"{h.batches} committed", state)
+    console().print(table)
