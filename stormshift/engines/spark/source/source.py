@@ -38,12 +38,15 @@ per head: the heads' stages read the range themselves.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 
 from stormshift.engines.spark.protocol import rows as R
 from stormshift.engines.spark.source.options import Opts
+
+if TYPE_CHECKING:
+    from stormshift.engines.spark.source.planner.planner import Planner
 
 __all__ = ["SOURCE_NAME", "SpoutSource"]
 
@@ -65,9 +68,9 @@ class SpoutSource(DataSource):
 class SpoutReader(DataSourceStreamReader):
     def __init__(self, options: dict[str, str]):
         self.options = options
-        self._planner: Any = None
+        self._planner: Planner | None = None
 
-    def _plan(self) -> Any:
+    def _plan(self) -> Planner:
         if self._planner is None:
             from stormshift.engines.spark.source.planner.planner import make_planner
 

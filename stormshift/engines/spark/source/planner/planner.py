@@ -9,7 +9,7 @@ format described in ``source`` (built by ``offsets.py``).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
 from stormshift.engines.spark.source.options import Opts, ReplayPartition
 from stormshift.engines.spark.source.planner.chunk_planner import ChunkPlanner, executor_mode
@@ -23,10 +23,25 @@ from stormshift.engines.spark.source.planner.offsets import (
 )
 from stormshift.engines.spark.source.planner.wal_planner import WalPlanner
 
-__all__ = ["ChunkPlanner", "ReplayPlanner", "WalPlanner", "make_planner"]
+__all__ = ["ChunkPlanner", "Planner", "ReplayPlanner", "WalPlanner", "make_planner"]
 
 
-def make_planner(opts: Opts) -> Any:
+class Planner(Protocol):
+    """What the source (``source.SpoutReader``) asks of a planner, Spark's
+    ``DataSourceStreamReader`` calls one for one: the three planners share it."""
+
+    def initial_offset(self) -> dict: ...
+
+    def latest_offset(self, start: dict) -> dict: ...
+
+    def partitions(self, start: dict, end: dict) -> list[Any]: ...
+
+    def commit(self, end: dict) -> None: ...
+
+    def close(self) -> None: ...
+
+
+def make_planner(opts: Opts) -> Planner:
     from stormshift.engines.spark.runtime.worker import ensure_paths
 
     ensure_paths(opts.graph)
