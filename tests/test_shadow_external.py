@@ -24,10 +24,7 @@ from stormshift.topology.loader import load_topology
 
 pytestmark = pytest.mark.redis
 
-BOLT = '''
-import redis
-from streamparse import Bolt, Spout
-
+WORDS = '''
 
 class Words(Spout):
     outputs = ["word"]
@@ -37,7 +34,12 @@ class Words(Spout):
 
     def next_tuple(self):
         self.emit([next(self.words)])
+'''
+BOLT = '''
+import redis
+from streamparse import Bolt, Spout
 
+''' + WORDS + '''
 
 class Board(Bolt):
     outputs = ["word", "score"]
@@ -64,13 +66,18 @@ class Boards(Topology):
 '''
 
 
-def project(root: Path, key: str, port: int, step: int = 1) -> Path:
+def write_project(root: Path, parts: str, name: str, topology: str) -> Path:
+    """A streamparse project at ``root``: ``src/parts.py`` and ``topologies/NAME.py``."""
     (root / "topologies").mkdir(parents=True)
     (root / "src").mkdir()
     (root / "config.json").write_text('{"topology_specs": "topologies/"}')
-    (root / "src" / "parts.py").write_text(BOLT.format(port=port, key=key, step=step))
-    (root / "topologies" / "boards.py").write_text(TOPOLOGY)
+    (root / "src" / "parts.py").write_text(parts)
+    (root / "topologies" / f"{name}.py").write_text(topology)
     return root
+
+
+def project(root: Path, key: str, port: int, step: int = 1) -> Path:
+    return write_project(root, BOLT.format(port=port, key=key, step=step), "boards", TOPOLOGY)
 
 
 @pytest.fixture
@@ -136,16 +143,7 @@ from pathlib import Path
 
 from streamparse import Bolt, Spout
 
-
-class Words(Spout):
-    outputs = ["word"]
-
-    def initialize(self, conf, ctx):
-        self.words = iter(["cat", "dog", "owl", "cat", "emu", "dog", "cat"] * 60)
-
-    def next_tuple(self):
-        self.emit([next(self.words)])
-
+''' + WORDS + '''
 
 class Audit(Bolt):
     outputs = ["word", "n"]
@@ -176,12 +174,8 @@ class Audits(Topology):
 
 
 def file_project(root: Path, target: Path, step: int = 1) -> Path:
-    (root / "topologies").mkdir(parents=True)
-    (root / "src").mkdir()
-    (root / "config.json").write_text('{"topology_specs": "topologies/"}')
-    (root / "src" / "parts.py").write_text(FILE_BOLT.format(target=target, step=step))
-    (root / "topologies" / "audits.py").write_text(FILE_TOPOLOGY)
-    return root
+    return write_project(root, FILE_BOLT.format(target=target, step=step), "audits",
+                         FILE_TOPOLOGY)
 
 
 def test_hardcoded_files_are_never_written_and_both_sides_lines_are_compared(
@@ -257,16 +251,7 @@ import requests
 from confluent_kafka import Producer
 from streamparse import Bolt, Spout
 
-
-class Words(Spout):
-    outputs = ["word"]
-
-    def initialize(self, conf, ctx):
-        self.words = iter(["cat", "dog", "owl", "cat", "emu", "dog", "cat"] * 60)
-
-    def next_tuple(self):
-        self.emit([next(self.words)])
-
+''' + WORDS + '''
 
 class Billing(Bolt):
     outputs = ["word", "n"]
@@ -326,13 +311,8 @@ def production_http() -> Any:
 
 
 def call_project(root: Path, http_port: int, step: int = 1) -> Path:
-    (root / "topologies").mkdir(parents=True)
-    (root / "src").mkdir()
-    (root / "config.json").write_text('{"topology_specs": "topologies/"}')
-    (root / "src" / "parts.py").write_text(CALL_BOLT.format(http_port=http_port, kafka_port=1,
-                                                             step=step))
-    (root / "topologies" / "billing.py").write_text(CALL_TOPOLOGY)
-    return root
+    parts = CALL_BOLT.format(http_port=http_port, kafka_port=1, step=step)
+    return write_project(root, parts, "billing", CALL_TOPOLOGY)
 
 
 def test_http_posts_and_kafka_produces_are_recorded_per_side_and_never_sent(

@@ -20,16 +20,15 @@ and its HTTP and Kafka writes are recorded there instead of sent (``external_cal
 from __future__ import annotations
 
 import os
-import sys
 import threading
 from collections.abc import Sequence
-from types import FrameType
 from typing import Any
 from urllib.parse import urlparse
 
 from stormshift.engines.external_calls import (
     SCRATCH_CALLS_KEY,
     dump_calls,
+    from_project,
     record_calls,
     record_calls_for,
 )
@@ -50,15 +49,6 @@ _KEPT = ("decode_responses", "encoding", "encoding_errors", "socket_timeout",
 _lock = threading.Lock()
 _target: dict[str, Any] = {}  # "path": scratch socket, "roots": the project's directories
 _original: list[Any] = []
-
-
-def _from_project(roots: tuple[str, ...]) -> bool:
-    frame: FrameType | None = sys._getframe(2)
-    while frame is not None:
-        if os.path.realpath(frame.f_code.co_filename).startswith(roots):
-            return True
-        frame = frame.f_back
-    return False
 
 
 def _scratch_kwargs(kwargs: dict[str, Any], path: str) -> dict[str, Any]:
@@ -90,7 +80,7 @@ def redirect(url: str | None, roots: Sequence[str] = ()) -> None:
 
         def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
             target = dict(_target)
-            if target and not args and _from_project(target["roots"]):
+            if target and not args and from_project(target["roots"]):
                 kwargs = _scratch_kwargs(kwargs, target["path"])
             original(self, *args, **kwargs)
 

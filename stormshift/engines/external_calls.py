@@ -31,7 +31,7 @@ from pathlib import Path
 from types import FrameType, ModuleType
 from typing import Any
 
-__all__ = ["SCRATCH_CALLS_KEY", "dump_calls", "record_calls", "record_calls_for"]
+__all__ = ["SCRATCH_CALLS_KEY", "dump_calls", "from_project", "record_calls", "record_calls_for"]
 
 SCRATCH_CALLS_KEY = "stormshift.shadow.scratch_calls"
 _READS = frozenset({"GET", "HEAD", "OPTIONS"})
@@ -40,8 +40,10 @@ _target: dict[str, Any] = {}  # "dir", "roots"
 _installed: list[str] = []
 
 
-def _from_project(roots: tuple[str, ...]) -> bool:
-    frame: FrameType | None = sys._getframe(2)
+def from_project(roots: tuple[str, ...]) -> bool:
+    """Whether a frame of the calling stack runs a file under ``roots`` (the project's own
+    code asked, directly or through a library): the Redis and the HTTP redirects' test."""
+    frame: FrameType | None = sys._getframe(1)
     while frame is not None:
         if os.path.realpath(frame.f_code.co_filename).startswith(roots):
             return True
@@ -51,7 +53,7 @@ def _from_project(roots: tuple[str, ...]) -> bool:
 
 def _active() -> dict[str, Any] | None:
     target = dict(_target)
-    return target if target and _from_project(target["roots"]) else None
+    return target if target and from_project(target["roots"]) else None
 
 
 def _append(directory: str, name: str, record: dict[str, Any]) -> None:
