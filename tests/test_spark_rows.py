@@ -103,9 +103,10 @@ def test_rewind_forgets_what_came_after_the_mark():
     out.add_emit(1, 1, pack(["c"]), (6,))
     out.rewind(mark)
     out.add_emit(1, 0, pack(["d"]), (5,))
-    table = R.sorted_table(out.batches())
-    assert [(r[0], r[2]) for r in R.iter_rows(table)] == [(1, ["a"]), (1, ["a"]), (1, ["d"])]
-    assert table.column("seq").to_pylist() == [0, 0, 1]  # "d" took the seq "b" had
+    table = R.sorted_table(out.batches())  # by dest: task 5's rows, then task 6's
+    assert [(r[0], r[2]) for r in R.iter_rows(table)] == [(1, ["a"]), (1, ["d"]), (1, ["a"])]
+    assert table.column("dest").to_pylist() == [5, 5, 6]
+    assert table.column("seq").to_pylist() == [0, 1, 0]  # "d" took the seq "b" had
 
 
 @pytest.mark.parametrize("seed", [1, 2, 3])
@@ -186,6 +187,30 @@ def test_a_partition_reads_beacons_first_then_each_source_emits_then_its_redrive
         assert got == ["a0", "a-late", "r0", "r1", "b0"]
         assert data.column("kind").to_pylist() == [emit, emit, redriven, redriven, emit]
     assert R.max_seq_by_src(data) == {3: 1 << 41, 4: 0}  # redriven rows are no emits
+
+
+def test_a_partition_of_several_tasks_splits_by_task_each_in_protocol_order():
+    """A Spark task may run several Storm tasks (``run_partition``): its rows split by
+    beacon, each task's rows in the one-task order; beacons the upstream stage sent twice
+    name the task once; rows of a task the plan gave no beacon are left out."""
+    pack = msgpack.packb
+    emit = R.Kind.TUPLE
+    rows = [
+        R.beacon_row(4), R.beacon_row(9), R.beacon_row(9), R.beacon_row(12),
+        (9, emit, 2, 1, 0, pack([["n1"]])), (4, emit, 3, 0, 0, pack([["f0"]])),
+        (9, emit, 2, 0, 0, pack([["n0"]])), (9, emit, 1, 0, 0, pack([["m0"]])),
+        (11, emit, 2, 0, 0, pack([["stray"]])),
+    ]
+    rng = random.Random(3)
+    for _ in range(10):
+        rng.shuffle(rows)
+        tasks = R.split_tasks(R.sorted_table(_table(rows).to_batches(max_chunksize=3)))
+        assert [t for t, _ in tasks] == [4, 9, 12]
+        got = {t: [v[0] for _src, _sid, v in R.iter_rows(data)] for t, data in tasks}
+        assert got == {4: ["f0"], 9: ["m0", "n0", "n1"], 12: []}
+    assert R.split_tasks(R.SCHEMA.empty_table()) == []
+    sent = pa.Table.from_batches([R.beacons_batch([5, 6])])
+    assert [t for t, data in R.split_tasks(sent) if data.num_rows == 0] == [5, 6]
 
 
 def test_a_partition_without_beacon_names_no_task_and_the_builder_writes_every_kind():

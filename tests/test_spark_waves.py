@@ -7,7 +7,14 @@ import importlib.util
 import sys
 from pathlib import Path
 
-from stormshift.engines.spark.driver.waves import IdleWindows, stage_groups, stage_runs, waves
+from stormshift.engines.spark.driver.waves import (
+    IdleWindows,
+    first_job,
+    idle_tasks,
+    stage_groups,
+    stage_runs,
+    waves,
+)
 from stormshift.engines.spark.protocol.layout import Layout
 from stormshift.topology.loader import load_topology
 from stormshift.windows import Sliding, Windowing
@@ -72,6 +79,39 @@ def test_a_windowed_stage_is_idle_only_when_every_task_said_so_in_an_earlier_bat
     assert not _runs(layout, "advertiser_day_bolt", windows=windows, txid=9)  # skipped since
     # a re-run of txid 4 (its commit failed after the reports were read) runs it again
     assert _runs(layout, "advertiser_day_bolt", windows=windows, txid=4)
+
+
+def test_the_one_job_holds_the_expected_groups_whose_inputs_it_holds():
+    layout = _adclicks()
+    groups, reads = stage_groups(layout)
+    heads = [g[0].head for g in groups]
+    every = range(len(groups))
+    assert [heads[i] for i in first_job(groups, reads, every)] == heads
+    # the sessions report was fed nothing last batch: it waits for the records
+    report = heads.index("user_sessions_report_bolt")
+    assert [heads[i] for i in first_job(groups, reads, [i for i in every if i != report])] == \
+        ["parse_bolt", "ads_ctr_bolt"]
+    # a group whose input is not in the job cannot be in it, expected or not
+    assert [heads[i] for i in first_job(groups, reads, [0, report])] == ["parse_bolt"]
+
+
+def test_a_task_may_skip_without_rows_only_when_nothing_else_makes_it_run():
+    layout = _adclicks()
+    args: dict = {"ticks": frozenset(), "redriven": False, "final": False, "txid": 5}
+    windows = IdleWindows(["advertiser_day_bolt"])
+    stage = layout.stage_of["ads_ctr_bolt"]
+    assert idle_tasks(layout, stage, windows=windows, **args) == frozenset({0, 1})
+    assert idle_tasks(layout, stage, windows=windows, **args | {"final": True}) == frozenset()
+    assert idle_tasks(layout, stage, windows=windows, **args | {"redriven": True}) == frozenset()
+    assert idle_tasks(layout, stage, windows=windows,
+                      **args | {"ticks": frozenset({"ads_ctr_bolt"})}) == frozenset()
+    assert idle_tasks(layout, layout.stage_of["parse_bolt"], windows=windows, **args) == frozenset()
+    day = layout.stage_of["advertiser_day_bolt"]
+    assert idle_tasks(layout, day, windows=windows, **args) == frozenset()  # unknown: runs
+    windows.note("advertiser_day_bolt", 1, 4, {"idle": True})
+    windows.note("advertiser_day_bolt", 0, 4, {"idle": False})
+    assert idle_tasks(layout, day, windows=windows, **args) == frozenset({1})
+    assert idle_tasks(layout, day, windows=windows, **args | {"txid": 4}) == frozenset()  # re-run
 
 
 def test_windowing_state_is_idle_without_windows_timers_or_held_tuples():

@@ -13,11 +13,12 @@ only grow across checkpoints). The protocol, one numbered step each:
    earlier, uncommitted attempt of the txid are discarded (the run re-adds its own);
 3. build one DataFrame per group of stages reading the same frames (rows
    for the heads, redriven rows included -> ``repartitionById`` -> one
-   ``mapInArrow``: ``stage_groups``), and run them one wave (level of the
-   graph) at a time, one Spark job per wave: a wave's groups run at the same
-   time, an output read by a later wave is persisted (computed once), and a
-   stage that the records of the earlier waves prove idle runs no task
-   (``waves.py``): STAGES_DONE;
+   ``mapInArrow``: ``stage_groups``), the group's Storm tasks dealt to at most
+   as many Spark tasks as the executors have cores, and run every group
+   expected to have work in ONE Spark job (all waves in one DAG: an output read
+   twice or by a later job is persisted, computed once); a group left out runs
+   after it only if the records show rows for it, and a task provably idle runs
+   nothing (``waves.py``): STAGES_DONE;
 4. gather the tasks' counters (Redis) for progress and summary, and fold the
    windowed bolts' reports into the watermark trackers (``windows.py``);
 5. record ``committed = txid`` in Redis: COMMITTED; only then return, so Spark
@@ -30,6 +31,7 @@ and a restart re-runs the batch id with the same input (its offset log).
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import time
 from collections.abc import Callable
@@ -45,7 +47,10 @@ from stormshift.engines.spark.driver.ticks import TickRecorder
 from stormshift.engines.spark.driver.waves import (
     SPOUTS,
     IdleWindows,
+    first_job,
     group_key,
+    idle_tasks,
+    stage_certain,
     stage_groups,
     stage_runs,
     waves,
@@ -123,8 +128,14 @@ class BatchRunner:
         self.redrive = Redrive(r, cfg.namespace)
         self.dead_letters = DeadLetters(r, cfg.namespace)
         self.idle_windows = IdleWindows(clock.expected if clock is not None else ())
+        self._built = {}
 
     first_started: float | None = None  # perf_counter() when the run's first batch began
+    cores: int | None = None  # Spark tasks per group at most (``_cores``)
+    _built: dict[tuple[str, ...], Any]  # Spark columns and frames that never change (``_rows``)
+    # Global task ids sent rows in the last batch that ran (None: none yet): which groups
+    # the batch's one job holds (``waves.first_job``); a guess, never a result
+    _fed_last: frozenset[int] | None = None
     busy = False  # a batch is running in foreachBatch (the driver stops the query between)
 
     def __call__(self, df: Any, batch_id: int) -> None:
@@ -157,7 +168,7 @@ class BatchRunner:
             time_ = self.clock.plan(result.txid, batch_id, now) if self.clock else None
             redrive = self._redrive(result.txid)
             faults.hit("driver.before_stages", txid=result.txid)
-            result.idle = self._run_stages(df, result.txid, ticks, redrive, time_)  # Step 3.
+            self._run_stages(df, result.txid, ticks, redrive, time_)  # Step 3.
             result.advance(BatchStatus.STARTED, BatchStatus.STAGES_DONE)
             self._gather(result, time_)  # Step 4.
             for name, n in redrive.counts.items():
@@ -183,75 +194,159 @@ class BatchRunner:
 
     # -- step 3 ------------------------------------------------------------
     def _run_stages(self, df: Any, txid: int, ticks: frozenset[str],
-                    redrive: RedrivePlan | None = None, time_: BatchTime | None = None) -> list[str]:
-        """One Spark job per wave (``waves.py``); a stage provably idle runs no task: the
-        members of those stages."""
+                    redrive: RedrivePlan | None = None, time_: BatchTime | None = None) -> None:
+        """The batch's groups in one Spark job, those left out after it one job per wave if
+        their tasks got rows (``waves.py``); a task provably idle runs nothing."""
         layout = self.cfg.layout
         groups, producers = stage_groups(layout)
-        levels = waves(groups, producers)
-        wave_of = {group_key(groups[i]): n for n, wave in enumerate(levels) for i in wave}
-        wave_of[SPOUTS] = -1
-        uses: dict[str, int] = {}
-        later: set[str] = set()  # frames read by a later wave than their own: persisted
-        for index, names in enumerate(producers):
-            for name in names:
-                uses[name] = uses.get(name, 0) + 1
-                if name != SPOUTS or wave_of[group_key(groups[index])] > 0:
-                    later.add(name)
-        frames: dict[str, Any] = {SPOUTS: df}
-        persisted = []
-        if uses.get(SPOUTS, 0) > 1 or SPOUTS in later:
-            df.persist()
-            persisted.append(df)
         spark = df.sparkSession
         final = bool(time_ is not None and time_.final)
-        idle: list[str] = []
+        redriven = [{s.head: redrive.frame(spark, s.head) for s in group} if redrive else {}
+                    for group in groups]
+
+        def certain(index: int) -> bool:
+            return any(stage_certain(layout, s, redriven=redriven[index].get(s.head) is not None,
+                                     ticks=ticks, final=final, windows=self.idle_windows, txid=txid)
+                       for s in groups[index])
+
+        last = self._fed_last
+        first = first_job(groups, producers, (
+            i for i in range(len(groups)) if last is None or certain(i)
+            or _fed_group(layout, groups[i], last)))
+        in_first = set(first)
+        readers: dict[str, list[int]] = {}
+        for index, names in enumerate(producers):
+            for name in names:
+                readers.setdefault(name, []).append(index)
+
+        def shared(name: str) -> bool:  # read twice, or by a later job: computed once, kept
+            mine = readers.get(name, [])
+            return len(mine) > 1 or any(i not in in_first for i in mine)
+
+        frames: dict[str, Any] = {SPOUTS: df}
+        persisted = []
+        if shared(SPOUTS):
+            df.persist()
+            persisted.append(df)
         try:
-            for n, wave in enumerate(levels):
-                fed = self._fed(txid) if n else frozenset()
-                outs = []
-                for index in wave:
-                    redriven = {s.head: redrive.frame(spark, s.head) for s in groups[index]} \
-                        if redrive else {}
-                    group = [s for s in groups[index] if stage_runs(
-                        layout, s, fed=fed, ticks=ticks, redriven=redriven.get(s.head) is not None,
-                        final=final, windows=self.idle_windows, txid=txid)]
-                    idle += [m for s in groups[index] if s not in group for m in s.members]
-                    key = group_key(groups[index])
-                    if not group:
-                        frames[key] = None
-                        continue
-                    rows = self._rows(df, frames, producers[index], group, redriven)
-                    jobs = {stage.head: self._job(stage, txid, ticks, time_) for stage in group}
-                    out = rows.mapInArrow(_stage_fn(txid, jobs), R.SCHEMA_DDL)
-                    if key in later:
-                        out = out.persist()
-                        persisted.append(out)
-                    frames[key] = out
-                    outs.append(out)
-                if outs:
-                    everything = reduce(lambda a, b: a.unionAll(b), outs)
-                    everything.write.format("noop").mode("overwrite").save()
+            leaves = []
+            for index in first:
+                key = group_key(groups[index])
+                out = self._group_frame(df, frames, producers[index], groups[index],
+                                        redriven[index], txid, ticks, time_,
+                                        self._readers_tasks(groups, readers.get(key, [])))
+                if shared(key):
+                    out = out.persist()
+                    persisted.append(out)
+                frames[key] = out
+                if not any(i in in_first for i in readers.get(key, [])):
+                    leaves.append(out)
+            _run_job(leaves)
+            self._run_rest(df, frames, persisted, [i for i in range(len(groups)) if i not in in_first],
+                           groups, producers, redriven, txid, ticks, time_)
         finally:
             for frame in persisted:
                 frame.unpersist()
-        return idle
+
+    def _run_rest(self, df: Any, frames: dict[str, Any], persisted: list[Any], rest: list[int],
+                  groups: list[list[Stage]], producers: list[list[str]],
+                  redriven: list[dict[str, Any]], txid: int, ticks: frozenset[str],
+                  time_: BatchTime | None) -> None:
+        """The groups the first job left out, one job per wave, each stage only if an earlier
+        stage sent its tasks rows this batch (``stage_runs``)."""
+        if not rest:
+            return
+        layout = self.cfg.layout
+        final = bool(time_ is not None and time_.final)
+        wanted = set(rest)
+        for wave in waves(groups, producers):
+            mine = [i for i in wave if i in wanted]
+            if not mine:
+                continue
+            fed = self._fed(txid)
+            outs = []
+            for index in mine:
+                key = group_key(groups[index])
+                group = [s for s in groups[index] if stage_runs(
+                    layout, s, fed=fed, ticks=ticks, redriven=redriven[index].get(s.head) is not None,
+                    final=final, windows=self.idle_windows, txid=txid)]
+                if not group:
+                    frames[key] = None
+                    continue
+                readers = [i for i in rest if key in producers[i]]
+                out = self._group_frame(df, frames, producers[index], group, redriven[index],
+                                        txid, ticks, time_, self._readers_tasks(groups, readers))
+                if readers:  # read by a later wave's job
+                    out = out.persist()
+                    persisted.append(out)
+                frames[key] = out
+                outs.append(out)
+            _run_job(outs)
+
+    def _group_frame(self, df: Any, frames: dict[str, Any], reads: list[str], group: list[Stage],
+                     redriven: dict[str, Any], txid: int, ticks: frozenset[str],
+                     time_: BatchTime | None, beacons: tuple[int, ...] = ()) -> Any:
+        """The output rows of ``group``'s stages run over their input (lazily), with the
+        ``beacons`` of the tasks reading it."""
+        final = bool(time_ is not None and time_.final)
+        rows = self._rows(df, frames, reads, group, redriven)
+        jobs = {stage.head: dataclasses.replace(self._job(stage, txid, ticks, time_, idle_tasks(
+            self.cfg.layout, stage, ticks=ticks, redriven=redriven.get(stage.head) is not None,
+            final=final, windows=self.idle_windows, txid=txid)), beacons=beacons if n == 0 else ())
+            for n, stage in enumerate(group)}
+        return rows.mapInArrow(_stage_fn(txid, jobs), R.SCHEMA_DDL)
+
+    def _readers_tasks(self, groups: list[list[Stage]], readers: list[int]) -> tuple[int, ...]:
+        """Global task ids of the stages of the groups ``readers``."""
+        layout = self.cfg.layout
+        return tuple(sorted({layout.first_task(s.head) + i for g in readers for s in groups[g]
+                             for i in range(s.par)}))
 
     def _rows(self, df: Any, frames: dict[str, Any], reads: list[str], group: list[Stage],
               redriven: dict[str, Any]) -> Any:
-        """The rows of ``group``'s tasks, one partition per task (module doc, step 3)."""
+        """The rows of ``group``'s tasks, its Storm tasks dealt to at most ``_cores`` Spark
+        tasks (module doc, step 3)."""
         layout = self.cfg.layout
         spark = df.sparkSession
         extra = [f for f in (redriven.get(s.head) for s in group) if f is not None]
-        wanted, position, tasks = _task_positions(layout, group)
         if group[0].head in layout.direct_heads and not extra:
             # The source's partition i is this head's task i, beacon included (layout doc).
-            return df.where(wanted)
+            return df.where(self._positions(group)[0])
         # also a direct head's batch with redriven rows: they need the shuffle
-        beacons = [_beacons(spark, layout.first_task(s.head), s.par) for s in group]
-        parts = [frames[p] for p in reads if frames[p] is not None] + beacons + extra
-        rows = reduce(lambda a, b: a.unionAll(b), parts).where(wanted)
-        return rows.repartitionById(tasks, position)
+        parts = [frames[p] for p in reads if frames.get(p) is not None]
+        if not any(p != SPOUTS for p in reads if frames.get(p) is not None):
+            parts.append(self._beacons(spark, group))  # no stage sends them
+        wanted, position, tasks = self._positions(group)
+        rows = reduce(lambda a, b: a.unionAll(b), parts + extra).where(wanted)
+        spark_tasks = min(tasks, self._cores(spark))
+        if spark_tasks < tasks:  # several Storm tasks per Spark task (stage.run_partition)
+            position = position % spark_tasks
+        return rows.repartitionById(spark_tasks, position)
+
+    def _positions(self, group: list[Stage]) -> tuple[Any, Any, int]:
+        """``_task_positions`` of ``group``, built once per run (Spark columns cost a driver
+        round trip each)."""
+        key = tuple(s.head for s in group)
+        if key not in self._built:
+            self._built[key] = _task_positions(self.cfg.layout, group)
+        return self._built[key]  # type: ignore[no-any-return]
+
+    def _beacons(self, spark: Any, group: list[Stage]) -> Any:
+        """The beacons of ``group``'s tasks in one Spark partition, built once per run."""
+        key = ("beacons", str(id(spark)), *(s.head for s in group))  # a frame is a session's
+        if key not in self._built:
+            layout = self.cfg.layout
+            firsts = [layout.first_task(s.head) for s in group]
+            lo, hi = min(firsts), max(f + s.par for f, s in zip(firsts, group))
+            self._built[key] = _beacons(spark, lo, hi - lo)
+        return self._built[key]
+
+    def _cores(self, spark: Any) -> int:
+        """Spark tasks a group's Storm tasks are dealt to: the executors' cores (each Storm
+        task keeps its own transaction and fence; fewer, fuller Spark tasks cost less)."""
+        if self.cores is None:
+            self.cores = max(1, int(spark.sparkContext.defaultParallelism))
+        return self.cores
 
     def _fed(self, txid: int) -> frozenset[int]:
         """Global task ids the stages run so far this batch sent rows (their records)."""
@@ -259,18 +354,20 @@ class BatchRunner:
                          for t in stats.sent)
 
     def _job(self, stage: Stage, txid: int, ticks: frozenset[str],
-             time_: BatchTime | None = None) -> StageJob:
+             time_: BatchTime | None = None, idle_ok: frozenset[int] = frozenset()) -> StageJob:
         c = self.cfg
         return StageJob(c.layout, stage, txid, frozenset(t for t in ticks if t in stage.members),
                         c.redis_url, c.namespace, c.state_key, c.sink, c.max_attempts, time_,
-                        c.task_hosts, c.home_key)
+                        c.task_hosts, c.home_key, idle_ok)
 
     # -- step 4 ------------------------------------------------------------
     def _gather(self, result: BatchResult, time_: BatchTime | None = None) -> None:
         layout = self.cfg.layout
         spout_seq: dict[int, int] = {}
         reports: dict[str, list[dict[str, Any]]] = {}
+        fed: set[int] = set()
         for name, stats in read_stats(self.r, self.cfg.namespace, result.txid):
+            fed.update(stats.sent)
             if stats.windows is not None:
                 reports.setdefault(name, []).append(stats.windows)
                 self.idle_windows.note(name, stats.task, result.txid, stats.windows)
@@ -296,12 +393,31 @@ class BatchRunner:
                 counters["tuples_out"] += top + 1
                 result.spout_tuples += top + 1
                 result.tasks.setdefault((owner, task), MemberStats(task=task)).tuples_out += top + 1
+        self._fed_last = frozenset(fed)
+        # a stage none of whose tasks ran (``waves.py``): idle this batch
+        ran = {name for name, _ in result.tasks}
+        result.idle = [m for stage in layout.stages for m in stage.members if m not in ran]
         if self.clock is not None:
             result.windows = self.clock.fold(result.txid, time_, reports)
         if time_ is not None:
             result.watermarks = dict(time_.watermarks)
         result.source_lags = source_lags(self.r, self.cfg.namespace)
         batchstats.drop(self.r, self.cfg.namespace, result.txid)
+
+
+def _fed_group(layout: Layout, group: list[Stage], fed: frozenset[int]) -> bool:
+    """Whether any task of ``group``'s stages is in ``fed``."""
+    for stage in group:
+        first = layout.first_task(stage.head)
+        if any(first + i in fed for i in range(stage.par)):
+            return True
+    return False
+
+
+def _run_job(frames: list[Any]) -> None:
+    """One Spark job computing ``frames`` (their rows are already where they go)."""
+    if frames:
+        reduce(lambda a, b: a.unionAll(b), frames).write.format("noop").mode("overwrite").save()
 
 
 def source_lags(r: Any, namespace: str) -> dict[str, Any]:
@@ -335,15 +451,16 @@ def _task_positions(layout: Layout, group: list[Stage]) -> tuple[Any, Any, int]:
     return wanted, position.cast("int"), offset
 
 
-def _beacons(spark: Any, first: int, par: int) -> Any:
-    """One ``BEACON`` per task (``rows.Kind``): every task runs (ticks, snapshots) and
-    learns its task index from its rows -- Spark partition ids are renumbered by unions."""
+def _beacons(spark: Any, first: int, n: int) -> Any:
+    """One ``BEACON`` per task ``first .. first + n - 1`` (``rows.Kind``), in one partition
+    (the group's ``where`` keeps its own): every task runs (ticks, snapshots) and learns its
+    task id from its rows -- Spark partition ids are renumbered by unions."""
     from pyspark.sql import functions as F
 
     dest = (F.col("id") + F.lit(first)).cast(R.SPARK_TYPES[0][1]).alias("dest")
     rest = [F.lit(value).cast(ddl).alias(name)
             for (name, ddl), value in zip(R.SPARK_TYPES[1:], R.beacon_row(first)[1:])]
-    return spark.range(par).select(dest, *rest)
+    return spark.range(0, n, 1, 1).select(dest, *rest)
 
 
 def _stage_fn(txid: int, jobs: dict[str, StageJob]) -> Callable[[Any], Any]:

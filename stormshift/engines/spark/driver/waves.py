@@ -2,21 +2,27 @@
 
 Words: a *group* is stages run as one Spark stage (``stage_groups``); a *wave*
 is the groups of one level of the graph -- a group's level is one more than the
-highest level of the groups it reads (the spouts' frame is below level 0). The
-driver runs one Spark job per wave: independent groups of a wave run at the
-same time, and before a wave starts the driver knows, from the records the
-tasks of the earlier waves committed (``MemberStats.sent``), which tasks got
-rows this batch.
+highest level of the groups it reads (the spouts' frame is below level 0).
 
-A stage is *idle* in a batch, and runs no task, when that is provable from what
-the plan knows, never by running a task to find out (``stage_runs``): no
-spout feeds it, no earlier stage sent its head a row, no dead letter is
-redriven to it, none of its members gets a tick, the batch is not the final
-one (``end_of_input``), and every windowed member's tasks reported, in a
-committed batch before this one, that they hold no window, timer or held tuple
-(``IdleWindows``). Storm runs a bolt only for a tuple or a tick, so skipping
-such a stage changes no result: its state stays as committed (the next run
-restores or catches up from that version) and it emits nothing.
+One Spark job per batch (``first_job``): every group expected to have work --
+a static reason (``stage_certain``), or its tasks got rows in the last batch --
+whose inputs are in that job too, all waves in one DAG. Groups left out (a bolt
+fed only by a bolt that sent it nothing last batch) run after it, one job per
+wave, and only if the records the tasks committed (``MemberStats.sent``) show
+rows for them: normally there are none and the batch is one job. Which job a
+group runs in never changes what it computes.
+
+A task is *idle* in a batch, and runs nothing, when that is provable from what
+the plan knows plus its own rows, never by running it to find out: no spout
+feeds it, no dead letter is redriven to it, none of its stage's members gets a
+tick, the batch is not the final one (``end_of_input``), every windowed member's
+task reported, in a committed batch before this one, that it holds no window,
+timer or held tuple (``IdleWindows``), and no row came for it (``idle_tasks``
+lists the tasks the first three allow; the Spark task checks the rows). A stage
+of a later job is idle when no earlier stage sent its tasks a row
+(``stage_runs``). Storm runs a bolt only for a tuple or a tick, so skipping such
+a task changes no result: its state stays as committed (the next run restores
+or catches up from that version) and it emits nothing.
 """
 
 from __future__ import annotations
@@ -26,7 +32,8 @@ from typing import Any
 
 from stormshift.engines.spark.protocol.layout import Layout, Stage
 
-__all__ = ["SPOUTS", "IdleWindows", "group_key", "stage_groups", "stage_runs", "waves"]
+__all__ = ["SPOUTS", "IdleWindows", "first_job", "group_key", "idle_tasks", "stage_certain",
+           "stage_groups", "stage_runs", "waves"]
 
 SPOUTS = "__spouts__"  # the frame of the spouts' rows
 
@@ -103,11 +110,15 @@ class IdleWindows:
         tasks = self._last.get(bolt, {})
         return len(tasks) == par and all(t < txid and idle for t, idle in tasks.values())
 
+    def task_idle(self, bolt: str, task: int, txid: int) -> bool:
+        """Whether task ``task`` of ``bolt`` is known to hold nothing before ``txid``."""
+        last = self._last.get(bolt, {}).get(task)
+        return last is not None and last[0] < txid and last[1]
 
-def stage_runs(layout: Layout, stage: Stage, *, fed: frozenset[int], ticks: frozenset[str],
-               redriven: bool, final: bool, windows: IdleWindows, txid: int) -> bool:
-    """Whether ``stage`` may have work in batch ``txid`` (module doc); ``fed``: global task
-    ids that got rows from the stages run so far this batch."""
+
+def stage_certain(layout: Layout, stage: Stage, *, ticks: frozenset[str], redriven: bool,
+                  final: bool, windows: IdleWindows, txid: int) -> bool:
+    """Whether ``stage`` has work in batch ``txid`` whatever the earlier stages send it."""
     graph = layout.graph
     if final or redriven or any(graph.component(s).is_spout for s in stage.sources):
         return True
@@ -116,5 +127,42 @@ def stage_runs(layout: Layout, stage: Stage, *, fed: frozenset[int], ticks: froz
             return True
         if name in windows.windowed and not windows.idle(name, stage.par, txid):
             return True
+    return False
+
+
+def stage_runs(layout: Layout, stage: Stage, *, fed: frozenset[int], ticks: frozenset[str],
+               redriven: bool, final: bool, windows: IdleWindows, txid: int) -> bool:
+    """Whether ``stage`` may have work in batch ``txid`` (module doc); ``fed``: global task
+    ids that got rows from the stages run so far this batch."""
+    if stage_certain(layout, stage, ticks=ticks, redriven=redriven, final=final,
+                     windows=windows, txid=txid):
+        return True
     first = layout.first_task(stage.head)
     return any(first + i in fed for i in range(stage.par))
+
+
+def idle_tasks(layout: Layout, stage: Stage, *, ticks: frozenset[str], redriven: bool,
+               final: bool, windows: IdleWindows, txid: int) -> frozenset[int]:
+    """Task indexes of ``stage`` that are idle in batch ``txid`` if no row comes for them
+    (module doc): the Spark task running one skips it when its rows are empty."""
+    graph = layout.graph
+    if final or redriven or any(graph.component(s).is_spout for s in stage.sources) \
+            or any(name in ticks for name in stage.members):
+        return frozenset()
+    windowed = [name for name in stage.members if name in windows.windowed]
+    return frozenset(i for i in range(stage.par)
+                     if all(windows.task_idle(name, i, txid) for name in windowed))
+
+
+def first_job(groups: list[list[Stage]], reads: list[list[str]],
+              expected: Iterable[int]) -> list[int]:
+    """Indexes of the groups the batch's one job runs (module doc), in run order: each
+    ``expected`` group whose every input is the spouts' or a group of the job."""
+    wanted = set(expected)
+    keys = {SPOUTS}
+    out = []
+    for index, group in enumerate(groups):
+        if index in wanted and all(name in keys for name in reads[index]):
+            out.append(index)
+            keys.add(group_key(group))
+    return out

@@ -15,7 +15,9 @@ driver's beacons and redriven rows -- has the columns of ``SCHEMA``
   ``src`` on ``sid`` for ``dest`` (a ``READ`` row: an array of one range; a
   beacon: empty).
 
-A task's partition is read in ``sorted_table`` order: beacons first, then by
+A partition holds the rows of one task or of several (``split_tasks``: a Spark
+task may run several Storm tasks of a group, one after the other). It is read in
+``sorted_table`` order: by ``dest``, each task's beacon first, then by
 ``(src, kind, seq)``: each source task's emits in emit order (chunks cut a
 task's tuples for one destination into contiguous runs, so this restores the
 per-tuple order exactly, whatever the shuffle did), its redriven rows after
@@ -42,9 +44,9 @@ import pyarrow.compute as pc
 
 from stormshift import native
 
-__all__ = ["SCHEMA", "SCHEMA_DDL", "SPARK_TYPES", "Kind", "RowBuilder", "beacon_row", "chunk_of", "decoded", "decoded_chunks",
+__all__ = ["SCHEMA", "SCHEMA_DDL", "SPARK_TYPES", "Kind", "RowBuilder", "beacon_row", "beacons_batch", "chunk_of", "decoded", "decoded_chunks",
            "iter_cells", "iter_chunks", "iter_input", "iter_rows", "iter_values", "max_seq_by_src", "redriven_row", "sorted_table",
-           "split_beacons", "to_batch", "tuple_count"]
+           "split_beacons", "split_tasks", "to_batch", "tuple_count"]
 
 
 class Kind(enum.IntEnum):
@@ -94,8 +96,8 @@ def redriven_row(dest: int, src: int, seq: int, sid: int,
 
 
 def sorted_table(batches: Iterable[pa.RecordBatch]) -> pa.Table:
-    """All rows of a partition in protocol order (module doc): beacons, then by
-    ``(src, kind, seq)`` -- deterministic whatever the shuffle did."""
+    """All rows of a partition in protocol order (module doc): by ``dest``, its beacon first,
+    then by ``(src, kind, seq)`` -- deterministic whatever the shuffle did."""
     batches = [b for b in batches if b.num_rows]
     if not batches:
         return SCHEMA.empty_table()
@@ -108,9 +110,10 @@ def sorted_table(batches: Iterable[pa.RecordBatch]) -> pa.Table:
 
 
 def _order_keys(table: pa.Table) -> list[np.ndarray]:
-    """The sort keys, most significant first: not a beacon, src, kind, seq."""
+    """The sort keys, most significant first: dest, not a beacon, src, kind, seq."""
     kind = table.column("kind").to_numpy()
-    return [kind != _BEACON, table.column("src").to_numpy(), kind, table.column("seq").to_numpy()]
+    return [table.column("dest").to_numpy(), kind != _BEACON, table.column("src").to_numpy(),
+            kind, table.column("seq").to_numpy()]
 
 
 def _in_order(keys: list[np.ndarray]) -> bool:
@@ -133,6 +136,24 @@ def split_beacons(table: pa.Table) -> tuple[int | None, pa.Table]:
     if n == 0:
         return None, table
     return table.column("dest")[0].as_py(), table.slice(n)
+
+
+def split_tasks(table: pa.Table) -> list[tuple[int, pa.Table]]:
+    """``[(global task id, its data rows)]`` of a ``sorted_table`` holding one task's rows or
+    several tasks', in task order; a task is named by its beacon (rows of a task without
+    one are not the plan's and are left out, as ``split_beacons`` leaves them)."""
+    if table.num_rows == 0:
+        return []
+    dest = table.column("dest").to_numpy()
+    beacon = table.column("kind").to_numpy() == _BEACON
+    starts = [0, *(np.flatnonzero(dest[1:] != dest[:-1]) + 1).tolist()]
+    ends = [*starts[1:], len(dest)]
+    out = []
+    for a, b in zip(starts, ends):
+        n = int(np.count_nonzero(beacon[a:b]))
+        if n:
+            out.append((int(dest[a]), table.slice(a + n, b - a - n)))
+    return out
 
 
 def iter_values(column: pa.ChunkedArray) -> Iterator[Any]:
@@ -429,6 +450,14 @@ class RowBuilder:
             yield batch
         for column in (self.dest, self.kind, self.src, self.seq, self.sid):
             column.clear()
+
+
+def beacons_batch(dests: Iterable[int]) -> pa.RecordBatch:
+    """The beacons of tasks ``dests``, as a stage emits them for the tasks reading it
+    (``StageJob.beacons``): the group reading it needs no Spark task of its own for them."""
+    dests = list(dests)
+    zeros = [0] * len(dests)
+    return to_batch(dests, [_BEACON] * len(dests), zeros, zeros, zeros, [b""] * len(dests))
 
 
 def to_batch(dest: list[int], kind: list[int], src: list[int], seq: list[int], sid: list[int],

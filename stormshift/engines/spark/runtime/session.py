@@ -42,8 +42,11 @@ LOG4J2_FILE = Path(__file__).with_name("log4j2.properties")
 
 # Runtime SQL settings the per-batch plan relies on (set on a reused session too).
 RUNTIME_CONF = {
-    # partition i must stay task i: never merge shuffle partitions
+    # a partition holds the Storm tasks the plan dealt it: never merge shuffle partitions
     "spark.sql.adaptive.coalescePartitions.enabled": "false",
+    # one Spark job per batch (driver/batch.py): adaptive execution runs each shuffle, and
+    # each cached frame, as a job of its own
+    "spark.sql.adaptive.enabled": "false",
     "spark.sql.execution.arrow.maxRecordsPerBatch": "100000",
     "spark.sql.streaming.noDataMicroBatches.enabled": "false",
 }

@@ -100,6 +100,10 @@ class StageJob:
     time: BatchTime | None = None  # windows and end of input (``windowing.py``)
     task_hosts: int = 0  # host slots per executor (``task_host.py``); 0: run in the worker
     home_key: bytes = b""  # the run's key for tasks' homes on other executors (``homes.py``)
+    # task indexes that run nothing when no row comes for them (``driver/waves.idle_tasks``)
+    idle_ok: frozenset[int] = frozenset()
+    # beacons of the tasks reading this stage's group, sent by its task 0 (``rows.beacons_batch``)
+    beacons: tuple[int, ...] = ()
 
 
 def targets_of(graph: Any, component: str) -> list[Target]:
@@ -338,32 +342,37 @@ class _Member:
 def run_partition(jobs: Mapping[str, StageJob], batches: Iterator[pa.RecordBatch],
                   seen: dict[str, str] | None = None,
                   hosted: Callable[..., list[pa.RecordBatch]] | None = None) -> Iterator[pa.RecordBatch]:
-    """mapInArrow body for one task of one of ``jobs``' stages (by head; module doc steps 1-4).
+    """mapInArrow body for the Storm tasks of ``jobs``' stages (by head) a partition holds,
+    one after the other, each with its own transaction and fence (module doc steps 1-4).
 
-    The partition's beacon names the task: its global task id gives the
-    component, so the stage, of a group of stages run as one Spark stage.
-    ``hosted(dest, job, task, table, attempt)`` runs the task on its task host
-    (``task_host.run_on_host``) when the job has host slots; else it runs here.
+    A task's beacon names it: its global task id gives the component, so the
+    stage, of a group of stages run as one Spark stage. Task 0 of a job with
+    ``beacons`` sends them first. A task with no row that its job lists as
+    ``idle_ok`` runs nothing. ``hosted(dest, job, task, table,
+    attempt)`` runs a task on its task host (``task_host.run_on_host``) when the
+    job has host slots; else it runs here.
     """
     layout = next(iter(jobs.values())).layout
     ensure_paths(layout.graph)
     table = R.sorted_table(batches)  # Step 1.
-    dest, table = R.split_beacons(table)
-    if dest is None:
-        return  # no beacon: a partition the plan did not make (cannot happen with repartitionById)
-    name, task = layout.task_owner[dest]
-    job = jobs[layout.stage_of[name].head]
-    if seen is not None:
-        seen["head"] = job.stage.head
-    r = redis_for(job.redis_url)
     attempt = faults.attempt_number()
-    if batchstats.count_attempt(r, job.namespace, job.txid, job.stage.head, task) > 1 or attempt:
-        batchstats.note(r, job.namespace, "retried")
-    faults.hit("stage.start", txid=job.txid, component=job.stage.head, task=task, attempt=attempt)
-    if hosted is not None and job.task_hosts:
-        yield from hosted(dest, job, task, table, attempt)
-        return
-    yield from run_task(job, task, table, r).batches()
+    for dest, rows in R.split_tasks(table):
+        name, task = layout.task_owner[dest]
+        job = jobs[layout.stage_of[name].head]
+        if task == 0 and job.beacons:
+            yield R.beacons_batch(job.beacons)
+        if rows.num_rows == 0 and task in job.idle_ok:
+            continue
+        if seen is not None:
+            seen["head"] = job.stage.head
+        r = redis_for(job.redis_url)
+        if batchstats.count_attempt(r, job.namespace, job.txid, job.stage.head, task) > 1 or attempt:
+            batchstats.note(r, job.namespace, "retried")
+        faults.hit("stage.start", txid=job.txid, component=job.stage.head, task=task, attempt=attempt)
+        if hosted is not None and job.task_hosts:
+            yield from hosted(dest, job, task, rows, attempt)
+        else:
+            yield from run_task(job, task, rows, r).batches()
 
 
 def run_task(job: StageJob, task: int, table: pa.Table, r: Any) -> R.RowBuilder:
