@@ -440,7 +440,8 @@ def check_totals(totals: dict[str, dict[str, int]], data: Path) -> str:
 
 
 def adclicks_on_files(data: Path, spout_par: int, overrides: dict[str, Any] | None = None,
-                      keep: set[str] | None = None, bolt_par: int | None = None) -> Any:
+                      keep: set[str] | None = None, bolt_par: int | None = None,
+                      bounded: bool = True) -> Any:
     """examples/adclicks with its AdLogSpout read from ``data`` by JsonLinesSpout.
 
     AdLogSpout is a Python spout (``stormshift.replacements`` swaps only
@@ -449,6 +450,7 @@ def adclicks_on_files(data: Path, spout_par: int, overrides: dict[str, Any] | No
     the loader does (component-name order from 1). ``keep``: only these
     components (and the spout), e.g. one report of ``bench/windowed_adclicks.py``.
     ``bolt_par``: every bolt's par (None: the topology's), e.g. ``bench/scale_sweep.py``.
+    ``bounded``: False for files still arriving (``bench/latency_adclicks.py``).
     """
     import dataclasses
 
@@ -458,7 +460,7 @@ def adclicks_on_files(data: Path, spout_par: int, overrides: dict[str, Any] | No
     # the legacy topology unless asked (the event-time reports: windowed_adclicks.py)
     graph = load_topology(EXAMPLE, name="adclicks", overrides={"adclicks.windows": False, **(overrides or {})})
     spout = graph.component("ad_log_spout")
-    config = {**spout.config, "jsonlines.path": str(data), "jsonlines.bounded": True}
+    config = {**spout.config, "jsonlines.path": str(data), "jsonlines.bounded": bounded}
     # with_class reads JsonLinesSpout's capabilities (replayable): the engine decides from
     # them, so AdLogSpout's (a generic spout: hosted and logged on the driver) must not stay
     swapped = dataclasses.replace(
@@ -499,7 +501,8 @@ def run_stormshift(args: argparse.Namespace, data: Path) -> dict[str, Any]:
     except ImportError as exc:
         raise SystemExit(f"stormshift path not runnable: stormshift.engines.spark.SparkEngine is "
                          f"missing ({exc}); the Spark engine has not landed yet") from None
-    graph = adclicks_on_files(data, args.files_per_batch, bolt_par=args.bolt_par)
+    graph = adclicks_on_files(data, args.files_per_batch, bolt_par=args.bolt_par,
+                              overrides={"adclicks.windows": True} if args.windows else None)
     if os.environ.get("BENCH_FUSE"):  # the no-shuffle bound: bench/jvm_experiments.py
         graph = shuffle_grouped(graph, ("ads_ctr_bolt", "client_spent_bolt"))
     namespace = f"bench-adclicks-{uuid.uuid4().hex[:12]}"  # fresh state, removed afterwards
@@ -876,6 +879,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--ads", type=int, help="adgen's number of ad ids (default: its own)")
     p.add_argument("--uniform-ads", action="store_true", help="adgen: every ad equally popular")
     p.add_argument("--no-check", action="store_true", help="skip comparing totals with expected.py")
+    p.add_argument("--windows", action="store_true",
+                   help="stormshift with the event-time reports on (the README's first command); "
+                        "the hand-written job stays the legacy totals")
     p.add_argument("--phase", choices=sorted(PHASES), help=argparse.SUPPRESS)
     return p.parse_args(argv)
 
