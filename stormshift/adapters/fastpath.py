@@ -36,7 +36,7 @@ from stormshift.errors import TupleError
 from stormshift.topology.capabilities import Capabilities
 
 _INT64 = 2**63  # JSON ints Storm (Java long) can carry: -2**63 <= v < 2**63
-_CWIRE = native.load("stormshift.adapters.cwire")  # a delivered bolt emit in C, or None
+_CEMIT = native.load("stormshift.adapters.cemit")  # a delivered bolt emit in C, or None
 
 
 class Completion:
@@ -172,8 +172,8 @@ def bolt_emit(
     check_wire = emitter.check_wire
     values_of = emitter.values
     emit: Callable[..., Any]
-    if deliver is not None and _CWIRE is not None:  # this emit in C (adapters/cwire.pyx)
-        emit = _CWIRE.BoltEmit(routes, undeclared, task_ids, component, fields, values_of,
+    if deliver is not None and _CEMIT is not None:  # this emit in C (adapters/cemit.pyx)
+        emit = _CEMIT.BoltEmit(routes, undeclared, task_ids, component, fields, values_of,
                                to_wire, check_wire, deliver).emit
         return emit if not batching else _batching(emit)
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from stormshift.engines.spark.records import keys as RK
 from stormshift.state import keys as K
 from stormshift.state.connection import retrying
 
@@ -39,7 +40,7 @@ def drop(r: Any, namespace: str, txid: int) -> None:
 def count_attempt(r: Any, namespace: str, txid: int, head: str, task: int) -> int:
     """How many times task ``task`` of ``head`` in batch ``txid`` has started (this time
     included)."""
-    key = K.batch_attempts_key(namespace, txid)
+    key = RK.batch_attempts_key(namespace, txid)
     pipe = r.pipeline(transaction=False)
     pipe.hincrby(key, f"{head}:{task}", 1)
     pipe.expire(key, ATTEMPTS_TTL_SECS)
@@ -51,4 +52,4 @@ def note(r: Any, namespace: str, what: str) -> None:
     """Count one ``retried`` or ``fenced`` task attempt of the namespace."""
     if what not in ("retried", "fenced"):
         raise ValueError(f"batchstats.note: {what!r} is not 'retried' or 'fenced'")
-    r.hincrby(K.attempts_key(namespace), what, 1)
+    r.hincrby(RK.attempts_key(namespace), what, 1)

@@ -209,7 +209,7 @@ class _Member:
         self.kernel = Kernel(self.host, self.output.dispatch, self.output.bad, self.tracks_current)
         self.stats.tuples_in += self.kernel.run_chunks(
             chunks, self._shape, f"{self.job.txid}:{self.task}:", self.poison,
-            self._skip, self._settle, self.stats.latency)
+            self._skip, self._settle, self.stats.latency, R.UNPACK)
 
     def _shape(self, src: int, sid: int) -> tuple[str, str]:
         """The source component and stream of the tuples from task ``src`` on stream ``sid``."""
