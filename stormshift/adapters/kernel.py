@@ -77,7 +77,7 @@ class Kernel:
         done = host.completion.done
         cache = host.anchor_cache
         failure = host._failure
-        fast_ack = host.plan["ack"]
+        fast_ack = host.fast_ack
         auto_ack_ok = not host.batching  # a BatchingBolt acks when it flushes
         track = track or host.batching  # its flush reads _current_tups
         anchors = anchors and not host.batching

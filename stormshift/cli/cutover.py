@@ -30,6 +30,8 @@ from stormshift.cli.options import (
 )
 from stormshift.display import console, json_text, visible
 from stormshift.errors import StormshiftError
+from stormshift.state.client import Redis
+from stormshift.topology.graph import TopologyGraph
 
 __all__ = ["cutover_group", "handback_command"]
 
@@ -49,11 +51,11 @@ def cutover_group() -> None:
     --checkpoint DIR`), and see how both stand (`cutover status PROJECT -n NAME`)."""
 
 
-def _namespace(graph: Any, namespace: str | None) -> str:
+def _namespace(graph: TopologyGraph, namespace: str | None) -> str:
     return namespace or graph.name
 
 
-def _positions(graph: Any, r: Any) -> tuple[dict[str, dict[str, Any]], dict[str, Any], int]:
+def _positions(graph: TopologyGraph, r: Redis) -> tuple[dict[str, dict[str, Any]], dict[str, Any], int]:
     """``(spout -> offsets, spout -> position spec, live members)`` of the legacy now."""
     from stormshift.cutover.legacy import group_members, read_position
     from stormshift.cutover.plan import position_spec
@@ -70,7 +72,7 @@ def _positions(graph: Any, r: Any) -> tuple[dict[str, dict[str, Any]], dict[str,
     return offsets, specs, members
 
 
-def _check_still(graph: Any, r: Any, settle_secs: float) -> tuple[dict[str, Any], str | None]:
+def _check_still(graph: TopologyGraph, r: Redis, settle_secs: float) -> tuple[dict[str, Any], str | None]:
     from stormshift.cutover.plan import refusal
 
     first, specs, members = _positions(graph, r)
@@ -83,7 +85,7 @@ def _check_still(graph: Any, r: Any, settle_secs: float) -> tuple[dict[str, Any]
                            ", ".join(map(str, groups)) or None)
 
 
-def _seed(graph: Any, r: Any, ns: str, starts: dict[str, Any], checkpoint: str, force: bool,
+def _seed(graph: TopologyGraph, r: Redis, ns: str, starts: dict[str, Any], checkpoint: str, force: bool,
           say: Any) -> None:
     from stormshift.cutover.seed import seed_port
 

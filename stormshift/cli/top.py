@@ -22,6 +22,7 @@ from stormshift.cli.options import json_option, redis_option
 from stormshift.display import console as safe_console
 from stormshift.display import json_text
 from stormshift.metrics.board import Board
+from stormshift.state.client import Redis
 
 __all__ = ["render", "top_command"]
 
@@ -56,7 +57,7 @@ def top_command(name: str, redis_url: str | None, once: bool, interval: float,
             live.update(render(board, _now_ms()), refresh=True)
 
 
-def _read(r: Any, name: str) -> Board:
+def _read(r: Redis, name: str) -> Board:
     from stormshift.errors import StormshiftError
     from stormshift.metrics.records import read_board
 

@@ -26,13 +26,15 @@ from stormshift.cutover.plan import position_spec, seeds_of
 from stormshift.cutover.port import port_position, port_values
 from stormshift.cutover.record import HANDED_BACK, LIVE, read_record, write_record
 from stormshift.errors import StormshiftError
+from stormshift.state.client import Redis
+from stormshift.topology.graph import TopologyGraph
 
 __all__ = ["HANDING_BACK", "handback"]
 
 HANDING_BACK = "handing_back"
 
 
-def _stop(r: Any, ns: str, timeout_secs: float, say: Callable[[str], None]) -> None:
+def _stop(r: Redis, ns: str, timeout_secs: float, say: Callable[[str], None]) -> None:
     from stormshift.state.keys import lease_key
     from stormshift.state.lease import request_stop
 
@@ -51,7 +53,7 @@ def _stop(r: Any, ns: str, timeout_secs: float, say: Callable[[str], None]) -> N
                           "`stormshift handback` again with a longer --timeout")
 
 
-def handback(graph: Any, r: Any, ns: str, timeout_secs: float,
+def handback(graph: TopologyGraph, r: Redis, ns: str, timeout_secs: float,
              say: Callable[[str], None]) -> dict[str, Any]:
     # Step 1.
     record = read_record(r, ns)

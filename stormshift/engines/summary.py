@@ -71,6 +71,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from stormshift.engines.problems import ErrorDigest
+from stormshift.topology.graph import TopologyGraph
 
 __all__ = ["ComponentState", "ComponentStats", "RunSummary"]
 
@@ -200,7 +201,7 @@ class RunSummary:
             self.warnings.append(message)
 
     @classmethod
-    def for_graph(cls, graph: Any, engine: str) -> RunSummary:
+    def for_graph(cls, graph: TopologyGraph, engine: str) -> RunSummary:
         """Empty counters for every component of ``graph`` (topological order)."""
         from stormshift.engines.accounting import first_hop
 

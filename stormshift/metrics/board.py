@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from stormshift.metrics.latency import LatencyHistogram
+from stormshift.topology.graph import TopologyGraph
 
 __all__ = ["COUNTERS", "Board", "TaskFigures"]
 
@@ -84,7 +85,7 @@ class Board:
     updated_ms: int = 0  # wall clock of the last update (``top`` shows its age)
 
     @classmethod
-    def for_graph(cls, graph: Any, engine: str) -> Board:
+    def for_graph(cls, graph: TopologyGraph, engine: str) -> Board:
         """Zero figures for every task of every component (the endpoint shows them all)."""
         board = cls(graph.name, engine)
         for comp in graph:

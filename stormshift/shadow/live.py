@@ -53,6 +53,7 @@ from stormshift.shadow.legacy_outputs import (
 )
 from stormshift.shadow.results import RESULTS_KEY, ResultMode, ResultSpec, result_specs
 from stormshift.shadow.run import tolerance_of
+from stormshift.state.client import Redis
 from stormshift.topology.graph import TopologyGraph
 
 __all__ = [
@@ -353,7 +354,7 @@ def _jsonl_emits(folder: str, wanted: Mapping[tuple[str, str], ResultSpec]) -> I
                         yield (component, stream), write_ms, json.loads(line)
 
 
-def _redis_emits(r: Any, key: str, wanted: Mapping[tuple[str, str], ResultSpec]) -> Iterator[Emit]:
+def _redis_emits(r: Redis, key: str, wanted: Mapping[tuple[str, str], ResultSpec]) -> Iterator[Emit]:
     """The redis sink's entries (``state/sinkstream.py``), by id."""
     from stormshift.state import sinkstream
 

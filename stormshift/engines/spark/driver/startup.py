@@ -30,14 +30,16 @@ from typing import Any
 from stormshift.engines.spark.driver import preflight
 from stormshift.engines.spark.driver.recovery import check_not_behind, durability_warning
 from stormshift.errors import StormshiftError
+from stormshift.state.client import Redis
 from stormshift.state.reach import mask_url
+from stormshift.topology.graph import TopologyGraph
 
 __all__ = ["prepare_state"]
 
 log = logging.getLogger("stormshift.engines.spark")
 
 
-def prepare_state(graph: Any, namespace: str, checkpoint_dir: str, redis_url: str | None,
+def prepare_state(graph: TopologyGraph, namespace: str, checkpoint_dir: str, redis_url: str | None,
                   state_mode: str, checkpoint_id: Callable[[], str],
                   state_key: Callable[[], tuple[bytes, str]],
                   before_jvm: tuple[str, Mapping[str, str], bool],
@@ -114,7 +116,7 @@ def prepare_state(graph: Any, namespace: str, checkpoint_dir: str, redis_url: st
     return r, url, key, commit_log, base, [*upgrade.warnings(), *rescaled]
 
 
-def bound_elsewhere(r: Any, commit_log: Any, namespace: str, checkpoint_dir: str,
+def bound_elsewhere(r: Redis, commit_log: Any, namespace: str, checkpoint_dir: str,
                     checkpoint_id: str) -> None:
     """Step 4: refuse a new checkpoint on a namespace that holds state of another one (the
     same topology started with another ``--checkpoint``), naming the checkpoint that owns

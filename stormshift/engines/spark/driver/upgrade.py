@@ -19,6 +19,7 @@ from typing import Any
 
 from stormshift.errors import StateError, StormshiftError
 from stormshift.state import keys as K
+from stormshift.state.client import Redis
 from stormshift.state.commit import CommitLog
 from stormshift.state.component import names_in_code, state_at, user_state
 from stormshift.state.keyed import stored as stored_form
@@ -94,7 +95,7 @@ def _migrate(comp: str, hook: Callable[[dict[str, Any]], Any], old: dict[str, An
     return out
 
 
-def plan_upgrade(r: Any, store: SnapshotStore, graph: TopologyGraph) -> UpgradePlan:
+def plan_upgrade(r: Redis, store: SnapshotStore, graph: TopologyGraph) -> UpgradePlan:
     """What the code in ``graph`` does to every bolt's committed state (reads only)."""
     committed = CommitLog(r, store.namespace).committed()
     result = UpgradePlan(committed)
@@ -145,7 +146,7 @@ def check_upgrade(store: SnapshotStore, plan: UpgradePlan, graph: TopologyGraph)
                 "(two runs)")
 
 
-def apply_upgrade(r: Any, store: SnapshotStore, plan: UpgradePlan,
+def apply_upgrade(r: Redis, store: SnapshotStore, plan: UpgradePlan,
                   dumps: Callable[[Any], bytes]) -> None:
     """Write each rewritten component's task states as new bases at the committed txid (its
     other versions dropped), one MULTI/EXEC per component."""

@@ -40,6 +40,7 @@ import msgpack
 from stormshift.engines.spark.records import keys as RK
 from stormshift.engines.spark.records.wal import WAL_TXID
 from stormshift.state import keys as K
+from stormshift.state.client import Redis
 from stormshift.state.connection import run_scripts
 from stormshift.state.fencing import acquire_epoch
 
@@ -75,7 +76,7 @@ def _plain_id(msg_id: Any) -> Any:
 class ChunkLog:
     """The chunk log of one spout task (module doc)."""
 
-    def __init__(self, r: Any, namespace: str, component: str, task_index: int):
+    def __init__(self, r: Redis, namespace: str, component: str, task_index: int):
         self.r, self.namespace, self.component, self.task_index = r, namespace, component, task_index
         self.heads_key = RK.chunk_key(namespace, component, task_index, "heads")
         self.data_key = RK.chunk_key(namespace, component, task_index, "data")

@@ -17,12 +17,13 @@ from collections.abc import Callable
 from typing import Any
 
 from stormshift.engines.spark.records import keys as RK
+from stormshift.state.client import Redis
 from stormshift.state.connection import retrying
 
 __all__ = ["query_start"]
 
 
-def query_start(r: Any, namespace: str, checkpoint_id: str, spout: str,
+def query_start(r: Redis, namespace: str, checkpoint_id: str, spout: str,
                 resolve: Callable[[], dict[str, Any]]) -> dict[str, Any]:
     """The offsets ``spout``'s query started from in checkpoint ``checkpoint_id``:
     ``resolve()`` the first time, what that call returned every time after."""

@@ -45,6 +45,7 @@ from redis.exceptions import ResponseError
 
 from stormshift.engines.spark.records import keys as RK
 from stormshift.errors import StateError
+from stormshift.state.client import Redis
 from stormshift.state.connection import run_scripts
 from stormshift.state.fencing import FencedWriter, acquire_epoch
 
@@ -59,7 +60,7 @@ class WriteAheadLog:
     """The log of one spout task. Planner: ``open_for_append`` then ``append``/``trim``;
     executors: ``read`` only (no epoch needed)."""
 
-    def __init__(self, r: Any, namespace: str, component: str, task_index: int,
+    def __init__(self, r: Redis, namespace: str, component: str, task_index: int,
                  seen_window: int = DEFAULT_SEEN_WINDOW):
         self.r = r
         self.seen_window = max(int(seen_window), 1)

@@ -17,6 +17,7 @@ import msgpack
 
 from stormshift.engines.spark.records.batchstats import read_records
 from stormshift.metrics.latency import LatencyHistogram
+from stormshift.state.client import Redis
 
 __all__ = ["COUNTERS", "MemberStats", "read_stats"]
 
@@ -101,7 +102,7 @@ class MemberStats:
                              use_bin_type=True)
 
 
-def read_stats(r: Any, namespace: str, txid: int) -> Iterator[tuple[str, MemberStats]]:
+def read_stats(r: Redis, namespace: str, txid: int) -> Iterator[tuple[str, MemberStats]]:
     """Every task's record of batch ``txid`` as ``(member name, counters)``, in key order."""
     for field_name, packed in read_records(r, namespace, txid):
         name, task = field_name.rsplit(":", 1)
