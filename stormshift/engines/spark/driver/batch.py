@@ -59,7 +59,6 @@ from stormshift.engines.spark.task.sink import SinkSpec
 from stormshift.engines.spark.task.stage import StageJob, run_partition
 from stormshift.engines.spark.task.windowing import BatchTime
 from stormshift.state import outage
-from stormshift.state.client import Redis
 
 __all__ = ["COUNTERS", "SPOUTS", "BatchResult", "BatchRunner", "BatchStatus", "stage_groups"]
 
@@ -113,7 +112,7 @@ class BatchConfig:
 class BatchRunner:
     """The ``foreachBatch`` function (see module doc)."""
 
-    def __init__(self, cfg: BatchConfig, r: Redis, commit_log: Any, ticks: TickRecorder,
+    def __init__(self, cfg: BatchConfig, r: Any, commit_log: Any, ticks: TickRecorder,
                  on_batch: Callable[[BatchResult], None], now_ms: Callable[[], int],
                  clock: WindowClock | None = None):
         self.cfg, self.r, self.commit_log, self.ticks = cfg, r, commit_log, ticks
@@ -305,7 +304,7 @@ class BatchRunner:
         batchstats.drop(self.r, self.cfg.namespace, result.txid)
 
 
-def source_lags(r: Redis, namespace: str) -> dict[str, Any]:
+def source_lags(r: Any, namespace: str) -> dict[str, Any]:
     """Each replayable source's lag as its planner last reported it (behind the offsets it
     planned last: this batch's end, or the next batch's when Spark planned that already)."""
     import json

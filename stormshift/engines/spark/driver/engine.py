@@ -89,7 +89,6 @@ from stormshift.errors import LeaseLostError, StormshiftError
 from stormshift.metrics.board import Board
 from stormshift.metrics.feed import fold_batch, fold_spout_dead_letters
 from stormshift.metrics.records import write_board
-from stormshift.state.client import Redis
 from stormshift.state.outage import RedisOutage, bound_from_config, reporter
 
 __all__ = ["SparkEngine"]
@@ -171,7 +170,7 @@ class SparkEngine:
         from stormshift.engines.spark.driver.leased import take_lease
         from stormshift.engines.spark.driver.startup import prepare_state
 
-        def lease(r: Redis) -> Any:
+        def lease(r: Any) -> Any:
             self.lease = take_lease(r, self.namespace, self.graph, self.checkpoint_dir,
                                     state_mode=self.state_mode, takeover=self.takeover, say=say)
             return self.lease
@@ -347,13 +346,13 @@ class SparkEngine:
             summary.final_state = self._final_state(r, state_key)
         return summary
 
-    def _publish(self, r: Redis, board: Board) -> None:
+    def _publish(self, r: Any, board: Board) -> None:
         """The board to Redis (``stormshift top``) and to the endpoint, if any."""
         write_board(r, self.namespace, board)
         if self.metrics is not None:
             self.metrics.publish(board)
 
-    def _final_state(self, r: Redis, state_key: bytes) -> dict[str, ComponentState]:
+    def _final_state(self, r: Any, state_key: bytes) -> dict[str, ComponentState]:
         from stormshift.state.final import committed_attributes, committed_maps
 
         return {b.name: ComponentState(
@@ -416,7 +415,7 @@ class SparkEngine:
             return gone
         return query_failure(stop_reason_from(exc), runner.first_started is None, path)
 
-    def _stop(self, query: Any, runner: BatchRunner, r: Redis, stops: StopRequests,
+    def _stop(self, query: Any, runner: BatchRunner, r: Any, stops: StopRequests,
               clean: bool = True, timeout_secs: float = 120.0) -> bool:
         """``stopping.stop_query`` for this run's namespace (its doc says how)."""
         return stop_query(query, runner, r, self.namespace, stops, clean=clean,
