@@ -106,17 +106,17 @@ def render(board: Board, now_ms: int) -> Group:
                          f"{'>= ' if f.source_lag_lower_bound else ''}{f.source_lag:,}")
         parts.append(lags)
     if board.windows or board.watermarks_ms:
-        from stormshift.windows.state import COUNTERS
+        from stormshift.windows.state import WINDOW_COUNTERS
 
         windows = Table(title="windowed bolts")
         windows.add_column("component", overflow="fold")
-        for column in COUNTERS:
+        for column in WINDOW_COUNTERS:
             windows.add_column(column.replace("_", " "), justify="right", overflow="fold")
         windows.add_column("watermark (ms)", justify="right", overflow="fold")
         for bolt in sorted(set(board.windows) | set(board.watermarks_ms)):
             counters = board.windows.get(bolt, {})
             mark = board.watermarks_ms.get(bolt)
-            windows.add_row(Text(bolt), *(f"{counters.get(c, 0):,}" for c in COUNTERS),
+            windows.add_row(Text(bolt), *(f"{counters.get(c, 0):,}" for c in WINDOW_COUNTERS),
                             "" if mark is None else str(mark))
         parts.append(windows)
     return Group(*parts)

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from stormshift.metrics.board import COUNTERS, Board
+from stormshift.metrics.board import Board
+from stormshift.metrics.counts import COUNTERS
 
 __all__ = ["fold_batch", "fold_spout_dead_letters"]
 

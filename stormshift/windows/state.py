@@ -35,10 +35,10 @@ from stormshift.windows.watermark import WatermarkTracker
 from stormshift.windows.window import Window
 from stormshift.windows.windower import Windower
 
-__all__ = ["COUNTERS", "FORMAT", "WindowingState"]
+__all__ = ["FORMAT", "WINDOW_COUNTERS", "WindowingState"]
 
 FORMAT = 1
-COUNTERS = ("on_time", "late_updated", "dropped_late", "late_stream")
+WINDOW_COUNTERS = ("on_time", "late_updated", "dropped_late", "late_stream")
 
 
 @dataclass
@@ -49,7 +49,7 @@ class WindowingState:
     buffer: ReleaseBuffer | None
     processing_ms: int = 0
     next_watermark_ms: int | None = None
-    counters: dict[str, int] = field(default_factory=lambda: dict.fromkeys(COUNTERS, 0))
+    counters: dict[str, int] = field(default_factory=lambda: dict.fromkeys(WINDOW_COUNTERS, 0))
     # key order -> (start_ms, end_ms) -> what the pane emitted: [(stream, values)]
     emitted: dict[str, dict[tuple[int, int], list[tuple[str, list[Any]]]]] = field(
         default_factory=dict)

@@ -40,7 +40,7 @@ from stormshift.engines.spark.task.windowing import BatchTime
 from stormshift.errors import StormshiftError
 from stormshift.state.client import Redis
 from stormshift.topology.graph import TopologyGraph
-from stormshift.windows.state import COUNTERS
+from stormshift.windows.state import WINDOW_COUNTERS
 from stormshift.windows.watermark import WatermarkTracker
 from stormshift.windows.window import END_OF_TIME_MS, START_OF_TIME_MS
 
@@ -147,7 +147,7 @@ class WindowClock:
             t.lag_ms, t.idle_timeout_ms = first["lag_ms"], first["idle_timeout_ms"]
             t.watermark_ms = max(t.watermark_ms, time.watermarks.get(bolt, START_OF_TIME_MS))
             t.ended = t.ended or time.final
-            total = counters.setdefault(bolt, dict.fromkeys(COUNTERS, 0))
+            total = counters.setdefault(bolt, dict.fromkeys(WINDOW_COUNTERS, 0))
             for report in mine:
                 for comp, stream, task, top in report["seen"]:
                     t.observe((comp, stream, int(task)), int(top), now)
