@@ -21,6 +21,7 @@ from rich.text import Text
 from stormshift.cli.options import json_option, redis_option
 from stormshift.display import console as safe_console
 from stormshift.display import json_text
+from stormshift.errors import NotFoundError
 from stormshift.metrics.board import Board
 from stormshift.state.client import Redis
 
@@ -58,12 +59,11 @@ def top_command(name: str, redis_url: str | None, once: bool, interval: float,
 
 
 def _read(r: Redis, name: str) -> Board:
-    from stormshift.errors import StormshiftError
     from stormshift.metrics.records import read_board
 
     board = read_board(r, name)
     if board is None:
-        raise StormshiftError(
+        raise NotFoundError(
             f"top: no metrics record for namespace {name!r} in this Redis; fix: name the run's "
             "--namespace (default: the topology's name) and the run's --redis URL; "
             "`stormshift state ls` lists the namespaces (runs on the Spark engine write it)")

@@ -25,7 +25,7 @@ from stormshift.cutover.legacy import write_position, write_store
 from stormshift.cutover.plan import position_spec, seeds_of
 from stormshift.cutover.port import port_position, port_values
 from stormshift.cutover.record import HANDED_BACK, LIVE, read_record, write_record
-from stormshift.errors import StormshiftError
+from stormshift.errors import CutoverRefused
 from stormshift.state.client import Redis
 from stormshift.topology.graph import TopologyGraph
 
@@ -48,9 +48,9 @@ def _stop(r: Redis, ns: str, timeout_secs: float, say: Callable[[str], None]) ->
             say(f"stopped the port (host {holder.host}, pid {holder.pid}) at a batch boundary")
             return
         time.sleep(0.2)
-    raise StormshiftError(f"handback: the port of namespace {ns!r} (pid {holder.pid}) has not "
-                          f"stopped after {timeout_secs:g} s; nothing was handed back. Run "
-                          "`stormshift handback` again with a longer --timeout")
+    raise CutoverRefused(f"handback: the port of namespace {ns!r} (pid {holder.pid}) has not "
+                         f"stopped after {timeout_secs:g} s; nothing was handed back. Run "
+                         "`stormshift handback` again with a longer --timeout")
 
 
 def handback(graph: TopologyGraph, r: Redis, ns: str, timeout_secs: float,
@@ -58,8 +58,8 @@ def handback(graph: TopologyGraph, r: Redis, ns: str, timeout_secs: float,
     # Step 1.
     record = read_record(r, ns)
     if record is None or record["status"] not in (LIVE, HANDING_BACK):
-        raise StormshiftError(f"handback refused: namespace {ns!r} has no live cut-over "
-                              "(`stormshift cutover status` shows it); nothing was written")
+        raise CutoverRefused(f"handback refused: namespace {ns!r} has no live cut-over "
+                             "(`stormshift cutover status` shows it); nothing was written")
     # Step 2.
     _stop(r, ns, timeout_secs, say)
     record["status"] = HANDING_BACK

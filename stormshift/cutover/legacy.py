@@ -15,7 +15,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from stormshift.cutover.plan import Seed, from_kafka, key_to_port, to_kafka, to_legacy, to_port
-from stormshift.errors import StormshiftError
+from stormshift.errors import OptionError
 from stormshift.state.client import Redis
 
 __all__ = ["group_members", "read_position", "read_store", "write_position", "write_store"]
@@ -36,8 +36,8 @@ def _hook(path: str) -> Callable[..., Any]:
     try:
         return getattr(importlib.import_module(module), name)  # type: ignore[no-any-return]
     except (ImportError, AttributeError) as exc:
-        raise StormshiftError(f"cut-over hook {path!r} cannot be loaded ({exc}); fix: name a "
-                              "function of the project's src/ as module:function") from None
+        raise OptionError(f"cut-over hook {path!r} cannot be loaded ({exc}); fix: name a "
+                          "function of the project's src/ as module:function") from None
 
 
 def _kafka_consumer(conf: Mapping[str, Any], group: str) -> Any:

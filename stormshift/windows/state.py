@@ -28,6 +28,7 @@ from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from stormshift.errors import StateFormatError
 from stormshift.windows import keyed as KE
 from stormshift.windows.config import Windowing
 from stormshift.windows.count import CountWindower, ReleaseBuffer
@@ -139,8 +140,8 @@ class WindowingState:
 
     def restore(self, snap: dict[str, Any]) -> None:
         if snap.get("format") != FORMAT:
-            raise ValueError(f"windowing snapshot format {snap.get('format')!r}, this "
-                             f"stormshift reads format {FORMAT}")
+            raise StateFormatError(f"windowing snapshot format {snap.get('format')!r}, this "
+                                   f"stormshift reads format {FORMAT}")
         self.processing_ms = int(snap["processing_ms"])
         self.next_watermark_ms = snap["next_watermark_ms"]
         self.tracker.restore(snap["watermark"])

@@ -29,7 +29,7 @@ from typing import Any
 
 from stormshift.engines.spark.driver import preflight
 from stormshift.engines.spark.driver.recovery import check_not_behind, durability_warning
-from stormshift.errors import StormshiftError
+from stormshift.errors import OptionError, StormshiftError
 from stormshift.state.client import Redis
 from stormshift.state.reach import mask_url
 from stormshift.topology.graph import TopologyGraph
@@ -75,7 +75,7 @@ def prepare_state(graph: TopologyGraph, namespace: str, checkpoint_dir: str, red
     r = connect(redis_url)
     url = redis_url or url_of(r)
     if url is None:
-        raise StormshiftError("spark engine: cannot tell executors how to reach Redis; fix: pass --redis URL")
+        raise OptionError("spark engine: cannot tell executors how to reach Redis; fix: pass --redis URL")
     held = lease(r) if lease is not None and not lease_late else None
     # Step 3.
     check_owner(r, namespace, graph, state_mode)

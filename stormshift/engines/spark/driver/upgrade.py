@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from stormshift.errors import StateError, StormshiftError
+from stormshift.errors import MigrationError, StateError
 from stormshift.state import keys as K
 from stormshift.state.client import Redis
 from stormshift.state.commit import CommitLog
@@ -83,15 +83,15 @@ def _migrate(comp: str, hook: Callable[[dict[str, Any]], Any], old: dict[str, An
     try:
         out = hook(arg)
     except Exception as exc:
-        raise StormshiftError(f"component {comp!r}: {MIGRATE_HOOK}() raised "
-                              f"{type(exc).__name__}: {exc}. Fix the hook (it gets the stored "
-                              "attributes by name and returns those to restore)") from exc
+        raise MigrationError(f"component {comp!r}: {MIGRATE_HOOK}() raised "
+                             f"{type(exc).__name__}: {exc}. Fix the hook (it gets the stored "
+                             "attributes by name and returns those to restore)") from exc
     if out is None:
         return arg
     if not isinstance(out, dict) or not all(isinstance(k, str) for k in out):
-        raise StormshiftError(f"component {comp!r}: {MIGRATE_HOOK}() returned "
-                              f"{type(out).__name__}; it must return a dict of attributes by "
-                              "name (or None after changing its argument in place)")
+        raise MigrationError(f"component {comp!r}: {MIGRATE_HOOK}() returned "
+                             f"{type(out).__name__}; it must return a dict of attributes by "
+                             "name (or None after changing its argument in place)")
     return out
 
 

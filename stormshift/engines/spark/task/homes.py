@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from stormshift.engines.spark.runtime.hosts import recv_exact
-from stormshift.errors import StormshiftError
+from stormshift.errors import OptionError
 from stormshift.state import keys as K
 from stormshift.state.client import Redis
 
@@ -58,8 +58,8 @@ def home_key_for(config: Mapping[str, Any], master: str) -> bytes:
     if raw in _OFF:
         return b""
     if raw not in _ON and raw != "auto":
-        raise StormshiftError(f"-o {HOMES_KEY}={config.get(HOMES_KEY)!r}: expected true, false "
-                              "or auto (auto: on for a cluster master, off for local[...])")
+        raise OptionError(f"-o {HOMES_KEY}={config.get(HOMES_KEY)!r}: expected true, false "
+                          "or auto (auto: on for a cluster master, off for local[...])")
     if raw == "auto" and master.strip().startswith("local"):
         return b""
     return secrets.token_bytes(32)
