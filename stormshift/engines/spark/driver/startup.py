@@ -29,7 +29,7 @@ from typing import Any
 
 from stormshift.engines.spark.driver import preflight
 from stormshift.engines.spark.driver.recovery import check_not_behind, durability_warning
-from stormshift.errors import OptionError, StormshiftError
+from stormshift.errors import OptionError, StateError
 from stormshift.state.client import Redis
 from stormshift.state.reach import mask_url
 from stormshift.topology.graph import TopologyGraph
@@ -133,7 +133,7 @@ def bound_elsewhere(r: Redis, commit_log: Any, namespace: str, checkpoint_dir: s
         # the same path, another checkpoint: the directory was deleted and made again
         owner = f"an earlier checkpoint at {theirs} (deleted and made again since)"
         use = "restore that checkpoint directory"
-    raise StormshiftError(
+    raise StateError(
         f"state namespace {namespace!r} belongs to {owner} (committed txid "
         f"{commit_log.committed()}), not to the checkpoint {checkpoint_dir} this run uses; nothing "
         f"was written. Fix: {use}, or give this run its own --namespace; --adopt-state "
