@@ -13,13 +13,14 @@ from typing import Any, NamedTuple
 from stormshift.errors import TupleError
 from stormshift.state.deadletter import plain
 
-__all__ = ["DeadLetter", "drop_held", "encode_error", "format_trace", "held_tuples", "stage_dead_letter"]
+__all__ = ["PendingLetter", "drop_held", "encode_error", "format_trace", "held_tuples", "stage_dead_letter"]
 
 
-class DeadLetter(NamedTuple):
+class PendingLetter(NamedTuple):
     """One input tuple a stage task dead-lettered, held until its member's ``close`` writes
     it into the task's transaction (after the fenced snapshot), and kept with its reason in
-    ``poison`` so a redo skips the tuple and keeps its letter."""
+    ``poison`` so a redo skips the tuple and keeps its letter. Written, it is a stored
+    ``state.deadletter.DeadLetter`` (its error then a line of text, with an id and txid)."""
 
     stream: str
     values: Any  # plain values (``state.deadletter.plain``)
@@ -36,10 +37,10 @@ def held_tuples(instance: Any) -> dict[str, Any]:
 
 
 def drop_held(instance: Any,
-              poison: dict[str, tuple[str, DeadLetter]]) -> list[tuple[str, DeadLetter]]:
+              poison: dict[str, tuple[str, PendingLetter]]) -> list[tuple[str, PendingLetter]]:
     """Take the dead-lettered tuples out of a restored BatchingBolt's batches (an earlier
     run's flush failed on them); returns their ``(reason, letter)`` entries."""
-    dropped: list[tuple[str, DeadLetter]] = []
+    dropped: list[tuple[str, PendingLetter]] = []
     for key, batch in list(instance._batches.items()):
         kept = [t for t in batch if t.id not in poison]
         dropped.extend(poison[t.id] for t in batch if t.id in poison)
@@ -62,7 +63,7 @@ def format_trace(error: BaseException) -> str:
     return "".join(tb.format_exception(error))
 
 
-def stage_dead_letter(txn: Any, letter: DeadLetter) -> None:
+def stage_dead_letter(txn: Any, letter: PendingLetter) -> None:
     """One entry into the task's transaction, keyed by the tuple id (``txid:task:n``): a
     re-run of the batch adds nothing (``state/task_txn.py``)."""
     error = letter.error

@@ -56,7 +56,7 @@ from stormshift.engines.spark.task.counters import MemberStats
 from stormshift.engines.spark.task.headinput import HeadInput
 from stormshift.engines.spark.task.output import MemberOutput, QueueItem
 from stormshift.engines.spark.task.poison import (
-    DeadLetter,
+    PendingLetter,
     drop_held,
     format_trace,
     held_tuples,
@@ -83,7 +83,7 @@ from stormshift.state.target import Target, parse_targets
 __all__ = ["StageJob", "run_partition", "run_task"]
 
 _CACHE = TaskCache()
-Poison = dict[str, tuple[str, DeadLetter]]  # tuple id -> (reason, its dead letter)
+Poison = dict[str, tuple[str, PendingLetter]]  # tuple id -> (reason, its dead letter)
 
 
 @dataclass(frozen=True)
@@ -120,7 +120,7 @@ class _Member:
         self.poison: Poison = poison if poison is not None else {}
         # Dead letters of this run, written by close() after the fenced snapshot: an attempt
         # that dies or is fenced before it leaves none (a retry may well process the tuple).
-        self.letters: list[DeadLetter] = []
+        self.letters: list[PendingLetter] = []
         self.redo = redo
         self.flush_attempt = flush_attempt  # earlier runs of this member whose flush raised
         self.retry_flush = False  # this run's flush raised: run the member again (a retry)
@@ -247,7 +247,7 @@ class _Member:
     def _skip(self, tid: str) -> None:
         self._skip_poison(self.poison[tid])
 
-    def _skip_poison(self, known: tuple[str, DeadLetter]) -> None:
+    def _skip_poison(self, known: tuple[str, PendingLetter]) -> None:
         """A tuple dead-lettered by an earlier run of this member: skipped, its letter kept."""
         reason, letter = known
         self.letters.append(letter)
@@ -325,14 +325,14 @@ class _Member:
         del outbox.logs[:]
 
     def _dead_letter(self, stream: str, values: Any, error: BaseException, trace: str,
-                     reason: str, source: str, tuple_id: str, note: bool = True) -> DeadLetter:
+                     reason: str, source: str, tuple_id: str, note: bool = True) -> PendingLetter:
         """Dead-letter one input tuple (written by ``close``)."""
         stats = self.stats
         if note:
             stats.note_error(error, trace)
         stats.dead_lettered += 1
         stats.reasons[reason] = stats.reasons.get(reason, 0) + 1
-        letter = DeadLetter(stream, plain(values), error, trace or format_trace(error), reason, source,
+        letter = PendingLetter(stream, plain(values), error, trace or format_trace(error), reason, source,
                             tuple_id)
         self.letters.append(letter)
         return letter
