@@ -44,7 +44,7 @@ REPO = BENCH.parent
 MARKERS = {
     "stage": re.compile(r"sysmodule\.c:sys_call_tracing$"),
     "bare": re.compile(r"_operator\.c:_operator_call$"),
-    "attempt": re.compile(r"(kernel_\d+Kernel_\d+_compile_attempt|cwire_\d+Attempt_attempt)$"),
+    "attempt": re.compile(r"(kernel_\d+Kernel_\d+_compile_attempt|ckernel_\d+Attempt_attempt)$"),
     # the closure, or cwire.Deliver's C method where the install built it
     "deliver": re.compile(r"(output_\d+MemberOutput_\d+_compile_\d*deliver|cwire_\d+Deliver_deliver)$"),
 }

@@ -24,9 +24,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from stormshift.state.client import Redis
 from stormshift.state.commit import CommitLog
 from stormshift.state.deadletter import DeadLetter, DeadLetters
 from stormshift.state.redrive import Redrive
+from stormshift.topology.graph import TopologyGraph
 
 __all__ = ["DeadLetter", "DeadLetterDesk", "Queued", "RedriveResult"]
 
@@ -55,7 +57,7 @@ class DeadLetterDesk:
     """The dead letters of namespace ``namespace`` on Redis client ``r``; ``graph`` (the
     topology, a ``TopologyGraph``) is needed only to judge and redrive entries."""
 
-    def __init__(self, r: Any, namespace: str, graph: Any = None):
+    def __init__(self, r: Redis, namespace: str, graph: TopologyGraph | None = None):
         self.r, self.namespace, self.graph = r, namespace, graph
         self._layout: Any = None
 
@@ -114,7 +116,7 @@ class DeadLetterDesk:
                              "topology: DeadLetterDesk(r, namespace, graph)")
         return self.graph
 
-    def _layout_of(self, graph: Any) -> Any:
+    def _layout_of(self, graph: TopologyGraph) -> Any:
         if self._layout is None:
             from stormshift.engines.spark.protocol.layout import Layout
 

@@ -178,3 +178,48 @@ class EndOfInput(StormshiftError):
     ``StopIteration`` means the same. The host sets ``exhausted`` and the
     engine stops calling ``next_tuple`` once in-flight tuples are done.
     """
+
+
+class OptionError(StormshiftError):
+    """A value the user gave is not understood: a command-line option, a ``-o`` setting or
+    a topology config entry (a sink, an input, a shadow's result spec, a time, a port).
+    The message names the option and the forms it takes."""
+
+
+class NotFoundError(StormshiftError):
+    """What a command reads is not there: a run's metrics record, a checkpoint's state key,
+    the port's sink, a source stream or range. The message says where it looked and what
+    to name instead."""
+
+
+class CutoverRefused(StormshiftError):
+    """``stormshift cutover`` / ``handback`` refused before writing anything (already cut
+    over, a checkpoint of an earlier query, a source that cannot start at the legacy's
+    position, a port that did not stop); the message says how to go on."""
+
+
+class MigrationError(StormshiftError):
+    """A component's state-upgrade hook raised or returned something it must not."""
+
+
+class SpoutReadError(StormshiftError):
+    """An executor's read of a spout's chunk failed (the chunk vanished, or the spout host
+    died emitting it); Spark retries the read, which reads or emits it again."""
+
+
+class WindowConfigError(StormshiftError, ValueError):
+    """A windowed bolt's windows, triggers or watermark declared in a way that cannot run
+    (raised when the bolt is declared or built); the message says the fix. Also a
+    ``ValueError``, as these were."""
+
+
+class FaultSpecError(StormshiftError, ValueError):
+    """A fault-injection spec (the local engine's ``faults``, the Spark engine's
+    ``STORMSHIFT_FAULTS``) that names no valid point, component, task or action. Also a
+    ``ValueError``, as these were."""
+
+
+class StateFormatError(StateError, ValueError):
+    """State written in a format this stormshift cannot read (a newer snapshot, delta or
+    windowing format, an unknown value encoding): upgrade stormshift or reset the state.
+    Also a ``ValueError``, as these were."""

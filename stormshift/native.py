@@ -37,11 +37,13 @@ __all__ = ["COMPILED", "RECORD", "install", "load", "pure_modules", "source_dige
            "summary"]
 
 COMPILED = (
-    "stormshift.adapters.cwire",
+    "stormshift.adapters.cemit",
+    "stormshift.adapters.ckernel",
     "stormshift.adapters.fastpath",
     "stormshift.adapters.kernel",
     "stormshift.adapters.routing",
     "stormshift.adapters.tuples",
+    "stormshift.engines.spark.dataplane.cwire",
     "stormshift.engines.spark.protocol.rows",
     "stormshift.engines.spark.task.output",
     "stormshift.spouts.jsonlines",
@@ -51,11 +53,15 @@ COMPILED = (
 """Modules on the per-tuple path whose compiled form saves instructions there (emit, tuple,
 route, rows, decode, and the tracked dicts' ``__setitem__`` a legacy bolt's every update
 runs); ``bench/history.md``, "instruction counts per compiled module", shows the count per
-module and why the others run from source. Two are real extensions with no ``.py`` twin,
+module and why the others run from source. Four are real extensions with no ``.py`` twin,
 used only while "compiled" here (``load``), the pure code otherwise: ``state/ctracked.pyx``
-(typed ``cdef class``: the tracked dicts' writes in C slots, for ``state/tracked.py``) and
-``adapters/cwire.pyx`` (the data plane in C: row cells decoded straight into Tuples, emits
-packed; for ``kernel.py``, ``protocol/rows.py`` and ``task/output.py``)."""
+(typed ``cdef class``: the tracked dicts' writes in C slots, for ``state/tracked.py``), and
+the data plane in C, one module per layer: ``adapters/ckernel.pyx`` (the kernel's per-tuple
+loop, for ``kernel.py``), ``adapters/cemit.pyx`` (a bolt's routed, delivered emit, for
+``routing.py`` and ``fastpath.py``) and ``engines/spark/dataplane/cwire.pyx`` (row cells
+decoded straight into values, emits packed into rows; for ``protocol/rows.py`` and
+``task/output.py``). ``cwire`` cimports ``cemit``'s ``Delivery`` (``cemit.pxd``), so a
+built ``cwire`` loads the built ``cemit`` too."""
 
 RECORD = "_compiled.json"
 PURE_ENV = "STORMSHIFT_PURE"

@@ -156,8 +156,8 @@ def check_exact(tmp: Path, local_run: dict[str, Any], oracle: Any) -> str:
 
 
 def counters(server: RedisServer, db: int) -> dict[str, int]:
+    from stormshift.engines.spark.records.keys import attempts_key
     from stormshift.state.commit import CommitLog
-    from stormshift.state.keys import attempts_key
 
     r = server.client(db)
     raw = {k.decode(): int(v) for k, v in r.hgetall(attempts_key(NAMESPACE)).items()}

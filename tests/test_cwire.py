@@ -1,4 +1,6 @@
-"""The C data plane (``adapters/cwire.pyx``) against the pure one it replaces, which stays.
+"""The C data plane against the pure one it replaces, which stays: the row wire
+(``engines/spark/dataplane/cwire.pyx``), the kernel's loop (``adapters/ckernel.pyx``) and a
+bolt's emit (``adapters/cemit.pyx``).
 
 Decoding a row cell in C must give what msgpack gives (values namedtuples where a value
 list has the stream's arity), the Tuples built in C must equal ``tuple.__new__``'s, and
@@ -35,8 +37,11 @@ from stormshift.topology.loader import load_topology
 sys.path.insert(0, str(Path(__file__).parent / "spark_fixtures"))
 import outtopo
 
-CWIRE = native.load("stormshift.adapters.cwire")
-needs_c = pytest.mark.skipif(CWIRE is None, reason="adapters/cwire.pyx is not built here, or STORMSHIFT_PURE names it")
+CWIRE = native.load("stormshift.engines.spark.dataplane.cwire")
+CKERNEL = native.load("stormshift.adapters.ckernel")
+CEMIT = native.load("stormshift.adapters.cemit")
+needs_c = pytest.mark.skipif(None in (CWIRE, CKERNEL, CEMIT),
+                             reason="the data plane's .pyx modules are not built here, or STORMSHIFT_PURE names one")
 PACK = msgpack.Packer(use_bin_type=True).pack
 V3 = namedtuple("V3", "a b c")
 
@@ -120,7 +125,7 @@ def test_a_cell_decodes_to_msgpacks_values_as_namedtuples_of_the_streams_arity(s
             if len(w) == 3:
                 pure = tuple.__new__(Tuple, ("1:2:3", "src", "side", 7, tuple.__new__(V3, w)))
                 for values in (g if vtype is not None else w, w):
-                    built = CWIRE.make_tuple("1:2:3", "src", "side", 7, V3, values)
+                    built = CKERNEL.make_tuple("1:2:3", "src", "side", 7, V3, values)
                     assert type(built) is Tuple and type(built.values) is V3
                     assert _same(built, pure)
 
@@ -178,9 +183,8 @@ def _kernel_tuples(chunks: list[Any], raw: bool, monkeypatch: Any) -> list[Any]:
     """The Tuples a real hosted bolt receives from ``chunks`` (value lists), and the
     outcomes: raw cells through C (``raw``) or decoded lists through the pure path."""
     if not raw:
-        monkeypatch.setattr(K, "_UNPACK", None)
         monkeypatch.setattr(K, "_MAKE", None)
-        monkeypatch.setattr(K, "_CWIRE", None)
+        monkeypatch.setattr(K, "_CKERNEL", None)
     graph = load_topology(GroupingsTopology)
     host = host_component(graph, "by_field", 0)
     host.open()
@@ -193,7 +197,8 @@ def _kernel_tuples(chunks: list[Any], raw: bool, monkeypatch: Any) -> list[Any]:
            for src, sid, c in cells]  # the pure path gets what rows.iter_chunks decodes
     outcomes: list[Any] = []
     n = kernel.run_chunks(fed, lambda src, sid: ("pairs", streams[sid]), "9:0:", {"9:0:3": 1},
-                          lambda tid: None, lambda tup, o, d: outcomes.append((tup, o)))
+                          lambda tid: None, lambda tup, o, d: outcomes.append((tup, o)),
+                          unpack=R.UNPACK)
     monkeypatch.undo()
     return [n, got, outcomes]
 
@@ -277,12 +282,12 @@ def test_the_c_deliver_gives_the_closures_rows_queues_leaves_errors_and_counts(s
 
 
 def _emitted(calls: list[Any], c_emit: bool, monkeypatch: Any) -> list[Any]:
-    """What a hosted bolt's fast ``emit`` (``cwire.BoltEmit`` or the closure) hands its
+    """What a hosted bolt's fast ``emit`` (``cemit.BoltEmit`` or the closure) hands its
     ``deliver`` for each call (task 1 of 2), and what each call returns or raises."""
     from stormshift.adapters import fastpath as F
 
     if not c_emit:
-        monkeypatch.setattr(F, "_CWIRE", None)
+        monkeypatch.setattr(F, "_CEMIT", None)
     host = host_component(load_topology(outtopo.ShuffledKeyTopo), "encoder", 1)
     got: list[Any] = []
     host.deliver_to(lambda stream, values, targets: got.append((stream, list(values), targets)))
@@ -340,7 +345,7 @@ def _routed(topology: Any, rows: list[Any], c_route: bool, monkeypatch: Any) -> 
     from stormshift.adapters import routing
 
     if not c_route:
-        monkeypatch.setattr(routing, "_CWIRE", None)
+        monkeypatch.setattr(routing, "_CEMIT", None)
     router = routing.Router(load_topology(topology), "pairs", 1)
     monkeypatch.undo()
     got: list[Any] = []
@@ -395,8 +400,8 @@ def _stage_rows(redis_url: str, monkeypatch: Any, raw: bool) -> tuple[pa.Table, 
     if not raw:
         from stormshift.adapters import fastpath as F
 
-        for module, name in ((K, "_UNPACK"), (K, "_MAKE"), (K, "_CWIRE"), (O, "_CWIRE"),
-                             (R, "_CWIRE"), (F, "_CWIRE")):
+        for module, name in ((K, "_MAKE"), (K, "_CKERNEL"), (O, "_CWIRE"), (R, "_CWIRE"),
+                             (R, "UNPACK"), (F, "_CEMIT")):
             monkeypatch.setattr(module, name, None)
         monkeypatch.setattr(R, "RAW_CELLS", False)
     layout = Layout(load_topology(outtopo.VariedTopo))

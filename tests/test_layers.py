@@ -57,7 +57,7 @@ RULES = {  # layer -> (what it must not know about, the test on an imported modu
 
 @functools.cache
 def _edges() -> list[Edge]:
-    return import_edges(modules_under(REPO / "stormshift", "stormshift"), outside=True)
+    return import_edges(modules_under(REPO / "stormshift", "stormshift", compiled=True), outside=True)
 
 
 @pytest.mark.parametrize("layer", sorted(RULES))
@@ -183,3 +183,11 @@ def test_every_error_type_is_in_errors_py() -> None:
     missing = sorted(f"{name} ({where})" for name, where in defined.items()
                      if not hasattr(errors, name))
     assert not missing, "error types not in stormshift/errors.py: " + ", ".join(missing)
+
+
+def test_the_rules_read_the_cython_modules_too() -> None:
+    """A ``.pyx`` module's imports and cimports are edges like a ``.py``'s: the engine's row
+    wire cimports the hosting layer's ``Delivery`` (an arrow down), never the reverse."""
+    edges = {(e.source, e.target) for e in _edges()}
+    assert ("stormshift.engines.spark.dataplane.cwire", "stormshift.adapters.cemit") in edges
+    assert ("stormshift.adapters.ckernel", "pystorm.component") in edges

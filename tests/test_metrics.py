@@ -234,3 +234,23 @@ def test_local_engine_serves_its_windowed_bolts_watermarks_like_the_spark_engine
     # mid-run: event time of the generated clicks (2020s, Unix seconds), moving forward
     firsts = [s[b] for s in during for b in sorted(windowed) if b in s and 0 < s[b] < 2**62]
     assert firsts and all(1.5e12 < ms < 2.5e12 for ms in firsts)
+
+
+def test_every_record_of_a_run_carries_the_one_tuple_counters_vocabulary() -> None:
+    """``TupleCounts`` names the counters once: the board's task figures, a Spark task's
+    record and the run summary's component stats are each one, and the task record's wire
+    order names every one of them."""
+    from dataclasses import fields
+
+    from stormshift.engines.spark.task import counters as task_counters
+    from stormshift.engines.summary import ComponentStats
+    from stormshift.metrics.board import TaskFigures
+    from stormshift.metrics.counts import COUNTERS, TupleCounts
+
+    for record in (TaskFigures, task_counters.MemberStats, ComponentStats):
+        assert issubclass(record, TupleCounts)
+        assert [f.name for f in fields(record) if f.name in COUNTERS] == list(COUNTERS)
+    assert set(COUNTERS) <= set(task_counters.COUNTERS)
+    stats = task_counters.MemberStats(tuples_in=3, errors=1, dead_lettered=2)
+    assert task_counters.MemberStats(**dict(zip(task_counters.COUNTERS, [
+        getattr(stats, c) for c in task_counters.COUNTERS]))) == stats

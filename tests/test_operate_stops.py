@@ -31,7 +31,7 @@ from support.operate_harness import (
     stormshift,
 )
 
-from stormshift.state import keys as K
+from stormshift.engines.spark.records import keys as RK
 from stormshift.state.commit import CommitLog
 
 READINGS = 300
@@ -65,7 +65,7 @@ def test_spark_sigterm_stops_cleanly_and_the_next_run_continues_exactly(
 
     def mid_batch() -> bool:  # two batches committed, a task of the next one started
         txid = CommitLog(r, namespace).committed()
-        return txid >= 2 and bool(r.exists(K.batch_attempts_key(namespace, txid + 1)))
+        return txid >= 2 and bool(r.exists(RK.batch_attempts_key(namespace, txid + 1)))
 
     proc = subprocess.Popen(command(*args), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, env=env(), cwd=tmp_path)

@@ -33,10 +33,9 @@ from stormshift.adapters.outbox import Emit, Outbox
 from stormshift.adapters.routing import Router
 from stormshift.adapters.tuples import Tuple, to_wire
 from stormshift.errors import TupleError
-from stormshift.topology.capabilities import Capabilities
 
 _INT64 = 2**63  # JSON ints Storm (Java long) can carry: -2**63 <= v < 2**63
-_CWIRE = native.load("stormshift.adapters.cwire")  # a delivered bolt emit in C, or None
+_CEMIT = native.load("stormshift.adapters.cemit")  # a delivered bolt emit in C, or None
 
 
 class Completion:
@@ -172,8 +171,8 @@ def bolt_emit(
     check_wire = emitter.check_wire
     values_of = emitter.values
     emit: Callable[..., Any]
-    if deliver is not None and _CWIRE is not None:  # this emit in C (adapters/cwire.pyx)
-        emit = _CWIRE.BoltEmit(routes, undeclared, task_ids, component, fields, values_of,
+    if deliver is not None and _CEMIT is not None:  # this emit in C (adapters/cemit.pyx)
+        emit = _CEMIT.BoltEmit(routes, undeclared, task_ids, component, fields, values_of,
                                to_wire, check_wire, deliver).emit
         return emit if not batching else _batching(emit)
 
@@ -347,15 +346,3 @@ def bolt_ack_fail(
 
     return ack, fail
 
-
-def plan(capabilities: Capabilities) -> dict[str, Any]:
-    """Which methods of the class may be replaced by fast closures, and how (from its
-    capabilities, read at load: ``topology/capabilities.py``).
-
-    Returns ``{"emit": kind | None, "ack": bool, "fail": bool}`` where kind is
-    ``"bolt"``, ``"batching"``, ``"spout"`` or ``"reliable"``; None means
-    the user (or an unknown library class) defines it: use the slow path.
-    """
-    path = capabilities.emit_path
-    return {"emit": path.value if path is not None else None,
-            "ack": capabilities.fast_ack, "fail": capabilities.fast_fail}

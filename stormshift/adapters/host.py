@@ -32,7 +32,7 @@ from stormshift.adapters.hostbase import EMPTY, EndOfInput, HostBase, working_di
 from stormshift.adapters.kernel import Kernel
 from stormshift.adapters.tuples import Tuple, TupleFactory, tick_tuple
 from stormshift.errors import ComponentFailure, InfraError, StormshiftError
-from stormshift.topology.capabilities import Batching
+from stormshift.topology.capabilities import Batching, EmitPath
 from stormshift.topology.graph import TopologyGraph
 
 __all__ = ["BoltHost", "EndOfInput", "SpoutHost", "host_component", "working_dir"]
@@ -46,9 +46,9 @@ class SpoutHost(HostBase):
     def __init__(self, graph: TopologyGraph, component: str, task_index: int, **kwargs: Any):
         super().__init__(graph, component, task_index, **kwargs)
         self._capture()
-        kind = self.plan["emit"]
-        if kind in ("spout", "reliable"):
-            self.instance.emit = spout_emit(self.instance, self.emitter, kind == "reliable")
+        path = self.emit_path
+        if path is EmitPath.SPOUT or path is EmitPath.RELIABLE:
+            self.instance.emit = spout_emit(self.instance, self.emitter, path is EmitPath.RELIABLE)
         self.exhausted = False
 
     def next_tuple(self) -> None:
@@ -106,9 +106,9 @@ class BoltHost(HostBase):
         self.anchor_cache = AnchorCache()
         self.deliver_to(None)
         ack, fail = bolt_ack_fail(self.outbox, self.completion)
-        if self.plan["ack"]:
+        if self.fast_ack:
             inst.ack = ack
-        if self.plan["fail"]:
+        if self.fast_fail:
             inst.fail = fail
         self.execute: Callable[[Tuple], None] = self._not_open  # type: ignore[method-assign]
         self.kernel: Kernel | None = None  # the per-tuple kernel, from open()
@@ -116,10 +116,11 @@ class BoltHost(HostBase):
     def deliver_to(self, deliver: Deliver | None) -> bool:
         """Route the fast path's emits to ``deliver(stream, values, targets)`` (None: the
         outbox). False when the user's class defines ``emit``: its emits stay in the outbox."""
-        if self.plan["emit"] not in ("bolt", "batching"):
+        path = self.emit_path
+        if path is not EmitPath.BOLT and path is not EmitPath.BATCHING:
             return False
         self.instance.emit = bolt_emit(
-            self.instance, self.emitter, self.anchor_cache, self.plan["emit"] == "batching", deliver
+            self.instance, self.emitter, self.anchor_cache, path is EmitPath.BATCHING, deliver
         )
         return True
 

@@ -13,13 +13,13 @@ from typing import Any
 
 from stormshift.adapters.construct import construct, import_class, setup_instance
 from stormshift.adapters.context import storm_conf, storm_context
-from stormshift.adapters.fastpath import Completion, Emitter, capture_send_message, plan
+from stormshift.adapters.fastpath import Completion, Emitter, capture_send_message
 from stormshift.adapters.location import module_location, user_location
 from stormshift.adapters.outbox import Outbox
 from stormshift.adapters.routing import Router
 from stormshift.adapters.tuples import IdGenerator, counter_ids
 from stormshift.errors import ComponentFailure, EndOfInput
-from stormshift.topology.capabilities import Batching, capabilities_of
+from stormshift.topology.capabilities import Batching, EmitPath, capabilities_of
 from stormshift.topology.graph import TopologyGraph
 
 __all__ = ["EMPTY", "EndOfInput", "HostBase", "user_location", "working_dir"]
@@ -79,7 +79,13 @@ class HostBase:
         tickless = self.capabilities.batching is Batching.TICKLESS
         with working_dir(graph):
             self.instance = construct(cls, comp.name, tickless=tickless)
-        self.plan = plan(self.capabilities) if fast else {"emit": None, "ack": False, "fail": False}
+        # Which library methods the class inherits unchanged, so fast closures may replace
+        # them (read at load: ``topology/capabilities.py``); none with ``fast=False``. An
+        # ``emit_path`` of None: the user (or an unknown library class) defines ``emit``.
+        caps = self.capabilities
+        self.emit_path: EmitPath | None = caps.emit_path if fast else None
+        self.fast_ack: bool = caps.fast_ack if fast else False
+        self.fast_fail: bool = caps.fast_fail if fast else False
         self.opened = False
 
     def _capture(self, source_tuple_types: Any = None) -> None:
@@ -92,9 +98,8 @@ class HostBase:
     @property
     def fast_path(self) -> bool:
         """True when emit (and for bolts ack/fail) bypass pystorm's message dicts."""
-        plan = self.plan
-        return plan["emit"] is not None and (
-            self.kind == "spout" or bool(plan["ack"] and plan["fail"])
+        return self.emit_path is not None and (
+            self.kind == "spout" or (self.fast_ack and self.fast_fail)
         )
 
     def open(self) -> None:

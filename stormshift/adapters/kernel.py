@@ -10,8 +10,9 @@ first-wins ack/fail record, set ``_current_tups``, ``process(tup)``, auto-ack
   ``BoltHost.execute``): a raise propagates as ``ComponentFailure`` (reported
   and auto-failed as pystorm does), the emits stay in the outbox with anchors.
 - ``run_chunks``: a Spark task's input, chunks of value lists decoded from its
-  rows (or raw row cells, which ``adapters/cwire.pyx`` decodes straight into values
-  namedtuples where the install built it; it then builds the Tuples in C as well);
+  rows (or raw row cells, which the engine's ``unpack`` decodes straight into values
+  namedtuples where the install built it; ``adapters/ckernel.pyx`` then builds the Tuples
+  and runs the loop in C);
   tuples are built inline (ids ``prefix + n``) and each attempt is
   classified into a ``retry_policy.Outcome``; the ones not ``OK`` go to the
   engine's ``on_outcome``, which asks a ``RetryPolicy`` and calls ``retry``.
@@ -43,9 +44,8 @@ Attempt = Callable[[Tuple], "tuple[Outcome, Any] | None"]
 _RAISED, _EMIT, _ENCODE, _FAILED = Outcome.RAISED, Outcome.EMIT, Outcome.ENCODE, Outcome.FAILED
 _DIGITS = tuple(str(i) for i in range(1000))  # the id's tail while n < 1000
 _PADDED = tuple(f"{i:03d}" for i in range(1000))  # its last three digits after that
-_CWIRE = native.load("stormshift.adapters.cwire")  # the C data plane, or None: the pure one
-_UNPACK = _CWIRE.unpack_chunk if _CWIRE is not None else None
-_MAKE = _CWIRE.make_tuple if _CWIRE is not None else None
+_CKERNEL = native.load("stormshift.adapters.ckernel")  # the loop in C, or None: the pure one
+_MAKE = _CKERNEL.make_tuple if _CKERNEL is not None else None
 
 
 class Kernel:
@@ -77,14 +77,14 @@ class Kernel:
         done = host.completion.done
         cache = host.anchor_cache
         failure = host._failure
-        fast_ack = host.plan["ack"]
+        fast_ack = host.fast_ack
         auto_ack_ok = not host.batching  # a BatchingBolt acks when it flushes
         track = track or host.batching  # its flush reads _current_tups
         anchors = anchors and not host.batching
         dispatch, rejected = self.dispatch, self.rejected
         empty = EMPTY
-        if batch and _CWIRE is not None:  # the same attempt in C (adapters/cwire.pyx)
-            return _CWIRE.Attempt(inst, process, done, fails, emits, outbox.acks, failure,
+        if batch and _CKERNEL is not None:  # the same attempt in C (adapters/ckernel.pyx)
+            return _CKERNEL.Attempt(inst, process, done, fails, emits, outbox.acks, failure,
                                   dispatch, rejected, cache, empty, track, anchors, auto_ack_ok,
                                   fast_ack, (_EMIT, _RAISED, _ENCODE, _FAILED), TupleError)
 
@@ -150,13 +150,15 @@ class Kernel:
                    shape: Callable[[int, Any], tuple[str, str]], prefix: str,
                    skip: dict[str, Any], on_skip: Callable[[str], None],
                    on_outcome: Callable[[Tuple, Outcome, Any], None],
-                   latency: Any = None) -> int:
+                   latency: Any = None,
+                   unpack: Callable[[memoryview, Any, int], list[Any]] | None = None) -> int:
         """Execute ``(source task id, stream key, value lists)`` chunks in order (batch mode);
         returns the number of tuples.
 
         A chunk's value lists may be a raw row cell (a memoryview: ``rows.iter_input``, only
-        where ``adapters/cwire`` is built). ``shape(source task id, stream key)`` names the
-        source component and stream.
+        where the engine's wire is built), which ``unpack(cell, values type or None, arity)``
+        decodes (the engine's: this layer knows no row format). ``shape(source task id, stream
+        key)`` names the source component and stream.
         Tuple *n* (from 1) gets the id ``prefix + str(n)``; one whose id is in ``skip`` is
         not built (``on_skip(id)``). A tuple not ``OK`` goes to ``on_outcome(tup, outcome,
         detail)``; one of the wrong arity (``ARITY``, detail its ``TupleError``) carries its
@@ -172,9 +174,9 @@ class Kernel:
         hi, lo, head, digits = 0, 0, prefix, _DIGITS
         observe = latency.observe_ns if latency is not None else None
         sample, clock = SAMPLE_EVERY - 1, perf_counter_ns
-        unpack, build = _UNPACK, _MAKE
-        if _CWIRE is not None and build is not None:  # the per-tuple loop in C (cwire.pyx)
-            runner = _CWIRE.Runner(prefix, _DIGITS, _PADDED, skip,  # type: ignore[union-attr]
+        build = _MAKE
+        if _CKERNEL is not None and build is not None:  # the per-tuple loop in C (ckernel.pyx)
+            runner = _CKERNEL.Runner(prefix, _DIGITS, _PADDED, skip,  # type: ignore[union-attr]
                                    on_skip, on_outcome, attempt, observe, clock, sample,
                                    Outcome.ARITY, TupleError)
             run = runner.run

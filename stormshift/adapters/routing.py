@@ -55,7 +55,7 @@ RouteFn = Callable[[Sequence[Any], "int | None"], Targets]
 _ROUND_ROBIN = (GroupingKind.SHUFFLE, GroupingKind.NONE, GroupingKind.LOCAL_OR_SHUFFLE)
 _CONSTANT = (GroupingKind.GLOBAL, GroupingKind.ALL)
 _MEMO_MAX = 1 << 16  # distinct str keys remembered per stream (routing of hot keys)
-_CWIRE = native.load("stormshift.adapters.cwire")  # route_keyed in C, or None
+_CEMIT = native.load("stormshift.adapters.cemit")  # route_keyed in C, or None
 
 
 # -- the pure choice ---------------------------------------------------
@@ -279,13 +279,13 @@ class Router:
         if not positions:
             return None
         arity = len(stream.fields)
-        if _CWIRE is not None:  # the same route in C (adapters/cwire.pyx)
-            return _CWIRE.KeyedRoute(arity, check, no_direct, seq,  # type: ignore[no-any-return]
+        if _CEMIT is not None:  # the same route in C (adapters/cemit.pyx)
+            return _CEMIT.KeyedRoute(arity, check, no_direct, seq,  # type: ignore[no-any-return]
                                      tuple(positions), pickers, _MEMO_MAX)
         key_of = itemgetter(*positions)
         memo: dict[Any, Targets] = {}
         same: dict[Targets, Targets] = {}  # one object per distinct targets (a deliver's plan
-        single = len(positions) == 1       # is found by identity first: cwire.Deliver)
+        single = len(positions) == 1       # is found by identity first: the engine's Deliver)
 
         # The checks and the picker loop of route_many, inlined on purpose: a shared helper
         # costs one more call per emit (see _picker).

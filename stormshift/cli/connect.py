@@ -18,16 +18,21 @@ exits 1, as for any key that is not there.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Literal, overload
 
 import click
 
+from stormshift.state.client import Redis
 from stormshift.state.reach import embedded_dir, reach, state_here, where
 
 __all__ = ["no_namespace", "open_state"]
 
 
-def open_state(redis_url: str | None, *, reading: bool) -> Any | None:
+@overload
+def open_state(redis_url: str | None, *, reading: Literal[False]) -> Redis: ...
+@overload
+def open_state(redis_url: str | None, *, reading: bool) -> Redis | None: ...
+def open_state(redis_url: str | None, *, reading: bool) -> Redis | None:
     """A Redis client for ``redis_url`` (see module doc); None when ``reading`` and there
     is no state here (the line saying so is already on stderr)."""
     from stormshift.state.connection import connect
@@ -41,7 +46,7 @@ def open_state(redis_url: str | None, *, reading: bool) -> Any | None:
     return connect(redis_url)
 
 
-def no_namespace(r: Any, namespace: str, redis_url: str | None) -> bool:
+def no_namespace(r: Redis, namespace: str, redis_url: str | None) -> bool:
     """True (and one line on stderr) when ``namespace`` has no key on the server."""
     from stormshift.state.keys import all_keys_pattern
 

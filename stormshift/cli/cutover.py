@@ -29,7 +29,9 @@ from stormshift.cli.options import (
     topology_options,
 )
 from stormshift.display import console, json_text, visible
-from stormshift.errors import StormshiftError
+from stormshift.errors import CutoverRefused
+from stormshift.state.client import Redis
+from stormshift.topology.graph import TopologyGraph
 
 __all__ = ["cutover_group", "handback_command"]
 
@@ -49,11 +51,11 @@ def cutover_group() -> None:
     --checkpoint DIR`), and see how both stand (`cutover status PROJECT -n NAME`)."""
 
 
-def _namespace(graph: Any, namespace: str | None) -> str:
+def _namespace(graph: TopologyGraph, namespace: str | None) -> str:
     return namespace or graph.name
 
 
-def _positions(graph: Any, r: Any) -> tuple[dict[str, dict[str, Any]], dict[str, Any], int]:
+def _positions(graph: TopologyGraph, r: Redis) -> tuple[dict[str, dict[str, Any]], dict[str, Any], int]:
     """``(spout -> offsets, spout -> position spec, live members)`` of the legacy now."""
     from stormshift.cutover.legacy import group_members, read_position
     from stormshift.cutover.plan import position_spec
@@ -61,16 +63,16 @@ def _positions(graph: Any, r: Any) -> tuple[dict[str, dict[str, Any]], dict[str,
     offsets, specs, members = {}, {}, 0
     for spout in graph.spouts:
         if not spout.capabilities.replayable:
-            raise StormshiftError(f"cutover: spout {spout.name!r} of the port is not replayable "
-                                  "(Kafka, Redis Streams, JSON lines): it cannot start at the "
-                                  "legacy's position; fix: use a replayable source")
+            raise CutoverRefused(f"cutover: spout {spout.name!r} of the port is not replayable "
+                                 "(Kafka, Redis Streams, JSON lines): it cannot start at the "
+                                 "legacy's position; fix: use a replayable source")
         specs[spout.name] = position_spec(spout.config, spout.name)
         offsets[spout.name] = read_position(specs[spout.name], spout.config, r)
         members += group_members(specs[spout.name], spout.config)
     return offsets, specs, members
 
 
-def _check_still(graph: Any, r: Any, settle_secs: float) -> tuple[dict[str, Any], str | None]:
+def _check_still(graph: TopologyGraph, r: Redis, settle_secs: float) -> tuple[dict[str, Any], str | None]:
     from stormshift.cutover.plan import refusal
 
     first, specs, members = _positions(graph, r)
@@ -83,7 +85,7 @@ def _check_still(graph: Any, r: Any, settle_secs: float) -> tuple[dict[str, Any]
                            ", ".join(map(str, groups)) or None)
 
 
-def _seed(graph: Any, r: Any, ns: str, starts: dict[str, Any], checkpoint: str, force: bool,
+def _seed(graph: TopologyGraph, r: Redis, ns: str, starts: dict[str, Any], checkpoint: str, force: bool,
           say: Any) -> None:
     from stormshift.cutover.seed import seed_port
 
@@ -134,7 +136,7 @@ def start_command(path: str, name: str | None, environment: str | None,
     record = read_record(r, ns)
     if record and record["status"] == LIVE:
         if record["checkpoint"] != checkpoint:
-            raise StormshiftError(
+            raise CutoverRefused(
                 f"cutover refused: namespace {ns!r} is already cut over to checkpoint "
                 f"{record['checkpoint']}; nothing was written. Resume it with that --checkpoint, "
                 f"or `stormshift handback` first")
@@ -143,13 +145,13 @@ def start_command(path: str, name: str | None, environment: str | None,
     else:
         offsets_dir = os.path.join(checkpoint, "spark", "offsets")
         if os.path.isdir(offsets_dir) and os.listdir(offsets_dir):
-            raise StormshiftError(
+            raise CutoverRefused(
                 f"cutover refused: checkpoint {checkpoint} holds batches of an earlier query; a "
                 "cut-over starts a new one at the legacy's position. Use a new --checkpoint DIR")
         starts, why = _check_still(graph, r, settle_secs)
         if why and not force:
-            raise StormshiftError(f"cutover refused: {why}; nothing was written (--force to "
-                                  "cut over anyway)")
+            raise CutoverRefused(f"cutover refused: {why}; nothing was written (--force to "
+                                 "cut over anyway)")
         if why:
             say(f"warning: --force: {why}")
         _seed(graph, r, ns, starts, checkpoint, force, say)

@@ -32,13 +32,14 @@ import click
 from stormshift.cli.connect import no_namespace, open_state
 from stormshift.cli.options import json_option, load_graph, redis_option, topology_options
 from stormshift.display import cell, console, cut, json_text
+from stormshift.topology.graph import TopologyGraph
 
 __all__ = ["deadletter_group", "letters_table", "namespace_of"]
 
 VALUES_WIDTH = 120
 
 
-def namespace_of(graph: Any) -> str:
+def namespace_of(graph: TopologyGraph) -> str:
     """The state namespace ``stormshift run`` gives ``graph`` (as ``SparkEngine`` does)."""
     return re.sub(r"[^A-Za-z0-9_.\-]", "-", graph.name)[:100] or "topology"
 

@@ -20,6 +20,7 @@ import click
 from stormshift.cli.connect import open_state
 from stormshift.cli.options import json_option, redis_option
 from stormshift.display import visible
+from stormshift.state.client import Redis
 
 __all__ = ["ps_command", "stop_command"]
 
@@ -68,7 +69,7 @@ def stop_command(namespace: str, redis_url: str | None, timeout_secs: float) -> 
     raise click.exceptions.Exit(1)
 
 
-def _released(r: Any, namespace: str, token: str, *, embedded: bool) -> bool:
+def _released(r: Redis, namespace: str, token: str, *, embedded: bool) -> bool:
     """Whether the run holding ``token`` gave the lease back. An embedded Redis is the
     run's own and goes down with it: its server gone means the run ended."""
     from stormshift.state.connection import TRANSIENT

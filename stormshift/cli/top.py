@@ -21,7 +21,9 @@ from rich.text import Text
 from stormshift.cli.options import json_option, redis_option
 from stormshift.display import console as safe_console
 from stormshift.display import json_text
+from stormshift.errors import NotFoundError
 from stormshift.metrics.board import Board
+from stormshift.state.client import Redis
 
 __all__ = ["render", "top_command"]
 
@@ -56,13 +58,12 @@ def top_command(name: str, redis_url: str | None, once: bool, interval: float,
             live.update(render(board, _now_ms()), refresh=True)
 
 
-def _read(r: Any, name: str) -> Board:
-    from stormshift.errors import StormshiftError
+def _read(r: Redis, name: str) -> Board:
     from stormshift.metrics.records import read_board
 
     board = read_board(r, name)
     if board is None:
-        raise StormshiftError(
+        raise NotFoundError(
             f"top: no metrics record for namespace {name!r} in this Redis; fix: name the run's "
             "--namespace (default: the topology's name) and the run's --redis URL; "
             "`stormshift state ls` lists the namespaces (runs on the Spark engine write it)")
@@ -105,17 +106,17 @@ def render(board: Board, now_ms: int) -> Group:
                          f"{'>= ' if f.source_lag_lower_bound else ''}{f.source_lag:,}")
         parts.append(lags)
     if board.windows or board.watermarks_ms:
-        from stormshift.windows.state import COUNTERS
+        from stormshift.windows.state import WINDOW_COUNTERS
 
         windows = Table(title="windowed bolts")
         windows.add_column("component", overflow="fold")
-        for column in COUNTERS:
+        for column in WINDOW_COUNTERS:
             windows.add_column(column.replace("_", " "), justify="right", overflow="fold")
         windows.add_column("watermark (ms)", justify="right", overflow="fold")
         for bolt in sorted(set(board.windows) | set(board.watermarks_ms)):
             counters = board.windows.get(bolt, {})
             mark = board.watermarks_ms.get(bolt)
-            windows.add_row(Text(bolt), *(f"{counters.get(c, 0):,}" for c in COUNTERS),
+            windows.add_row(Text(bolt), *(f"{counters.get(c, 0):,}" for c in WINDOW_COUNTERS),
                             "" if mark is None else str(mark))
         parts.append(windows)
     return Group(*parts)

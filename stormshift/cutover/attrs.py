@@ -21,8 +21,9 @@ from typing import Any
 
 from stormshift.adapters.routing import choose_tasks
 from stormshift.errors import TopologyError
+from stormshift.state.client import Redis
 from stormshift.state.component.pickler import dumps
-from stormshift.topology.graph import ComponentDef, Grouping, GroupingKind
+from stormshift.topology.graph import ComponentDef, Grouping, GroupingKind, TopologyGraph
 
 __all__ = ["DICTS", "attr_template", "base_payloads", "committed_values", "key_router",
            "merge_tasks", "split_values"]
@@ -97,7 +98,7 @@ def base_payloads(par: int, attrs: Mapping[str, list[Any]]) -> list[bytes]:
 
 
 # -- shells -------------------------------------------------------------------------
-def attr_template(graph: Any, component: str, attr: str) -> Any:
+def attr_template(graph: TopologyGraph, component: str, attr: str) -> Any:
     """The value ``attr`` has in a freshly initialized task of ``component`` (its type
     is the seeded parts'); TopologyError when ``initialize()`` makes no dict there."""
     from stormshift.adapters.host import BoltHost
@@ -114,7 +115,7 @@ def attr_template(graph: Any, component: str, attr: str) -> Any:
     return value
 
 
-def committed_values(r: Any, namespace: str, hmac_key: bytes, component: str, attr: str,
+def committed_values(r: Redis, namespace: str, hmac_key: bytes, component: str, attr: str,
                      par: int) -> dict[Any, Any]:
     """``attr`` of every task of ``component`` as of the last committed batch, merged."""
     from stormshift.state.final import committed_attributes

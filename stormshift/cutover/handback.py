@@ -25,14 +25,16 @@ from stormshift.cutover.legacy import write_position, write_store
 from stormshift.cutover.plan import position_spec, seeds_of
 from stormshift.cutover.port import port_position, port_values
 from stormshift.cutover.record import HANDED_BACK, LIVE, read_record, write_record
-from stormshift.errors import StormshiftError
+from stormshift.errors import CutoverRefused
+from stormshift.state.client import Redis
+from stormshift.topology.graph import TopologyGraph
 
 __all__ = ["HANDING_BACK", "handback"]
 
 HANDING_BACK = "handing_back"
 
 
-def _stop(r: Any, ns: str, timeout_secs: float, say: Callable[[str], None]) -> None:
+def _stop(r: Redis, ns: str, timeout_secs: float, say: Callable[[str], None]) -> None:
     from stormshift.state.keys import lease_key
     from stormshift.state.lease import request_stop
 
@@ -46,18 +48,18 @@ def _stop(r: Any, ns: str, timeout_secs: float, say: Callable[[str], None]) -> N
             say(f"stopped the port (host {holder.host}, pid {holder.pid}) at a batch boundary")
             return
         time.sleep(0.2)
-    raise StormshiftError(f"handback: the port of namespace {ns!r} (pid {holder.pid}) has not "
-                          f"stopped after {timeout_secs:g} s; nothing was handed back. Run "
-                          "`stormshift handback` again with a longer --timeout")
+    raise CutoverRefused(f"handback: the port of namespace {ns!r} (pid {holder.pid}) has not "
+                         f"stopped after {timeout_secs:g} s; nothing was handed back. Run "
+                         "`stormshift handback` again with a longer --timeout")
 
 
-def handback(graph: Any, r: Any, ns: str, timeout_secs: float,
+def handback(graph: TopologyGraph, r: Redis, ns: str, timeout_secs: float,
              say: Callable[[str], None]) -> dict[str, Any]:
     # Step 1.
     record = read_record(r, ns)
     if record is None or record["status"] not in (LIVE, HANDING_BACK):
-        raise StormshiftError(f"handback refused: namespace {ns!r} has no live cut-over "
-                              "(`stormshift cutover status` shows it); nothing was written")
+        raise CutoverRefused(f"handback refused: namespace {ns!r} has no live cut-over "
+                             "(`stormshift cutover status` shows it); nothing was written")
     # Step 2.
     _stop(r, ns, timeout_secs, say)
     record["status"] = HANDING_BACK

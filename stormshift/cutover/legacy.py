@@ -15,7 +15,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from stormshift.cutover.plan import Seed, from_kafka, key_to_port, to_kafka, to_legacy, to_port
-from stormshift.errors import StormshiftError
+from stormshift.errors import OptionError
+from stormshift.state.client import Redis
 
 __all__ = ["group_members", "read_position", "read_store", "write_position", "write_store"]
 
@@ -35,8 +36,8 @@ def _hook(path: str) -> Callable[..., Any]:
     try:
         return getattr(importlib.import_module(module), name)  # type: ignore[no-any-return]
     except (ImportError, AttributeError) as exc:
-        raise StormshiftError(f"cut-over hook {path!r} cannot be loaded ({exc}); fix: name a "
-                              "function of the project's src/ as module:function") from None
+        raise OptionError(f"cut-over hook {path!r} cannot be loaded ({exc}); fix: name a "
+                          "function of the project's src/ as module:function") from None
 
 
 def _kafka_consumer(conf: Mapping[str, Any], group: str) -> Any:
@@ -63,7 +64,7 @@ def _kafka_partitions(consumer: Any, conf: Mapping[str, Any]) -> list[tuple[str,
     return out
 
 
-def read_position(spec: Mapping[str, Any], conf: Mapping[str, Any], r: Any) -> dict[str, Any]:
+def read_position(spec: Mapping[str, Any], conf: Mapping[str, Any], r: Redis) -> dict[str, Any]:
     """The legacy's position now, as spout offsets by partition."""
     if "kafka_group" in spec:
         from confluent_kafka import TopicPartition
@@ -93,7 +94,7 @@ def _offset(text: str) -> Any:
     return int(text) if text.lstrip("-").isdigit() else text
 
 
-def write_position(spec: Mapping[str, Any], conf: Mapping[str, Any], r: Any,
+def write_position(spec: Mapping[str, Any], conf: Mapping[str, Any], r: Redis,
                    offsets: Mapping[str, Any]) -> None:
     """Record ``offsets`` where the legacy resumes from (hand-back)."""
     if not offsets:
@@ -141,7 +142,7 @@ def group_members(spec: Mapping[str, Any], conf: Mapping[str, Any]) -> int:
     return max(len(described.members or []), int(busy))
 
 
-def read_store(seed: Seed, r: Any, conf: Mapping[str, Any]) -> dict[Any, Any]:
+def read_store(seed: Seed, r: Redis, conf: Mapping[str, Any]) -> dict[Any, Any]:
     """The legacy's state for ``seed``, as the port's map holds it (key -> value)."""
     if seed.store == "hook":
         return dict(_hook(seed.name)(dict(conf)))
@@ -158,7 +159,7 @@ def read_store(seed: Seed, r: Any, conf: Mapping[str, Any]) -> dict[Any, Any]:
     return {key_to_port(k, seed.key): to_port(v, seed.value) for k, v in items}
 
 
-def write_store(seed: Seed, r: Any, conf: Mapping[str, Any], values: Mapping[Any, Any]) -> None:
+def write_store(seed: Seed, r: Redis, conf: Mapping[str, Any], values: Mapping[Any, Any]) -> None:
     """Write ``values`` (the port's state) into the legacy's store in its format, in one
     MULTI/EXEC; keys the port does not hold are left as they are."""
     if seed.store == "hook":

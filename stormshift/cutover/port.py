@@ -14,12 +14,14 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
+from stormshift.state.client import Redis
 from stormshift.state.commit import CommitLog
+from stormshift.topology.graph import TopologyGraph
 
 __all__ = ["port_position", "port_values"]
 
 
-def port_values(graph: Any, r: Any, namespace: str, seed: Any,
+def port_values(graph: TopologyGraph, r: Redis, namespace: str, seed: Any,
                 record: Mapping[str, Any]) -> dict[Any, Any]:
     """The port's committed values for ``seed`` (key -> value), what a hand-back writes."""
     if not seed.is_attr:
@@ -36,7 +38,7 @@ def port_values(graph: Any, r: Any, namespace: str, seed: Any,
     return committed_values(r, namespace, key, seed.component, seed.map, par)
 
 
-def port_position(r: Any, namespace: str, record: Mapping[str, Any]) -> tuple[int, dict[str, dict[str, Any]]]:
+def port_position(r: Redis, namespace: str, record: Mapping[str, Any]) -> tuple[int, dict[str, dict[str, Any]]]:
     """``(committed txid, spout -> partition -> offset)`` of the port now."""
     from stormshift.engines.spark import batch_offsets
 

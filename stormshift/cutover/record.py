@@ -14,6 +14,7 @@ import json
 from typing import Any
 
 from stormshift.state import keys as K
+from stormshift.state.client import Redis
 
 __all__ = ["HANDED_BACK", "LIVE", "history", "read_record", "record_ops", "write_record"]
 
@@ -21,17 +22,17 @@ LIVE = "live"
 HANDED_BACK = "handed_back"
 
 
-def read_record(r: Any, namespace: str) -> dict[str, Any] | None:
+def read_record(r: Redis, namespace: str) -> dict[str, Any] | None:
     raw = r.hget(K.cutover_key(namespace), "record")
     return json.loads(raw) if raw else None
 
 
-def history(r: Any, namespace: str) -> list[dict[str, Any]]:
+def history(r: Redis, namespace: str) -> list[dict[str, Any]]:
     raw = r.hget(K.cutover_key(namespace), "history")
     return list(json.loads(raw)) if raw else []
 
 
-def record_ops(r: Any, namespace: str, record: dict[str, Any]) -> dict[str, str]:
+def record_ops(r: Redis, namespace: str, record: dict[str, Any]) -> dict[str, str]:
     """The fields to write for ``record`` (history appended), for a caller's transaction."""
     past = history(r, namespace)
     entry = {k: record.get(k) for k in ("status", "at_ms", "checkpoint", "seed_txid", "forced")}
@@ -41,5 +42,5 @@ def record_ops(r: Any, namespace: str, record: dict[str, Any]) -> dict[str, str]
             "history": json.dumps([*past, entry], sort_keys=True)}
 
 
-def write_record(r: Any, namespace: str, record: dict[str, Any]) -> None:
+def write_record(r: Redis, namespace: str, record: dict[str, Any]) -> None:
     r.hset(K.cutover_key(namespace), mapping=record_ops(r, namespace, record))

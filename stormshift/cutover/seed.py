@@ -20,9 +20,11 @@ from typing import Any
 from stormshift.cutover.plan import Seed
 from stormshift.cutover.record import record_ops
 from stormshift.state import keys as K
+from stormshift.state.client import Redis
 from stormshift.state.codec import encode_key, encode_value
 from stormshift.state.commit import _scan
 from stormshift.state.snapshots import field_name
+from stormshift.topology.graph import TopologyGraph
 
 __all__ = ["attr_bases", "map_record", "seed_port", "write_seed"]
 
@@ -38,7 +40,7 @@ def map_record(kind: str, value: Any, txid: int) -> bytes:
     return data
 
 
-def write_seed(r: Any, namespace: str, seed_txid: int, seeds: Mapping[Seed, Mapping[Any, Any]],
+def write_seed(r: Redis, namespace: str, seed_txid: int, seeds: Mapping[Seed, Mapping[Any, Any]],
                record: dict[str, Any],
                bases: Mapping[str, list[bytes]] | None = None) -> int:
     """Replace the namespace's state by ``seeds`` (each map seed's key -> value; attribute
@@ -71,7 +73,7 @@ def write_seed(r: Any, namespace: str, seed_txid: int, seeds: Mapping[Seed, Mapp
     return written
 
 
-def attr_bases(graph: Any, r: Any, ns: str, checkpoint: str, seed_txid: int,
+def attr_bases(graph: TopologyGraph, r: Redis, ns: str, checkpoint: str, seed_txid: int,
                values: Mapping[Seed, Mapping[Any, Any]]) -> dict[str, list[bytes]]:
     """Each attribute-seeded bolt's per-task snapshot bases at ``seed_txid`` (its share of
     every seeded attribute, ``attrs.py``), signed with the key the run will use."""
@@ -93,7 +95,7 @@ def attr_bases(graph: Any, r: Any, ns: str, checkpoint: str, seed_txid: int,
             for name, attrs in by_comp.items()}
 
 
-def seed_port(graph: Any, r: Any, ns: str, starts: Mapping[str, Any], checkpoint: str,
+def seed_port(graph: TopologyGraph, r: Redis, ns: str, starts: Mapping[str, Any], checkpoint: str,
               force: bool) -> tuple[dict[str, Any], int]:
     """Read every ``cutover.seed`` from the legacy's store and write it as the port's
     committed state at the next txid, with the live cut-over record (``starts``: where

@@ -16,11 +16,13 @@ from stormshift.cutover.legacy import read_position
 from stormshift.cutover.plan import position_spec, seeds_of, to_port
 from stormshift.cutover.port import port_position, port_values
 from stormshift.cutover.record import history, read_record
+from stormshift.state.client import Redis
+from stormshift.topology.graph import TopologyGraph
 
 __all__ = ["compare_target", "lag_of", "status"]
 
 
-def lag_of(graph: Any, spout: str, offsets: dict[str, Any]) -> int | None:
+def lag_of(graph: TopologyGraph, spout: str, offsets: dict[str, Any]) -> int | None:
     """Records of the source after ``offsets`` now (None when it cannot tell)."""
     from stormshift.adapters.host import SpoutHost
 
@@ -33,7 +35,7 @@ def lag_of(graph: Any, spout: str, offsets: dict[str, Any]) -> int | None:
         return None
 
 
-def _target_values(target: Any, r: Any) -> dict[str, Any]:
+def _target_values(target: Any, r: Redis) -> dict[str, Any]:
     import redis
 
     client: Any = redis.Redis.from_url(target.url) if target.url else r
@@ -47,7 +49,7 @@ def _target_values(target: Any, r: Any) -> dict[str, Any]:
             if v is not None}
 
 
-def compare_target(target: Any, seed: Any, r: Any, ns: str, graph: Any = None,
+def compare_target(target: Any, seed: Any, r: Redis, ns: str, graph: TopologyGraph,
                    record: Any = None) -> dict[str, int]:
     """``same`` / ``differ`` / ``target_only`` / ``port_only`` keys of one target."""
     port = {str(k): v for k, v in port_values(graph, r, ns, seed, record or {}).items()}
@@ -57,7 +59,7 @@ def compare_target(target: Any, seed: Any, r: Any, ns: str, graph: Any = None,
             "target_only": len(set(held) - set(port)), "port_only": len(set(port) - set(held))}
 
 
-def status(graph: Any, r: Any, ns: str) -> dict[str, Any]:
+def status(graph: TopologyGraph, r: Redis, ns: str) -> dict[str, Any]:
     from stormshift.state.lease import read_lease
     from stormshift.state.target import parse_targets
 

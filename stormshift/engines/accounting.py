@@ -40,13 +40,15 @@ from __future__ import annotations
 
 from typing import Any
 
+from stormshift.topology.graph import TopologyGraph
+
 __all__ = ["FirstHop", "accounting", "accounting_lines", "first_hop"]
 
 # bolt -> ((spout, deliveries per emit), ...), or None when a spout has several streams
 FirstHop = dict[str, "tuple[tuple[str, int], ...] | None"]
 
 
-def first_hop(graph: Any) -> FirstHop:
+def first_hop(graph: TopologyGraph) -> FirstHop:
     """The first-hop bolts of ``graph`` and how many deliveries each spout emit makes."""
     from stormshift.topology.graph import GroupingKind
 

@@ -38,6 +38,7 @@ from stormshift.engines.external_files import (
     redirect_files,
     redirect_files_for,
 )
+from stormshift.topology.graph import TopologyGraph
 
 __all__ = ["SCRATCH_CALLS_KEY", "SCRATCH_FILES_KEY", "SCRATCH_KEY", "dump", "dump_calls",
            "dump_files", "redirect", "redirect_for", "release"]
@@ -87,7 +88,7 @@ def redirect(url: str | None, roots: Sequence[str] = ()) -> None:
         pool.__init__ = __init__  # type: ignore[method-assign]
 
 
-def redirect_for(graph: Any) -> bool:
+def redirect_for(graph: TopologyGraph) -> bool:
     """``redirect`` as the graph's config says (its ``SCRATCH_KEY``), and the project's files
     and HTTP / Kafka writes likewise (``external_files``, ``external_calls``); whether any
     redirects."""

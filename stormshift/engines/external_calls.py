@@ -31,6 +31,8 @@ from pathlib import Path
 from types import FrameType, ModuleType
 from typing import Any
 
+from stormshift.topology.graph import TopologyGraph
+
 __all__ = ["SCRATCH_CALLS_KEY", "dump_calls", "from_project", "record_calls", "record_calls_for"]
 
 SCRATCH_CALLS_KEY = "stormshift.shadow.scratch_calls"
@@ -230,7 +232,7 @@ def record_calls(directory: str | None, roots: tuple[str, ...] = ()) -> None:
         _swap_producers(roots)
 
 
-def record_calls_for(graph: Any) -> bool:
+def record_calls_for(graph: TopologyGraph) -> bool:
     """``record_calls`` as the graph's config says (its ``SCRATCH_CALLS_KEY``)."""
     directory = (graph.config or {}).get(SCRATCH_CALLS_KEY)
     if not directory:

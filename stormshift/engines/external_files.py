@@ -27,6 +27,8 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from stormshift.topology.graph import TopologyGraph
+
 __all__ = ["SCRATCH_FILES_KEY", "dump_files", "redirect_files", "redirect_files_for", "scratch_path"]
 
 SCRATCH_FILES_KEY = "stormshift.shadow.scratch_files"
@@ -98,7 +100,7 @@ def redirect_files(scratch: str | None, roots: tuple[str, ...] = ()) -> None:
         io.open = open
 
 
-def redirect_files_for(graph: Any) -> bool:
+def redirect_files_for(graph: TopologyGraph) -> bool:
     """``redirect_files`` as the graph's config says (its ``SCRATCH_FILES_KEY``)."""
     scratch = (graph.config or {}).get(SCRATCH_FILES_KEY)
     if not scratch:

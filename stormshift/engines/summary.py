@@ -1,7 +1,8 @@
 """What a run did, per component: the numbers both engines report.
 
 Shared by the local (Storm-semantics) engine and the Spark engine so the CLI,
-shadow runs and tests read one shape. Vocabulary:
+shadow runs and tests read one shape. Vocabulary (the first five are
+``metrics/counts.py``'s ``TupleCounts``, which every record of a run carries):
 
 - *tuples_in*: data tuples a bolt executed (ticks not counted).
 - *tuples_out*: tuples a component emitted (one per ``emit`` call, whatever
@@ -71,6 +72,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from stormshift.engines.problems import ErrorDigest
+from stormshift.metrics.counts import TupleCounts
+from stormshift.topology.graph import TopologyGraph
 
 __all__ = ["ComponentState", "ComponentStats", "RunSummary"]
 
@@ -97,19 +100,15 @@ _HEADERS = {"tuples_in": "in", "tuples_out": "out", "dead_lettered": "dead-lette
 
 
 @dataclass
-class ComponentStats:
-    """Counters of one component, summed over its tasks."""
+class ComponentStats(TupleCounts):
+    """Counters of one component, summed over its tasks: its ``TupleCounts`` and the
+    summary's own (module doc)."""
 
     name: str
     kind: str
     par: int
-    tuples_in: int = 0
-    tuples_out: int = 0
-    acks: int = 0
-    fails: int = 0
     timeouts: int = 0
     errors: int = 0
-    dead_lettered: int = 0
     redriven: int = 0
     replays: int = 0
     duplicates: int = 0
@@ -143,6 +142,7 @@ class ComponentStats:
 
     def to_dict(self) -> dict[str, Any]:
         out = asdict(self)
+        out = {"name": out.pop("name"), "kind": out.pop("kind"), "par": out.pop("par"), **out}
         out["complete_latency_ms"] = round(self.complete_latency_ms, 3)
         return out
 
@@ -200,7 +200,7 @@ class RunSummary:
             self.warnings.append(message)
 
     @classmethod
-    def for_graph(cls, graph: Any, engine: str) -> RunSummary:
+    def for_graph(cls, graph: TopologyGraph, engine: str) -> RunSummary:
         """Empty counters for every component of ``graph`` (topological order)."""
         from stormshift.engines.accounting import first_hop
 
@@ -307,17 +307,17 @@ class RunSummary:
         from rich.table import Table
 
         from stormshift.display import cell
-        from stormshift.windows.state import COUNTERS
+        from stormshift.windows.state import WINDOW_COUNTERS
 
         windowed = [s for s in self.components.values() if s.windows]
         if not windowed:
             return None
         table = Table(title="windowed bolts: input tuples by event time")
         table.add_column("component", overflow="fold")
-        for column in COUNTERS:
+        for column in WINDOW_COUNTERS:
             table.add_column(column.replace("_", " "), justify="right", overflow="fold")
         for stats in windowed:
-            table.add_row(cell(stats.name), *(str(stats.windows.get(c, 0)) for c in COUNTERS))
+            table.add_row(cell(stats.name), *(str(stats.windows.get(c, 0)) for c in WINDOW_COUNTERS))
         return table
 
     def state_table(self) -> Any:

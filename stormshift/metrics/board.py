@@ -1,9 +1,9 @@
 """The figures of one run, per component and task: what the endpoint and ``top`` show.
 
-Words (as ``engines/summary.py`` defines the counters):
+Words (as ``counts.py`` and ``engines/summary.py`` define the counters):
 
 - per task: ``tuples_in`` / ``tuples_out`` / ``acks`` / ``fails`` /
-  ``dead_lettered`` (added up over the run), ``busy_ms`` (time the task spent
+  ``dead_lettered`` (``TupleCounts``, added up over the run), ``busy_ms`` (time the task spent
   executing), ``capacity`` (busy share of the last batch: its busy time over
   the batch's duration, Storm UI's "capacity"), ``latency`` (sampled execute
   latency, ``latency.py``), ``state_bytes`` (snapshot and keyed-map bytes written),
@@ -26,23 +26,19 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from stormshift.metrics.counts import COUNTERS, TupleCounts
 from stormshift.metrics.latency import LatencyHistogram
+from stormshift.topology.graph import TopologyGraph
 
 __all__ = ["COUNTERS", "Board", "TaskFigures"]
 
-COUNTERS = ("tuples_in", "tuples_out", "acks", "fails", "dead_lettered")
-
-
 @dataclass
-class TaskFigures:
+class TaskFigures(TupleCounts):
+    """One task's figures over the run: its ``TupleCounts`` and what the board adds."""
+
     component: str
     kind: str
     task: int
-    tuples_in: int = 0
-    tuples_out: int = 0
-    acks: int = 0
-    fails: int = 0
-    dead_lettered: int = 0
     busy_ms: float = 0.0
     capacity: float = 0.0
     state_bytes: int = 0
@@ -84,7 +80,7 @@ class Board:
     updated_ms: int = 0  # wall clock of the last update (``top`` shows its age)
 
     @classmethod
-    def for_graph(cls, graph: Any, engine: str) -> Board:
+    def for_graph(cls, graph: TopologyGraph, engine: str) -> Board:
         """Zero figures for every task of every component (the endpoint shows them all)."""
         board = cls(graph.name, engine)
         for comp in graph:

@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from stormshift.errors import OptionError
 from stormshift.metrics.board import Board
 from stormshift.metrics.latency import BOUNDS_US
 
@@ -139,11 +140,10 @@ class MetricsServer:
         try:
             self._server, self._thread = start_http_server(port, addr=host, registry=registry)
         except OSError as exc:
-            from stormshift.errors import StormshiftError
 
-            raise StormshiftError(f"--metrics-port {port}: cannot listen on {host}:{port} "
-                                  f"({exc.strerror or exc}); fix: pick a free port, or 0 for "
-                                  "any") from None
+            raise OptionError(f"--metrics-port {port}: cannot listen on {host}:{port} "
+                              f"({exc.strerror or exc}); fix: pick a free port, or 0 for "
+                              "any") from None
         self.host = host
         self.port = int(self._server.server_port)
 

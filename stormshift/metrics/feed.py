@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from stormshift.metrics.board import COUNTERS, Board
+from stormshift.metrics.board import Board
+from stormshift.metrics.counts import COUNTERS
+from stormshift.state.deadletter import DeadLetter
 
 __all__ = ["fold_batch", "fold_spout_dead_letters"]
 
@@ -36,13 +38,13 @@ def fold_batch(board: Board, result: Any, now_ms: int) -> None:
     board.batch(result.duration_ms, result.txid, now_ms)
 
 
-def fold_spout_dead_letters(board: Board, letters: list[Any]) -> None:
+def fold_spout_dead_letters(board: Board, letters: list[DeadLetter]) -> None:
     """Spout records and emits dead-lettered outside any batch (txid -1), as the summary
     counts them (``engines/spark/driver/engine.py``)."""
     for d in letters:
         if d.txid != -1:
             continue
-        task = d.task if (d.component, d.task) in board.tasks else 0
+        task = d.task if d.task is not None and (d.component, d.task) in board.tasks else 0
         fig = board.tasks.get((d.component, task))
         if fig is not None and fig.kind == "spout":
             board.add(d.component, task, dead_lettered=1)

@@ -9,10 +9,10 @@ namespace starts it again from zero.
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from stormshift.metrics.board import Board
 from stormshift.state import keys as K
+from stormshift.state.client import Redis
 from stormshift.state.connection import retrying
 
 __all__ = ["RECORD_TTL_SECS", "read_board", "write_board"]
@@ -21,13 +21,13 @@ RECORD_TTL_SECS = 86400
 
 
 @retrying
-def write_board(r: Any, namespace: str, board: Board) -> None:
+def write_board(r: Redis, namespace: str, board: Board) -> None:
     r.set(K.metrics_key(namespace), json.dumps(board.to_dict(), separators=(",", ":")),
           ex=RECORD_TTL_SECS)
 
 
 @retrying
-def read_board(r: Any, namespace: str) -> Board | None:
+def read_board(r: Redis, namespace: str) -> Board | None:
     """The namespace's last board, or None when no run has written one."""
     raw = r.get(K.metrics_key(namespace))
     return None if raw is None else Board.from_dict(json.loads(raw))

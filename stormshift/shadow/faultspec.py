@@ -21,7 +21,7 @@ import re
 from collections.abc import Sequence
 
 from stormshift.engines.local import CrashTask, FailTuples
-from stormshift.errors import StormshiftError
+from stormshift.errors import OptionError
 
 __all__ = ["describe_fault", "describe_faults", "parse_faults"]
 
@@ -39,19 +39,19 @@ def parse_faults(text: str | None) -> tuple[FailTuples | CrashTask, ...]:
             continue
         match = _ITEM.match(item)
         if match is None:
-            raise StormshiftError(
+            raise OptionError(
                 f"--legacy-faults item {item!r} is not understood; fix: use fail:BOLT@N, "
                 f"fail-before:BOLT@N or crash:BOLT[TASK]@N (e.g. {_EXAMPLE})"
             )
         component, at = match["comp"], match["at"]
         if match["kind"] == "crash":
             if not at.isdigit():
-                raise StormshiftError(f"--legacy-faults {item!r}: a crash takes one tuple number")
+                raise OptionError(f"--legacy-faults {item!r}: a crash takes one tuple number")
             faults.append(CrashTask(component, int(match["task"] or 0), int(at)))
             continue
         if match["task"] is not None:
-            raise StormshiftError(f"--legacy-faults {item!r}: fail counts tuples over all tasks; "
-                                  "fix: drop the [TASK]")
+            raise OptionError(f"--legacy-faults {item!r}: fail counts tuples over all tasks; "
+                              "fix: drop the [TASK]")
         faults.append(FailTuples(component, frozenset(_indexes(at, item)),
                                  before=match["kind"] == "fail-before"))
     return tuple(faults)
@@ -62,10 +62,10 @@ def _indexes(text: str, item: str) -> set[int]:
     for part in text.split("+"):
         low, _, high = part.partition("-")
         if not low.isdigit() or (high and not high.isdigit()):
-            raise StormshiftError(f"--legacy-faults {item!r}: {part!r} is not N or N-M")
+            raise OptionError(f"--legacy-faults {item!r}: {part!r} is not N or N-M")
         first, last = int(low), int(high or low)
         if first < 1 or last < first:
-            raise StormshiftError(f"--legacy-faults {item!r}: {part!r} must be 1-based and N <= M")
+            raise OptionError(f"--legacy-faults {item!r}: {part!r} must be 1-based and N <= M")
         out.update(range(first, last + 1))
     return out
 

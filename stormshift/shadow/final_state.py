@@ -40,7 +40,7 @@ from collections.abc import Set as AbstractSet
 from dataclasses import dataclass, field
 from typing import Any
 
-from stormshift.errors import StormshiftError
+from stormshift.errors import OptionError
 from stormshift.shadow.compare import (
     Divergence,
     DivergenceCounts,
@@ -92,7 +92,7 @@ def ignored(config: Mapping[str, Any]) -> frozenset[str]:
     names = entry.get("ignore", []) if isinstance(entry, Mapping) else None
     if (not isinstance(entry, Mapping) or set(entry) - {"ignore"} or not isinstance(names, list)
             or not all(isinstance(n, str) for n in names)):
-        raise StormshiftError(
+        raise OptionError(
             f'{STATE_KEY} must be {{"ignore": ["component" or "component.entry", ...]}}, '
             f"got {entry!r}"
         )

@@ -28,7 +28,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from stormshift.errors import StormshiftError
+from stormshift.errors import NotFoundError, OptionError
 from stormshift.topology.graph import ComponentDef, TopologyGraph, freeze
 from stormshift.topology.loader import with_class
 
@@ -69,7 +69,7 @@ def parse_input(text: str | None) -> InputSpec:
         if match is None:
             return InputSpec("redis", rest)
         return InputSpec("redis", stream, match["start"], match["end"])
-    raise StormshiftError(
+    raise OptionError(
         f"--input {text!r} is not understood; fix: use spout, jsonl:DIR or "
         "redis:STREAM[:START-END] (e.g. redis:clicks:1700000000000-1700003600000)"
     )
@@ -95,7 +95,7 @@ def apply_input(graph: TopologyGraph, spec: InputSpec, *, namespace: str = "shad
         if spec.kind == "jsonl":
             path = os.path.join(spec.target, suffix) if suffix else spec.target
             if not os.path.isdir(path):
-                raise StormshiftError(
+                raise OptionError(
                     f"--input jsonl: {path} is not a directory; fix: point it at the directory of "
                     f"{spout.name!r}'s JSON-lines files"
                 )
@@ -129,8 +129,8 @@ def _copy_range(url: str, source: str, target: str, start: str, end: str) -> str
     client: Any = redis.Redis.from_url(url)
     try:
         if not client.exists(source):
-            raise StormshiftError(f"--input redis: no stream {source!r} on {_safe(url)}; "
-                                  "fix: check the stream key and --redis/STORMSHIFT_SOURCE_REDIS_URL")
+            raise NotFoundError(f"--input redis: no stream {source!r} on {_safe(url)}; "
+                                "fix: check the stream key and --redis/STORMSHIFT_SOURCE_REDIS_URL")
         client.delete(target)
         position = start
         while True:
@@ -143,7 +143,7 @@ def _copy_range(url: str, source: str, target: str, start: str, end: str) -> str
                 pipe.execute()
             position = f"({entries[-1][0].decode()}"
         if not client.exists(target):
-            raise StormshiftError(f"--input redis: stream {source!r} has no entry in {start}..{end}")
+            raise NotFoundError(f"--input redis: stream {source!r} has no entry in {start}..{end}")
     finally:
         client.close()
     return target

@@ -42,7 +42,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from stormshift.errors import StormshiftError
+from stormshift.errors import NotFoundError, OptionError, StormshiftError
 from stormshift.shadow.classify import LIVE_DIFFERENCE, ROUNDING
 from stormshift.shadow.compare import StreamComparison, Tolerance, compare_stream, count_causes
 from stormshift.shadow.legacy_outputs import (
@@ -53,6 +53,7 @@ from stormshift.shadow.legacy_outputs import (
 )
 from stormshift.shadow.results import RESULTS_KEY, ResultMode, ResultSpec, result_specs
 from stormshift.shadow.run import tolerance_of
+from stormshift.state.client import Redis
 from stormshift.topology.graph import TopologyGraph
 
 __all__ = [
@@ -82,7 +83,7 @@ def parse_when(text: str | None, now_ms: int) -> int | None:
     except ValueError:
         when = None
     if when is None or when.tzinfo is None:
-        raise StormshiftError(
+        raise OptionError(
             f"time {text!r} is not understood; fix: now, a duration ago (30s, 15m, 1h, 2d), "
             "epoch ms, or ISO-8601 with a zone (2024-05-01T10:00:00Z)")
     return int(when.timestamp() * 1000)
@@ -98,8 +99,8 @@ class Window:
     def __post_init__(self) -> None:
         if self.since_ms is not None and self.until_ms is not None and \
                 self.since_ms >= self.until_ms:
-            raise StormshiftError(f"the window is empty: since {_iso(self.since_ms)} is not "
-                                  f"before until {_iso(self.until_ms)}; fix: --since earlier")
+            raise OptionError(f"the window is empty: since {_iso(self.since_ms)} is not "
+                              f"before until {_iso(self.until_ms)}; fix: --since earlier")
 
     @property
     def bounded(self) -> bool:
@@ -134,8 +135,8 @@ def parse_port_sink(text: str | None) -> PortSink:
     kind, _, target = (text or "").partition(":")
     if kind in ("jsonl", "redis") and target:
         return PortSink(kind, str(Path(target).absolute()) if kind == "jsonl" else target)
-    raise StormshiftError(f"--port-sink {text!r} is not understood; fix: the --sink the port "
-                          "runs with: jsonl:DIR or redis:STREAM")
+    raise OptionError(f"--port-sink {text!r} is not understood; fix: the --sink the port "
+                      "runs with: jsonl:DIR or redis:STREAM")
 
 
 @dataclass(frozen=True)
@@ -217,7 +218,7 @@ def plan_live(graph: TopologyGraph, *, port_sink: str, since: str | None = None,
     specs = result_specs(graph, config)
     inner = [s.label for s in specs if not s.leaf]
     if inner:  # production Storm keeps only what it outputs: nothing taps its inner streams
-        raise StormshiftError(
+        raise OptionError(
             f"{RESULTS_KEY} names {inner}, which some bolt reads: a live shadow compares only "
             "what the legacy topology outputs; fix: compare them in `stormshift shadow` "
             "(it taps inner streams on both sides)")
@@ -342,8 +343,8 @@ def _jsonl_emits(folder: str, wanted: Mapping[tuple[str, str], ResultSpec]) -> I
     """The jsonl sink's layout: ``DIR/<component>/<stream>/<txid>-<task>.jsonl``."""
     root = Path(folder)
     if not root.is_dir():
-        raise StormshiftError(f"--port-sink jsonl:{folder}: no such directory; fix: the --sink "
-                              "DIR the port runs with (has it written a batch yet?)")
+        raise NotFoundError(f"--port-sink jsonl:{folder}: no such directory; fix: the --sink "
+                            "DIR the port runs with (has it written a batch yet?)")
     for component, stream in sorted(wanted):
         for file in sorted((root / component / stream).glob("*.jsonl")):
             write_ms = int(file.stat().st_mtime * 1000)
@@ -353,13 +354,13 @@ def _jsonl_emits(folder: str, wanted: Mapping[tuple[str, str], ResultSpec]) -> I
                         yield (component, stream), write_ms, json.loads(line)
 
 
-def _redis_emits(r: Any, key: str, wanted: Mapping[tuple[str, str], ResultSpec]) -> Iterator[Emit]:
+def _redis_emits(r: Redis, key: str, wanted: Mapping[tuple[str, str], ResultSpec]) -> Iterator[Emit]:
     """The redis sink's entries (``state/sinkstream.py``), by id."""
     from stormshift.state import sinkstream
 
     if not sinkstream.exists(r, key):
-        raise StormshiftError(f"--port-sink redis:{key}: no such stream; fix: the --sink "
-                              "redis:STREAM the port runs with, on --redis")
+        raise NotFoundError(f"--port-sink redis:{key}: no such stream; fix: the --sink "
+                            "redis:STREAM the port runs with, on --redis")
     for ms, component, stream, values in sinkstream.read_entries(r, key):
         if (component, stream) in wanted:
             yield (component, stream), ms, values

@@ -29,6 +29,7 @@ from typing import Any
 
 from stormshift.shadow.compare import StreamComparison, Tolerance, compare_stream
 from stormshift.shadow.results import ResultMode, ResultSpec
+from stormshift.topology.graph import TopologyGraph
 
 __all__ = ["LOG_STREAM", "capture", "compare_logs", "template"]
 
@@ -93,7 +94,7 @@ def log_keys(result: Any) -> int:
     return sum(s.keys for s in getattr(result, "logs", []))
 
 
-def attach_logs(result: Any, graph: Any, legacy: Mapping[str, Sequence[list[str]]],
+def attach_logs(result: Any, graph: TopologyGraph, legacy: Mapping[str, Sequence[list[str]]],
                 port: Mapping[str, Sequence[list[str]]],
                 baseline: Mapping[str, Sequence[list[str]]] | None,
                 findings: Any = None) -> None:

@@ -42,7 +42,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from stormshift.errors import StormshiftError
+from stormshift.errors import OptionError
 from stormshift.topology.graph import GroupingKind, TopologyGraph
 
 __all__ = [
@@ -161,7 +161,7 @@ def result_specs(graph: TopologyGraph, config: Mapping[str, Any] | None = None) 
     False), sorted by component and stream."""
     declared = (config if config is not None else graph.config).get(RESULTS_KEY) or {}
     if not isinstance(declared, Mapping):
-        raise StormshiftError(
+        raise OptionError(
             f"{RESULTS_KEY} must map 'component:stream' to a spec, got {declared!r}; "
             'fix: e.g. {"count_bolt:default": {"mode": "latest", "key": ["word"]}}'
         )
@@ -172,7 +172,7 @@ def result_specs(graph: TopologyGraph, config: Mapping[str, Any] | None = None) 
     for label in sorted(declared):
         where = _split_label(label)
         if where not in streams:
-            raise StormshiftError(
+            raise OptionError(
                 f"{RESULTS_KEY} names {label!r}, which is no stream of the topology; "
                 f"fix: use one of {sorted(labels)} (component:stream)"
             )
@@ -200,17 +200,17 @@ def _declared(graph: TopologyGraph, component: str, stream: str, entry: Any) -> 
     fields = graph.stream_fields(component, stream)
     label = stream_label(component, stream)
     if not isinstance(entry, Mapping):
-        raise StormshiftError(f"{RESULTS_KEY}[{label!r}] must be an object, got {entry!r}")
+        raise OptionError(f"{RESULTS_KEY}[{label!r}] must be an object, got {entry!r}")
     unknown = sorted(set(entry) - {"mode", "key", "values", "event_time"})
     if unknown:
-        raise StormshiftError(
+        raise OptionError(
             f"{RESULTS_KEY}[{label!r}] has unknown keys {unknown}; "
             "fix: only mode, key, values and event_time are read"
         )
     try:
         mode = ResultMode(entry.get("mode", "latest"))
     except ValueError:
-        raise StormshiftError(
+        raise OptionError(
             f"{RESULTS_KEY}[{label!r}]: mode {entry.get('mode')!r} is not one of "
             f"{[m.value for m in ResultMode]}"
         ) from None
@@ -231,7 +231,7 @@ def _field_list(names: Any, fields: tuple[str, ...], label: str, what: str) -> t
     names = tuple(str(n) for n in names)
     missing = [n for n in names if n not in fields]
     if missing:
-        raise StormshiftError(
+        raise OptionError(
             f"{RESULTS_KEY}[{label!r}].{what}: {missing} not among the stream's fields {list(fields)}"
         )
     return names

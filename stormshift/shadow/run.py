@@ -34,7 +34,7 @@ from typing import Any
 
 from stormshift.engines.local import CrashTask, FailTuples, FaultPlan, LocalEngine, SimClock
 from stormshift.engines.summary import RunSummary
-from stormshift.errors import ShadowRefused, StormshiftError
+from stormshift.errors import OptionError, ShadowRefused
 from stormshift.shadow.classify import classify, own_config
 from stormshift.shadow.compare import Tolerance, compare_stream
 from stormshift.shadow.evidence import restarts
@@ -89,12 +89,12 @@ def tolerance_of(config: Mapping[str, Any]) -> Tolerance:
     keeps its default (``Tolerance``: relative 1e-9, ``compare.py`` says why)."""
     entry = config.get(TOLERANCE_KEY) or {}
     if not isinstance(entry, Mapping) or set(entry) - {"abs", "rel"}:
-        raise StormshiftError(f'{TOLERANCE_KEY} must be {{"abs": X, "rel": Y}}, got {entry!r}')
+        raise OptionError(f'{TOLERANCE_KEY} must be {{"abs": X, "rel": Y}}, got {entry!r}')
     try:
         default = Tolerance()
         return Tolerance(float(entry.get("abs", default.abs)), float(entry.get("rel", default.rel)))
     except (TypeError, ValueError) as exc:
-        raise StormshiftError(f"{TOLERANCE_KEY}: {exc}") from None
+        raise OptionError(f"{TOLERANCE_KEY}: {exc}") from None
 
 
 @dataclass(frozen=True)
@@ -124,7 +124,7 @@ def plan_shadow(graph: TopologyGraph, options: ShadowOptions | None = None, *,
     """
     opts = dataclasses.replace(options or ShadowOptions(), **settings)
     if opts.port_engine not in ("spark", "local"):
-        raise StormshiftError(f"port engine {opts.port_engine!r}: use spark or local")
+        raise OptionError(f"port engine {opts.port_engine!r}: use spark or local")
     legacy_side = "legacy" if opts.port_findings is not None else "both sides"
     sides = [(side, f) for side, f in ((legacy_side, opts.findings), ("port", opts.port_findings))
              if f is not None]
@@ -154,7 +154,7 @@ def _check_ignored(graph: TopologyGraph, names: frozenset[str]) -> None:
     bolts = {b.name for b in graph.bolts}
     unknown = sorted(n for n in names if n.partition(".")[0] not in bolts)
     if unknown:
-        raise StormshiftError(
+        raise OptionError(
             f"shadow.state ignores {unknown}: no such bolt; fix: name a bolt of "
             f"{sorted(bolts)}, or BOLT.ENTRY (an attribute or state map of it)"
         )
@@ -166,7 +166,7 @@ def _check_same_leaves(legacy: TopologyGraph, port: TopologyGraph) -> None:
 
     a, b = leaves(legacy), leaves(port)
     if a != b:
-        raise StormshiftError(
+        raise OptionError(
             f"the port's leaf streams {b} differ from the legacy's {a}; fix: the port must keep "
             "the legacy's output streams and fields (that is what the shadow compares)"
         )

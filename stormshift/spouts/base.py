@@ -32,8 +32,6 @@ arity...) before it is emitted, so both engines dead-letter the same records.
 from __future__ import annotations
 
 import collections
-import json
-import os
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
@@ -41,6 +39,8 @@ from typing import Any
 import streamparse
 
 from stormshift.errors import TopologyError
+from stormshift.spouts.partitions import parse_msg_id, partitions_of_task, read_range, task_position
+from stormshift.spouts.position import write_position
 from stormshift.spouts.starts import START_OFFSETS_KEY, initial_offset, initial_offsets
 from stormshift.spouts.values import VALUE, RecordDecodeError, msg_id_for, plain, unsendable
 
@@ -57,68 +57,6 @@ __all__ = [
     "task_position",
 ]
 
-
-
-def parse_msg_id(msg_id: str) -> tuple[str, str]:
-    """``(partition, offset text)`` of a msg id (offsets never contain ':')."""
-    partition, _, offset = str(msg_id).rpartition(":")
-    return partition, offset
-
-
-def partitions_of_task(partitions: list[str], task_index: int, par: int) -> list[str]:
-    """Partition ``i`` (sorted order) belongs to task ``i % par``."""
-    return [p for i, p in enumerate(sorted(partitions)) if i % par == task_index]
-
-
-def task_position(context: Mapping[str, Any] | None) -> tuple[int, int]:
-    """``(task_index, par)`` of this spout task from a Storm context dict.
-
-    Storm's context maps every task id to its component; our tasks are the
-    ids of ``componentid``, in order. A missing context means one task.
-    """
-    if not context or "task->component" not in context:
-        return 0, 1
-    component = context.get("componentid")
-    task_id = int(context.get("taskid", -1))
-    ids = sorted(int(t) for t, c in context["task->component"].items() if c == component)
-    if task_id not in ids:
-        return 0, 1
-    return ids.index(task_id), len(ids)
-
-
-def read_range(
-    spout: ReplayableSpout,
-    partition: str,
-    start: Any,
-    end: Any,
-    on_error: Callable[[RecordDecodeError], None],
-) -> Iterator[tuple[list[Any], str]]:
-    """Every good record of ``(start, end]``; bad ones go to ``on_error``.
-
-    Resumes after each undecodable record, so one bad line never hides the
-    rest of a partition (the engine passes its dead-letter writer here). A
-    record that decodes to values Storm cannot send goes to ``on_error`` too
-    (``ReplayableSpout.refuse``), before anything emits it.
-    """
-    position = start
-    refuse = getattr(spout, "refuse", None)
-    while True:
-        try:
-            if refuse is None:
-                yield from spout.replay_read(partition, position, end)
-                return
-            for values, msg_id in spout.replay_read(partition, position, end):
-                bad = refuse(partition, msg_id, values)
-                if bad is None:
-                    yield values, msg_id
-                else:
-                    on_error(bad)
-            return
-        except RecordDecodeError as err:
-            on_error(err)
-            if err.offset == position:  # pragma: no cover - a reader bug, not data
-                raise
-            position = err.offset
 
 
 _VALUES_BLOCK = 1024
@@ -340,28 +278,9 @@ class ReplayableSpout(streamparse.Spout):
             self.commit_position(self.acked_offsets())
 
     def commit_position(self, offsets: Mapping[str, Any]) -> None:
-        """Write ``offsets`` to ``<prefix>.commit_position``: ``{"redis_hash": KEY, "url":
-        URL}`` (field partition -> offset) or ``{"file": PATH}`` (a JSON object, replaced
-        atomically). Other tasks' partitions are left as they are."""
-        where = dict(self._position_to)
-        if "redis_hash" in where:
-            import redis
-
-            client = redis.Redis.from_url(str(where.get("url") or "redis://127.0.0.1:6379/0"))
-            if offsets:
-                client.hset(str(where["redis_hash"]), mapping={p: str(o) for p, o in offsets.items()})
-            return
-        path = str(where["file"])
-        try:
-            with open(path, encoding="utf-8") as fh:
-                known = json.load(fh)
-        except FileNotFoundError:
-            known = {}
-        known.update(offsets)
-        tmp = f"{path}.{os.getpid()}.tmp"
-        with open(tmp, "w", encoding="utf-8") as fh:
-            json.dump(known, fh, sort_keys=True)
-        os.replace(tmp, path)
+        """Write ``offsets`` to ``<prefix>.commit_position`` (``position.write_position``:
+        a Redis hash or a JSON file); other tasks' partitions are left as they are."""
+        write_position(self._position_to, offsets)
 
     def offset_before(self, offset: Any) -> Any:
         """The position just before the record at ``offset`` (an integer count here)."""

@@ -1,39 +1,7 @@
 """Kafka topics as a replayable spout: one partition per Kafka topic partition.
 
-Config (topology or component conf; the ``stormshift.replacements`` entry of a
-Java ``KafkaSpout`` fills most of it from the declaration, see
-``stormshift.spouts.kafka_java``):
-
-- ``kafka.bootstrap_servers`` — ``host:port[,host:port]``.
-- ``kafka.topics`` (a list, or a string for one topic) or ``kafka.pattern``
-  (a regular expression matched against whole topic names; new matching
-  topics are picked up while running).
-- ``kafka.start`` — where a new query starts in partitions it has never read:
-  ``"earliest"`` (default), ``"latest"`` (the end of each partition when the
-  query starts; partitions that appear later are read from their start),
-  ``"timestamp"`` (the first record with a timestamp at or after
-  ``kafka.start_timestamp_ms``), or ``"committed"`` (the committed offsets of
-  consumer group ``kafka.group_id``, e.g. the legacy topology's
-  storm-kafka-client group; partitions it has no offset for start at
-  ``kafka.start_fallback``, ``"earliest"`` or ``"latest"``).
-- ``kafka.fields`` — the record fields of a tuple, in order, from ``key``,
-  ``value``, ``topic``, ``partition``, ``offset``, ``timestamp`` (ms) and
-  ``headers`` (a list of ``[name, value]``). Default ``["value"]``.
-- ``kafka.value_format`` — ``"text"`` (UTF-8, default), ``"json"`` or
-  ``"bytes"``; ``kafka.key_format`` — ``"text"`` (default) or ``"bytes"`` (also
-  used for header values). With ``"json"`` and ``kafka.json_fields`` (a list
-  of keys, as ``jsonlines.fields``) the field ``value`` stands for those keys'
-  values; without ``json_fields`` it is the decoded JSON value.
-- ``kafka.group_id`` and ``kafka.commit`` (bool) — commit the offsets of
-  committed batches back to the group, for lag monitoring with the usual
-  Kafka tools; never read back while a query runs (the engine's offsets are
-  the truth).
-- ``kafka.bounded`` — true: the input ends once every partition is read up to
-  its end (checked when the spout is polled).
-- ``security.protocol``, ``sasl.*``, ``ssl.*`` — passed to confluent-kafka as
-  they are; ``kafka.client.<property>`` passes any other librdkafka property.
-- ``kafka.read_timeout_secs`` (default 300) — how long a read waits for an
-  unreachable broker before it fails (the engine retries the batch).
+Config (topology or component conf, ``kafka.*``): ``kafka_config.py`` says each key and
+checks them (``read_config``).
 
 Partitions are named ``<topic>/<partition, 5 digits>`` so that their sorted
 order is (topic, partition) order; partition ``i`` of that order belongs to
@@ -46,12 +14,11 @@ retention deleted before it was read is an error naming the records lost
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
-from stormshift.errors import InfraError, SourceDataLostError, TopologyError
+from stormshift.errors import InfraError, SourceDataLostError
 from stormshift.spouts.base import (
     RecordDecodeError,
     ReplayableSpout,
@@ -59,11 +26,11 @@ from stormshift.spouts.base import (
     initial_offsets,
     msg_id_for,
 )
-from stormshift.spouts.kafka_records import RECORD_FIELDS, RecordDecoder, client_conf
+from stormshift.spouts.kafka_config import read_config
+from stormshift.spouts.kafka_records import RECORD_FIELDS
 
 __all__ = ["RECORD_FIELDS", "KafkaSpout", "check_not_lost", "partition_name", "split_partition"]
 
-_STARTS = ("earliest", "latest", "timestamp", "committed")
 _CONSUME_MAX = 10_000
 _POLL_SECS = 1.0
 _META_TIMEOUT_SECS = 10.0
@@ -108,53 +75,18 @@ class KafkaSpout(ReplayableSpout):
         return from_java(java_class, args, config)
 
     def replay_configure(self, conf: Mapping[str, Any]) -> None:
-        name = self._name()
-        self._servers = str(self._require(conf, "bootstrap_servers"))
-        topics = self._conf_value(conf, "topics")
-        pattern = self._conf_value(conf, "pattern")
-        if bool(topics) == bool(pattern):
-            raise TopologyError(
-                "KafkaSpout needs exactly one of kafka.topics and kafka.pattern",
-                component=name, fix='e.g. "kafka.topics": ["pixels"] or "kafka.pattern": "pixels-.*"')
-        self._topics = sorted([topics] if isinstance(topics, str) else map(str, topics or []))
-        self._pattern = re.compile(str(pattern)) if pattern else None
-        self._start = self._choice(conf, "start", _STARTS, "earliest")
-        self._fallback = self._choice(conf, "start_fallback", ("earliest", "latest"), "earliest")
-        self._start_ts = self._conf_value(conf, "start_timestamp_ms")
-        self._group = self._conf_value(conf, "group_id")
-        self._commit = bool(self._conf_value(conf, "commit", False))
-        if self._start == "timestamp" and not isinstance(self._start_ts, int):
-            raise TopologyError("kafka.start 'timestamp' needs an integer kafka.start_timestamp_ms",
-                                component=name, fix='e.g. "kafka.start_timestamp_ms": 1700000000000')
-        if (self._start == "committed" or self._commit) and not self._group:
-            raise TopologyError("kafka.start 'committed' and kafka.commit need kafka.group_id",
-                                component=name, fix='set "kafka.group_id" to the consumer group')
-        json_fields = self._conf_value(conf, "json_fields")
-        fields = self._conf_value(conf, "fields", ["value"])
-        if isinstance(fields, str) or not fields or any(f not in RECORD_FIELDS for f in fields):
-            raise TopologyError(f"kafka.fields must be a list of {list(RECORD_FIELDS)}, got {fields!r}",
-                                component=name, fix='e.g. "kafka.fields": ["key", "value"]')
-        self._records = RecordDecoder(
-            name, tuple(fields),
-            self._choice(conf, "value_format", ("text", "json", "bytes"), "text"),
-            self._choice(conf, "key_format", ("text", "bytes"), "text"),
-            tuple(map(str, json_fields)) if json_fields else None)
-        self._bounded = bool(self._conf_value(conf, "bounded", False))
-        self._read_timeout = float(self._conf_value(conf, "read_timeout_secs", 300))
-        self._client_conf = client_conf(conf, self._servers)
+        c = read_config(conf, self._name(), lambda key, default=None: self._conf_value(conf, key, default),
+                        lambda key: self._require(conf, key))
+        self._servers, self._topics, self._pattern = c.servers, c.topics, c.pattern
+        self._start, self._fallback, self._start_ts = c.start, c.fallback, c.start_ts
+        self._group, self._commit, self._records = c.group, c.commit, c.records
+        self._bounded, self._read_timeout, self._client_conf = c.bounded, c.read_timeout, c.client_conf
         self._consumer: Any = None
         self._known: list[str] = []
         self._initial: dict[str, int] | None = None
         self._new_starts: dict[str, int] = {}
-        self._commit_every = float(self._conf_value(conf, "commit_interval_secs", 5))
+        self._commit_every = c.commit_every
         self._last_commit = time.monotonic()
-
-    def _choice(self, conf: Mapping[str, Any], key: str, allowed: Sequence[str], default: str) -> str:
-        value = self._conf_value(conf, key, default)
-        if value not in allowed:
-            raise TopologyError(f"kafka.{key} must be one of {list(allowed)}, got {value!r}",
-                                component=self._name(), fix=f'e.g. "kafka.{key}": "{default}"')
-        return str(value)
 
     @property
     def consumer(self) -> Any:

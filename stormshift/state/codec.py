@@ -16,6 +16,8 @@ from typing import Any
 
 import msgpack
 
+from stormshift.errors import StateFormatError
+
 INT_LIMIT = 2**53  # server-side increments are exact below this (Lua numbers are doubles)
 _packb = msgpack.packb
 
@@ -70,7 +72,7 @@ def decode_value(data: bytes) -> Any:
         return float(data[1:])
     if tag == b"m":
         return msgpack.unpackb(data[1:], raw=False, strict_map_key=False)
-    raise ValueError(f"state value with unknown encoding tag {tag!r}")
+    raise StateFormatError(f"state value with unknown encoding tag {tag!r}")
 
 
 def _tuples(v: Any) -> Any:

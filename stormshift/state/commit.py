@@ -16,6 +16,7 @@ from typing import Any, Literal
 
 from stormshift.errors import StateError
 from stormshift.state import keys as K
+from stormshift.state.client import Redis
 from stormshift.state.connection import retrying, run_scripts
 
 Mode = Literal["strict", "reset", "adopt"]
@@ -25,7 +26,7 @@ __all__ = ["CommitLog", "Mode"]
 class CommitLog:
     """Committed txid and checkpoint bindings of one state namespace."""
 
-    def __init__(self, r: Any, namespace: str, lease: Any = None):
+    def __init__(self, r: Redis, namespace: str, lease: Any = None):
         self.r = r
         self.namespace = K.check_name("namespace", namespace)
         #: the committed txid as last read or recorded here: what a driver that lost Redis
@@ -116,7 +117,7 @@ class CommitLog:
         )
 
 
-def _scan(r: Any, namespace: str, limit: int | None = None) -> Any:
+def _scan(r: Redis, namespace: str, limit: int | None = None) -> Any:
     """Data keys of a namespace (maps, snapshots, task keys, dedup); not fences or records."""
     n = 0
     for pattern in K.all_keys_pattern(namespace):
@@ -133,14 +134,14 @@ def _scan(r: Any, namespace: str, limit: int | None = None) -> Any:
                 return
 
 
-def _namespace_wide(r: Any, namespace: str) -> set[str]:
+def _namespace_wide(r: Redis, namespace: str) -> set[str]:
     """Keys ``ss:{ns}:*`` (not in a key group)."""
     keys = (k.decode() if isinstance(k, bytes) else k
             for k in r.scan_iter(match=K.all_keys_pattern(namespace)[0], count=1000))
     return {k for k in keys if (p := K.parse_key(k)) is not None and p[0] == namespace and p[1] is None}
 
 
-def reset_namespace(r: Any, namespace: str, *, keep_fences: bool = True) -> int:
+def reset_namespace(r: Redis, namespace: str, *, keep_fences: bool = True) -> int:
     """Delete a namespace's data; with ``keep_fences`` epochs and commit record survive."""
     doomed = list(_scan(r, namespace))
     if not keep_fences:

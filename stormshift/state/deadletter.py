@@ -39,6 +39,7 @@ from typing import Any
 import msgpack
 
 from stormshift.state import keys as K
+from stormshift.state.client import Redis
 from stormshift.state.connection import Call, retrying
 from stormshift.state.lua_ns import DLQ_ADD, DLQ_DISCARD
 
@@ -91,7 +92,7 @@ def _pack(values: Any) -> bytes:
 class DeadLetters:
     """The dead-letter stream of one namespace."""
 
-    def __init__(self, r: Any, namespace: str):
+    def __init__(self, r: Redis, namespace: str):
         self.r = r
         self.namespace = K.check_name("namespace", namespace)
         self.key = K.dlq_key(namespace)

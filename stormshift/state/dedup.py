@@ -23,6 +23,7 @@ from typing import Any
 
 from stormshift.errors import StateError
 from stormshift.state import keys as K
+from stormshift.state.client import Redis
 from stormshift.state.connection import retrying, run_scripts
 from stormshift.state.scope import TaskScope, current_scope
 
@@ -75,7 +76,7 @@ def _in_call_dups(ids: Sequence[bytes], seen: set[bytes]) -> list[bool]:
 
 
 class _Base:
-    def __init__(self, r: Any, namespace: str, name: str, retention_ms: int):
+    def __init__(self, r: Redis, namespace: str, name: str, retention_ms: int):
         if retention_ms <= 0:
             raise ValueError("dedup: retention_ms must be > 0")
         self.r = r
@@ -108,7 +109,7 @@ class _Base:
 class ExactDedup(_Base):
     """Exact dedup: time-bucketed hashes id -> first txid, expiring after the window."""
 
-    def __init__(self, r: Any, namespace: str, name: str, *, retention_ms: int, bucket_ms: int | None = None):
+    def __init__(self, r: Redis, namespace: str, name: str, *, retention_ms: int, bucket_ms: int | None = None):
         super().__init__(r, namespace, name, retention_ms)
         self.bucket_ms = bucket_ms or max(1, retention_ms // 4)
 
@@ -130,7 +131,7 @@ class BloomDedup(_Base):
     """Approximate dedup in fixed memory: ``segments`` time-sliced Bloom filters of m bits."""
 
     def __init__(
-        self, r: Any, namespace: str, name: str, *, retention_ms: int, segments: int = 4,
+        self, r: Redis, namespace: str, name: str, *, retention_ms: int, segments: int = 4,
         m_bits: int = 1 << 23, k: int = 7,
     ):
         super().__init__(r, namespace, name, retention_ms)
@@ -140,7 +141,7 @@ class BloomDedup(_Base):
         self.slice_ms = max(1, retention_ms // segments)
 
     @classmethod
-    def for_rate(cls, r: Any, namespace: str, name: str, *, retention_ms: int, ids_per_slice: int,
+    def for_rate(cls, r: Redis, namespace: str, name: str, *, retention_ms: int, ids_per_slice: int,
                  fp_rate: float, segments: int = 4) -> BloomDedup:
         """Sized by ``choose`` for ``ids_per_slice`` ids per time slice at ``fp_rate`` each."""
         m, k = choose(ids_per_slice, fp_rate)

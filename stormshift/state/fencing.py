@@ -17,17 +17,18 @@ from typing import Any
 
 from stormshift.errors import FencedError
 from stormshift.state import keys as K
+from stormshift.state.client import Redis
 from stormshift.state.connection import retrying, run_scripts
 
 __all__ = ["FencedError", "FencedWriter", "acquire_epoch", "current_epoch"]
 
 
 @retrying
-def _incr(r: Any, namespace: str, field: str) -> int:
+def _incr(r: Redis, namespace: str, field: str) -> int:
     return int(r.hincrby(K.epochs_key(namespace), field, 1))
 
 
-def acquire_epoch(r: Any, namespace: str, component: str, task_index: int) -> int:
+def acquire_epoch(r: Redis, namespace: str, component: str, task_index: int) -> int:
     """A new epoch for one attempt of (component, task); fences out every older attempt."""
     K.check_name("namespace", namespace)
     field = K.who(component, task_index)
@@ -39,7 +40,7 @@ def acquire_epoch(r: Any, namespace: str, component: str, task_index: int) -> in
     return epoch
 
 
-def current_epoch(r: Any, namespace: str, component: str, task_index: int) -> int:
+def current_epoch(r: Redis, namespace: str, component: str, task_index: int) -> int:
     """The newest epoch handed out for a task (0 if none)."""
     v = r.hget(K.epochs_key(namespace), K.who(component, task_index))
     return int(v) if v is not None else 0
@@ -53,7 +54,7 @@ class FencedWriter:
     ``keys.FENCED_COMMANDS``.
     """
 
-    def __init__(self, r: Any, namespace: str, component: str, task_index: int, txid: int, epoch: int):
+    def __init__(self, r: Redis, namespace: str, component: str, task_index: int, txid: int, epoch: int):
         self.r = r
         self.namespace = namespace
         self.component = component

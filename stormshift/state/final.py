@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from stormshift.state.client import Redis
 from stormshift.state.commit import CommitLog
 from stormshift.state.component import state_at
 from stormshift.state.inspect import map_items, map_kinds
@@ -21,7 +22,7 @@ from stormshift.state.snapshots import SnapshotStore
 __all__ = ["committed_attributes", "committed_maps"]
 
 
-def committed_attributes(r: Any, namespace: str, hmac_key: bytes | str | None, component: str,
+def committed_attributes(r: Redis, namespace: str, hmac_key: bytes | str | None, component: str,
                          task_index: int) -> dict[str, Any]:
     """Attributes by name of the newest committed snapshot of one task ({} if none)."""
     store = SnapshotStore(r, namespace, hmac_key)
@@ -29,7 +30,7 @@ def committed_attributes(r: Any, namespace: str, hmac_key: bytes | str | None, c
     return state_at(point)
 
 
-def committed_maps(r: Any, namespace: str, component: str) -> dict[str, dict[Any, Any]]:
+def committed_maps(r: Redis, namespace: str, component: str) -> dict[str, dict[Any, Any]]:
     """Every keyed state map of ``component``: name -> key -> value (sorted by name)."""
     names = sorted(name for comp, name in map_kinds(r, namespace) if comp == component)
     return {name: {k: v for k, (v, _txid) in map_items(r, namespace, component, name).items()}

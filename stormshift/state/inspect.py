@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from stormshift.state import keys as K
+from stormshift.state.client import Redis
 from stormshift.state.codec import committed_view, decode_key, encode_key
 
 __all__ = ["describe", "json_default", "map_get", "map_items", "map_kinds", "namespace_keys",
@@ -22,7 +23,7 @@ def _s(x: Any) -> str:
     return x.decode() if isinstance(x, bytes) else str(x)
 
 
-def namespace_keys(r: Any, namespace: str) -> Iterator[str]:
+def namespace_keys(r: Redis, namespace: str) -> Iterator[str]:
     """Every key of a namespace (sorted)."""
     found: set[str] = set()
     for pattern in K.all_keys_pattern(namespace):
@@ -34,7 +35,7 @@ def namespace_keys(r: Any, namespace: str) -> Iterator[str]:
     return iter(sorted(found))
 
 
-def namespaces(r: Any) -> list[str]:
+def namespaces(r: Redis) -> list[str]:
     """Namespaces with a commit record or an epoch counter."""
     out: set[str] = set()
     for key in r.scan_iter(match=K.namespace_records_pattern(), count=1000):
@@ -44,7 +45,7 @@ def namespaces(r: Any) -> list[str]:
     return sorted(out)
 
 
-def map_kinds(r: Any, namespace: str) -> dict[tuple[str, str], int]:
+def map_kinds(r: Redis, namespace: str) -> dict[tuple[str, str], int]:
     """``(component, map name) -> number of keys``, across all key groups."""
     out: dict[tuple[str, str], int] = {}
     for k in namespace_keys(r, namespace):
@@ -64,7 +65,7 @@ def _kind_of(rec: bytes) -> str:
     return "plain"
 
 
-def map_items(r: Any, namespace: str, component: str, name: str, kind: str | None = None) -> dict[Any, tuple[Any, int | None]]:
+def map_items(r: Redis, namespace: str, component: str, name: str, kind: str | None = None) -> dict[Any, tuple[Any, int | None]]:
     """``key -> (value, txid)`` of one map; ``kind`` is guessed from the records if not given."""
     rows: list[tuple[bytes, Any, int | None]] = []
     for g in range(K.KEY_GROUPS):
@@ -75,7 +76,7 @@ def map_items(r: Any, namespace: str, component: str, name: str, kind: str | Non
     return {decode_key(f): (v, t) for f, v, t in rows}
 
 
-def map_get(r: Any, namespace: str, component: str, name: str, key: Any, kind: str | None = None) -> tuple[Any, int | None] | None:
+def map_get(r: Redis, namespace: str, component: str, name: str, key: Any, kind: str | None = None) -> tuple[Any, int | None] | None:
     """``(value, txid)`` of one key, None if absent."""
     field = encode_key(key)
     rec = r.hget(K.map_key(namespace, K.group_of(field), component, name), field)
@@ -96,7 +97,7 @@ def json_default(x: Any) -> Any:
     return repr(x)
 
 
-def _snapshot_sizes(r: Any, ns: str) -> dict[str, dict[int, int]]:
+def _snapshot_sizes(r: Redis, ns: str) -> dict[str, dict[int, int]]:
     from stormshift.state.snapshots import SnapshotStore
 
     store = SnapshotStore.__new__(SnapshotStore)  # sizes need no HMAC key: nothing is verified
@@ -104,7 +105,7 @@ def _snapshot_sizes(r: Any, ns: str) -> dict[str, dict[int, int]]:
     return {f"{c}:{t}": v for (c, t), v in store.sizes().items()}
 
 
-def describe(r: Any, ns: str) -> dict[str, Any]:
+def describe(r: Redis, ns: str) -> dict[str, Any]:
     """One namespace as plain data: committed txid, checkpoints, epochs, maps and their key
     counts, snapshot sizes, dead letters. StateError if a newer stormshift wrote it."""
     from stormshift.state.commit import CommitLog

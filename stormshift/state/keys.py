@@ -76,28 +76,10 @@ def ns_key(ns: str, suffix: str) -> str:
     return f"{PREFIX}:{{{ns}}}:{suffix}"
 
 
-def stop_key(ns: str) -> str:
-    """Set by the driver while it stops its query (``--duration``): sources plan no new batch."""
-    return ns_key(ns, "spark:stop")
-
-
 def metrics_key(ns: str) -> str:
     """The last metrics board of the namespace's run (JSON, ``metrics/records.py``): what
     ``stormshift top`` reads; not state, never fenced."""
     return ns_key(ns, "metrics")
-
-
-def source_lag_key(ns: str) -> str:
-    """Replayable sources' lag behind their head (hash spout -> JSON ``SourceLag``),
-    written by each source's planner after it plans a batch, read by the driver with the
-    batch (``engines/spark/records/runrecords.py``); a report, not state."""
-    return ns_key(ns, "spark:source-lag")
-
-
-def spout_report_key(ns: str, spout: str, part: str) -> str:
-    """What a spout's planner process reports to the driver: ``errors`` (a hash of error
-    kinds), ``warnings`` (a set) and ``logs`` (a list of log lines); the driver reads them."""
-    return ns_key(ns, f"spark:spout-{part}:{spout}")
 
 
 def stats_key(ns: str, txid: int) -> str:
@@ -110,34 +92,6 @@ def sink_marker_key(ns: str, txid: int, component: str, task_index: int) -> str:
     """Marks that one task wrote its leaf emits of batch ``txid`` to a ``redis:`` sink
     (``engines/spark/task/sink.py``): a re-run attempt writes them once."""
     return stats_key(ns, txid) + f":sink:{component}:{task_index}"
-
-
-def attempts_key(ns: str) -> str:
-    """Counters of Spark task attempts: ``retried`` (a task of a batch started again: Spark
-    retry, speculative copy, stage re-attempt, re-run after a driver restart) and ``fenced``
-    (a zombie's writes refused)."""
-    return ns_key(ns, "spark:attempts")
-
-
-def batch_attempts_key(ns: str, txid: int) -> str:
-    """Hash ``head:task`` -> how many times that task of batch ``txid`` started."""
-    return f"{attempts_key(ns)}:{txid}"
-
-
-def ticks_key(ns: str) -> str:
-    """The tick times the Spark driver recorded per batch (``engines/spark/driver/ticks.py``)."""
-    return ns_key(ns, "spark:ticks")
-
-
-def window_times_key(ns: str) -> str:
-    """Hash txid -> the time and watermarks the Spark driver recorded for that batch
-    (``engines/spark/driver/windows.py``; ``engines/spark/records/watermarks.py``)."""
-    return ns_key(ns, "spark:window-times")
-
-
-def window_trackers_key(ns: str) -> str:
-    """Hash txid -> the windowed bolts' watermark trackers as of that batch (same modules)."""
-    return ns_key(ns, "spark:window-trackers")
 
 
 def commit_key(ns: str) -> str:
@@ -221,22 +175,6 @@ def task_key(ns: str, component: str, task_index: int, suffix: str) -> str:
     return group_key(ns, task_group(component, task_index), f"t:{component}:{task_index}:{suffix}")
 
 
-def wal_key(ns: str, component: str, task_index: int) -> str:
-    """Stream: the write-ahead log of one spout task (``engines/spark/records/wal.py``)."""
-    return task_key(ns, component, task_index, "wal")
-
-
-def wal_seen_key(ns: str, component: str, task_index: int, bucket: int | str) -> str:
-    """Hash msg key -> [seq, digest] of one window bucket of a spout task's log (``*``: all)."""
-    return task_key(ns, component, task_index, f"wal-seen:{bucket}")
-
-
-def chunk_key(ns: str, component: str, task_index: int, part: str) -> str:
-    """An executor-side spout task's chunk log (``engines/spark/records/chunks.py``): ``heads`` (hash chunk
-    number -> header), ``data`` (hash chunk number -> tuples) and ``acked`` (the ack mark)."""
-    return task_key(ns, component, task_index, f"chunk-{part}")
-
-
 def dedup_key(ns: str, name: str, kind: str, slot: int) -> str:
     return group_key(ns, name_group(name), f"dd:{name}:{kind}:{slot}")
 
@@ -268,8 +206,6 @@ __all__ = [
     "KEY_GROUPS",
     "SCRIPTS",
     "all_keys_pattern",
-    "attempts_key",
-    "batch_attempts_key",
     "check_name",
     "checkpoints_key",
     "commit_key",
@@ -300,17 +236,8 @@ __all__ = [
     "target_guard_key",
     "task_group",
     "task_key",
-    "ticks_key",
-    "wal_key",
-    "wal_seen_key",
     "who",
 ]
-
-
-def query_start_key(ns: str, checkpoint_id: str, spout: str) -> str:
-    """Where a replayable spout's query started for one checkpoint (JSON offsets, written
-    once: ``engines/spark/records/starts.py``)."""
-    return ns_key(ns, f"spark:start:{check_name('checkpoint id', checkpoint_id)}:{spout}")
 
 
 def cutover_key(ns: str) -> str:

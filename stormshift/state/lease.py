@@ -38,6 +38,7 @@ from typing import Any
 
 from stormshift.errors import InfraError, LeaseHeldError, LeaseLostError
 from stormshift.state import keys as K
+from stormshift.state.client import Redis
 from stormshift.state.connection import TRANSIENT, retrying, run_scripts
 
 __all__ = ["LeaseHolder", "LeaseKeeper", "ago", "describe", "holder_alive", "holder_of",
@@ -178,13 +179,13 @@ def holder_of(reply: Any, namespace: str) -> tuple[int, LeaseHolder | None]:
     return int(_text(head[-1])), LeaseHolder.from_fields(namespace, _pairs(flat))
 
 
-def read_lease(r: Any, namespace: str) -> tuple[int, LeaseHolder | None]:
+def read_lease(r: Redis, namespace: str) -> tuple[int, LeaseHolder | None]:
     """The server's time and the lease's holder (None: nobody holds it)."""
     reply = run_scripts(r, [("lease_read", [K.lease_key(namespace)], [])])[0]
     return holder_of(reply, namespace)
 
 
-def live_runs(r: Any) -> Iterator[tuple[int, LeaseHolder]]:
+def live_runs(r: Redis) -> Iterator[tuple[int, LeaseHolder]]:
     """Every held lease on the server (live or lapsed), by namespace."""
     names = sorted({p[0] for key in r.scan_iter(match=K.lease_pattern(), count=1000)
                     if (p := K.parse_key(_text(key))) is not None and p[1] is None})
@@ -203,14 +204,14 @@ def refusal(holder: LeaseHolder, now_ms: int, what: str) -> str:
             f"({describe(holder, now_ms)}); nothing was written. {fix}")
 
 
-def refuse_if_live(r: Any, namespace: str, what: str) -> None:
+def refuse_if_live(r: Redis, namespace: str, what: str) -> None:
     """``LeaseHeldError`` while a run holds ``namespace`` (``state reset`` and the like)."""
     now_ms, holder = read_lease(r, namespace)
     if holder is not None and holder.live(now_ms):
         raise LeaseHeldError(refusal(holder, now_ms, what))
 
 
-def request_stop(r: Any, namespace: str) -> tuple[int, LeaseHolder | None, bool]:
+def request_stop(r: Redis, namespace: str) -> tuple[int, LeaseHolder | None, bool]:
     """Ask the live run of ``namespace`` to stop: ``(now_ms, holder, asked)``; ``asked`` is
     False when no run holds the lease or it lapsed (nothing was written then)."""
     reply = run_scripts(r, [("lease_stop", [K.lease_key(namespace)], [])])[0]
@@ -225,7 +226,7 @@ class LeaseKeeper:
     ``lost`` / ``stop_requested`` are what the driver's wait loop polls; ``say`` gets the
     one-line messages (a lapsed lease taken over, waiting for a replaced run)."""
 
-    def __init__(self, r: Any, namespace: str, *, topology: str, checkpoint: str,
+    def __init__(self, r: Redis, namespace: str, *, topology: str, checkpoint: str,
                  takeover: bool = False, ttl_ms: int | None = None,
                  say: Callable[[str], None] | None = None,
                  clock: Callable[[], float] = time.monotonic):
@@ -360,10 +361,10 @@ class LeaseKeeper:
 
 
 @retrying
-def _yielded(r: Any, key: str) -> str:
+def _yielded(r: Redis, key: str) -> str:
     return _text(r.hget(key, "yielded") or b"")
 
 
 @retrying
-def _release(r: Any, key: str, token: str, epoch: int) -> None:
+def _release(r: Redis, key: str, token: str, epoch: int) -> None:
     run_scripts(r, [("lease_release", [key], [token, epoch])])

@@ -2,7 +2,8 @@
 
 ``SCRIPTS`` are run by name through ``connection.run_scripts`` (one pipelined
 round of EVALSHA). The scripts on the namespace's own slot (dead letters,
-redrive, the sink stream, batch counters) are in ``lua_ns.py``.
+redrive, the sink stream, batch counters) are in ``lua_ns.py``, the duplicate checks in
+``lua_dedup.py``, the fence check every write script starts with in ``lua_fence.py``.
 
 Each write script first runs the fence check (stale epoch, txid at or below
 the committed one) and validates every key before it writes anything, so a
@@ -13,29 +14,11 @@ on Redis's Lua 5.1 and on fakeredis's Lua 5.4 (no cmsgpack, no struct).
 
 from __future__ import annotations
 
+from stormshift.state.lua_dedup import DEDUP_SCRIPTS
+from stormshift.state.lua_fence import FENCE as _FENCE
 from stormshift.state.lua_lease import LEASE_SCRIPTS
 from stormshift.state.lua_ns import DLQ_ADD_FENCED, SINK_PUT, STATS_PUT
 from stormshift.state.lua_target import TARGET_SCRIPTS
-
-# Shared prelude: the fence check every write script runs before touching data.
-# Returns an error string (prefixed FENCED) or nil; never writes before checks pass.
-_FENCE = r"""
-local unpack = unpack or table.unpack
-local function fence(fkey, who, epoch_s, txid_s)
-  local epoch = tonumber(epoch_s)
-  local txid = tonumber(txid_s)
-  local cur_s = redis.call('HGET', fkey, who) or '-1'
-  if epoch < tonumber(cur_s) then
-    return 'FENCED stale epoch ' .. epoch_s .. ' for task ' .. who .. ' (current epoch ' .. cur_s .. ')'
-  end
-  local com_s = redis.call('HGET', fkey, '__committed') or '-1'
-  if txid <= tonumber(com_s) then
-    return 'FENCED txid ' .. txid_s .. ' is at or below the committed txid ' .. com_s
-  end
-  if epoch > tonumber(cur_s) then redis.call('HSET', fkey, who, epoch_s) end
-  return nil
-end
-"""
 
 # Server-side numeric add on encoded values ('i<int>' / 'f<float>'; '' = absent = 0).
 # Integers below 1e14 print exactly with '..' (Lua's %.14g); larger ones via %d.
@@ -283,101 +266,6 @@ redis.call('HSET', KEYS[3], ARGV[4], ARGV[6])
 return 1
 """
 
-# KEYS: fence, live bucket hashes newest first. ARGV: epoch, txid, who, ttl_ms, ids...
-# id -> first txid that saw it; a duplicate is an id seen under ANOTHER txid (a replay of
-# the same batch is not its own duplicate). Returns 1/0 per id.
-DEDUP_EXACT = _FENCE + r"""
-local err = fence(KEYS[1], ARGV[3], ARGV[1], ARGV[2])
-if err then return redis.error_reply(err) end
-local txid = ARGV[2]
-local out = {}
-for i = 5, #ARGV do
-  local id = ARGV[i]
-  local dup, found = 0, false
-  for b = 2, #KEYS do
-    local t = redis.call('HGET', KEYS[b], id)
-    if t then
-      found = true
-      if t ~= txid then dup = 1 end
-      break
-    end
-  end
-  if not found then redis.call('HSET', KEYS[2], id, txid) end
-  out[#out + 1] = dup
-end
-if redis.call('EXISTS', KEYS[2]) == 1 then redis.call('PEXPIRE', KEYS[2], ARGV[4]) end
-return out
-"""
-
-# Time-segmented Bloom filter. KEYS: fence, pending bitmap, pending meta hash, expired
-# segment, live segments newest first (KEYS[5] = current). ARGV: epoch, txid, who, ttl_ms,
-# m, k, then h1, h2 per id (positions (h1 + i*h2) % m, i < k). Bits of the running txid go
-# to the pending bitmap, merged into their segment once a later txid arrives, so a
-# replayed batch never counts its own ids as duplicates.
-_BLOOM_HAS = r"""
-local function has(key, h1, h2, m, k)
-  for i = 0, k - 1 do
-    if redis.call('GETBIT', key, (h1 + i * h2) % m) == 0 then return false end
-  end
-  return true
-end
-"""
-DEDUP_BLOOM = _FENCE + _BLOOM_HAS + r"""
-local err = fence(KEYS[1], ARGV[3], ARGV[1], ARGV[2])
-if err then return redis.error_reply(err) end
-local txid = ARGV[2]
-local ttl, m, k = ARGV[4], tonumber(ARGV[5]), tonumber(ARGV[6])
-local pend = redis.call('HMGET', KEYS[3], 'txid', 'seg')
-if pend[1] and pend[1] ~= txid then
-  if redis.call('EXISTS', KEYS[2]) == 1 then
-    for s = 5, #KEYS do  -- merge into the segment the bits were written in, if still live
-      if KEYS[s] == pend[2] then redis.call('BITOP', 'OR', KEYS[s], KEYS[s], KEYS[2]) end
-    end
-    redis.call('DEL', KEYS[2])
-  end
-end
-if pend[1] ~= txid then redis.call('HSET', KEYS[3], 'txid', txid, 'seg', KEYS[5]) end
-redis.call('DEL', KEYS[4])
-local live = {}
-for s = 5, #KEYS do
-  if redis.call('EXISTS', KEYS[s]) == 1 then live[#live + 1] = KEYS[s] end
-end
-local out = {}
-for i = 7, #ARGV, 2 do
-  local h1, h2 = tonumber(ARGV[i]), tonumber(ARGV[i + 1])
-  local dup = 0
-  for _, key in ipairs(live) do
-    if has(key, h1, h2, m, k) then dup = 1; break end
-  end
-  if dup == 0 then
-    for j = 0, k - 1 do redis.call('SETBIT', KEYS[2], (h1 + j * h2) % m, 1) end
-  end
-  out[#out + 1] = dup
-end
-for _, key in ipairs({KEYS[2], KEYS[3], KEYS[5]}) do
-  if redis.call('EXISTS', key) == 1 then redis.call('PEXPIRE', key, ttl) end
-end
-return out
-"""
-
-# Read-only membership. KEYS: bitmaps to look in. ARGV: m, k, then h1, h2 per id.
-BLOOM_CHECK = _BLOOM_HAS + r"""
-local m, k = tonumber(ARGV[1]), tonumber(ARGV[2])
-local live = {}
-for s = 1, #KEYS do
-  if redis.call('EXISTS', KEYS[s]) == 1 then live[#live + 1] = KEYS[s] end
-end
-local out = {}
-for i = 3, #ARGV, 2 do
-  local h1, h2 = tonumber(ARGV[i]), tonumber(ARGV[i + 1])
-  local hit = 0
-  for _, key in ipairs(live) do
-    if has(key, h1, h2, m, k) then hit = 1; break end
-  end
-  out[#out + 1] = hit
-end
-return out
-"""
 
 # A live instance catching up (``SnapshotStore.load_since``): KEYS[1] a task's snapshot
 # hash, ARGV[1] the version it holds, ARGV[2] the head (magic + HMAC) it wrote there,
@@ -392,9 +280,6 @@ return out
 """
 
 SCRIPTS: dict[str, str] = {
-    "dedup_exact": DEDUP_EXACT,
-    "dedup_bloom": DEDUP_BLOOM,
-    "bloom_check": BLOOM_CHECK,
     "transactional": TRANSACTIONAL_WRITE,
     "opaque": OPAQUE_WRITE,
     "plain": PLAIN_WRITE,
@@ -409,6 +294,7 @@ SCRIPTS: dict[str, str] = {
     "dlq_add_fenced": DLQ_ADD_FENCED,
     "sink_put": SINK_PUT,
     "stats_put": STATS_PUT,
+    **DEDUP_SCRIPTS,  # the exact and Bloom duplicate checks (lua_dedup.py)
     **LEASE_SCRIPTS,  # a run's lease of its namespace (lua_lease.py)
     **TARGET_SCRIPTS,  # the legacy's targets a cut-over port writes (lua_target.py)
 }

@@ -37,7 +37,7 @@ from redis import exceptions as rex
 from redis.backoff import ExponentialBackoff
 from redis.retry import Retry
 
-from stormshift.errors import RunFailedError, StormshiftError
+from stormshift.errors import OptionError, RunFailedError
 
 __all__ = ["DEFAULT_SECS", "ENV", "LOG_ENV", "OPTION", "OutageReporter", "OutageRetry",
            "RedisOutage", "bound_from_config", "bound_secs", "is_outage", "reporter", "set_sink"]
@@ -104,9 +104,9 @@ def bound_from_config(config: Any) -> float:
     try:
         secs = float(raw)
     except (TypeError, ValueError):
-        raise StormshiftError(f"-o {OPTION}={raw!r}: expected seconds (e.g. 180)") from None
+        raise OptionError(f"-o {OPTION}={raw!r}: expected seconds (e.g. 180)") from None
     if not secs > 0:
-        raise StormshiftError(f"-o {OPTION}={raw!r}: must be more than 0 seconds")
+        raise OptionError(f"-o {OPTION}={raw!r}: must be more than 0 seconds")
     return secs
 
 

@@ -27,6 +27,8 @@ from typing import Any
 
 from stormshift.errors import InfraError
 from stormshift.state import keys as K
+from stormshift.state.client import Redis
+from stormshift.topology.graph import TopologyGraph
 
 __all__ = ["Owner", "check_owner", "checkpoint_namespaces", "fingerprint", "record_owner",
            "recorded_checkpoint", "recorded_owner", "stored_components"]
@@ -41,7 +43,7 @@ class Owner:
     components: tuple[str, ...]
 
 
-def fingerprint(graph: Any) -> str:
+def fingerprint(graph: TopologyGraph) -> str:
     """What identifies a topology's state layout: its components' names, kinds and classes
     (not their par: a rescale keeps the state). 16 hex digits of a SHA-256."""
     parts = sorted((c.name, c.kind.value, c.class_path) for c in graph)
@@ -52,7 +54,7 @@ def _text(v: Any) -> str:
     return v.decode() if isinstance(v, bytes) else str(v)
 
 
-def recorded_owner(r: Any, namespace: str) -> Owner | None:
+def recorded_owner(r: Redis, namespace: str) -> Owner | None:
     """The owner recorded with ``namespace``, None if none is (new or older state)."""
     raw = {_text(k): _text(v) for k, v in r.hgetall(K.owner_key(namespace)).items()}
     if "topology" not in raw:
@@ -61,7 +63,7 @@ def recorded_owner(r: Any, namespace: str) -> Owner | None:
                  tuple(json.loads(raw.get("components", "[]"))))
 
 
-def stored_components(r: Any, namespace: str) -> set[str]:
+def stored_components(r: Redis, namespace: str) -> set[str]:
     """Components that have state in ``namespace``: snapshots, maps, task-owned keys, a par."""
     found = {_text(c) for c in r.hkeys(K.par_key(namespace))}
     for pattern in K.all_keys_pattern(namespace):
@@ -75,7 +77,7 @@ def stored_components(r: Any, namespace: str) -> set[str]:
     return found
 
 
-def check_owner(r: Any, namespace: str, graph: Any, mode: str) -> None:
+def check_owner(r: Redis, namespace: str, graph: TopologyGraph, mode: str) -> None:
     """Refuse (``InfraError``) a run of ``graph`` on state that belongs to another topology
     (module doc). Reads only: nothing is written whatever it decides."""
     if mode == "reset":
@@ -99,7 +101,7 @@ def check_owner(r: Any, namespace: str, graph: Any, mode: str) -> None:
             "those component names, or discard the state with --reset-state")
 
 
-def record_owner(r: Any, namespace: str, graph: Any, checkpoint_dir: str | None = None) -> None:
+def record_owner(r: Redis, namespace: str, graph: TopologyGraph, checkpoint_dir: str | None = None) -> None:
     """Record ``graph`` as the owner of ``namespace`` (after ``check_owner`` let it run), and
     the checkpoint dir it runs from (named when another checkpoint is refused)."""
     mapping = {"topology": graph.name, "fingerprint": fingerprint(graph),
@@ -109,13 +111,13 @@ def record_owner(r: Any, namespace: str, graph: Any, checkpoint_dir: str | None 
     r.hset(K.owner_key(namespace), mapping=mapping)
 
 
-def recorded_checkpoint(r: Any, namespace: str) -> str | None:
+def recorded_checkpoint(r: Redis, namespace: str) -> str | None:
     """The checkpoint dir the namespace's last run bound (None when not recorded)."""
     v = r.hget(K.owner_key(namespace), "checkpoint")
     return _text(v) if v is not None else None
 
 
-def checkpoint_namespaces(r: Any, checkpoint_id: str) -> list[str]:
+def checkpoint_namespaces(r: Redis, checkpoint_id: str) -> list[str]:
     """Namespaces on this server that have bound ``checkpoint_id`` (sorted)."""
     found = set()
     for key in r.scan_iter(match=K.ns_key("*", "checkpoints"), count=1000):

@@ -20,9 +20,9 @@ driver belongs to the next txid to run, which is always ``committed + 1``.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from stormshift.state import keys as K
+from stormshift.state.client import Redis
 from stormshift.state.connection import retrying
 from stormshift.state.deadletter import DeadLetter, decode_entry
 from stormshift.state.lua_ns import REDRIVE_CLAIM, REDRIVE_MOVE
@@ -35,7 +35,7 @@ MAX_CLAIM = 10_000  # entries one batch takes; the rest wait for the next batch
 class Redrive:
     """The redrive stream and per-txid claims of one namespace."""
 
-    def __init__(self, r: Any, namespace: str):
+    def __init__(self, r: Redis, namespace: str):
         self.r = r
         self.namespace = K.check_name("namespace", namespace)
         self.key = K.redrive_key(namespace)

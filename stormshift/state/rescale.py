@@ -31,6 +31,7 @@ from typing import Any
 from stormshift.adapters.routing import choose_tasks
 from stormshift.errors import StateError
 from stormshift.state import keys as K
+from stormshift.state.client import Redis
 from stormshift.state.commit import CommitLog
 from stormshift.state.component import state_at
 from stormshift.state.keyed import is_keyed, stored
@@ -202,7 +203,7 @@ def _split_keyed(comp: ComponentDef, old: int, name: str, parts: list[Any],
     return moved
 
 
-def plan(r: Any, store: SnapshotStore, comp: ComponentDef, old: int) -> Plan:
+def plan(r: Redis, store: SnapshotStore, comp: ComponentDef, old: int) -> Plan:
     """Read the old tasks' committed states and split them (StateError: refused)."""
     committed = CommitLog(r, store.namespace).committed()
     states = []
@@ -213,7 +214,7 @@ def plan(r: Any, store: SnapshotStore, comp: ComponentDef, old: int) -> Plan:
     return Plan(comp.name, old, comp.par, committed, tuple(new), moved)
 
 
-def apply(r: Any, store: SnapshotStore, p: Plan, dumps: Callable[[Any], bytes]) -> None:
+def apply(r: Redis, store: SnapshotStore, p: Plan, dumps: Callable[[Any], bytes]) -> None:
     """Write ``p``: every old snapshot hash dropped, one base per new task at ``p.txid``,
     the new par recorded, in one MULTI/EXEC."""
     ns = store.namespace
@@ -237,7 +238,7 @@ def _needs_plan(store: SnapshotStore, comp: ComponentDef) -> int | None:
     return old
 
 
-def ensure_par(r: Any, store: SnapshotStore, comp: ComponentDef,
+def ensure_par(r: Redis, store: SnapshotStore, comp: ComponentDef,
                dumps: Callable[[Any], bytes]) -> Plan | None:
     """Record ``comp.par``; when the snapshots were cut for another par, re-split them
     (the ``Plan`` applied) or raise StateError naming the reason and the fix."""
@@ -250,7 +251,7 @@ def ensure_par(r: Any, store: SnapshotStore, comp: ComponentDef,
     return p
 
 
-def _check_spout(r: Any, store: SnapshotStore, comp: ComponentDef) -> None:
+def _check_spout(r: Redis, store: SnapshotStore, comp: ComponentDef) -> None:
     old = store.par_of(comp.name)
     if old is not None and old != comp.par and CommitLog(r, store.namespace).committed() >= 0:
         raise StateError(
@@ -260,7 +261,7 @@ def _check_spout(r: Any, store: SnapshotStore, comp: ComponentDef) -> None:
             "--par for it), or start a new checkpoint (--checkpoint NEW_DIR --adopt-state)")
 
 
-def rebalance(r: Any, store: SnapshotStore, components: list[ComponentDef],
+def rebalance(r: Redis, store: SnapshotStore, components: list[ComponentDef],
               dumps: Callable[[Any], bytes]) -> list[Plan]:
     """Give every component its par (``--par`` or the topology's) before any batch: plan all
     the re-splits first, so a refusal (StateError, the reason and the fix) writes nothing;

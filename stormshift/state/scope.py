@@ -25,6 +25,7 @@ from zlib import crc32
 
 from stormshift.errors import StateError
 from stormshift.state import keys as K
+from stormshift.state.client import Redis
 from stormshift.state.codec import encode_delta, encode_key, encode_value, key_packer
 from stormshift.state.connection import retrying, run_scripts
 from stormshift.state.keys import KEY_GROUPS
@@ -53,7 +54,7 @@ class TaskScope:
 
     def __init__(
         self,
-        r: Any,
+        r: Redis,
         namespace: str,
         component: str,
         task_index: int,

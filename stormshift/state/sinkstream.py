@@ -18,6 +18,7 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from stormshift.state import keys as K
+from stormshift.state.client import Redis
 from stormshift.state.connection import Call
 
 __all__ = ["SinkEntry", "exists", "read_entries", "sink_call"]
@@ -36,11 +37,11 @@ def sink_call(namespace: str, epoch: int, txid: int, component: str, task: int,
     return ("sink_put", keys, args)
 
 
-def exists(r: Any, stream_key: str) -> bool:
+def exists(r: Redis, stream_key: str) -> bool:
     return bool(r.exists(stream_key))
 
 
-def read_entries(r: Any, stream_key: str, batch: int = 10_000) -> Iterator[SinkEntry]:
+def read_entries(r: Redis, stream_key: str, batch: int = 10_000) -> Iterator[SinkEntry]:
     """Every entry of the sink stream, oldest first, ``batch`` per round trip."""
     position = "-"
     while True:

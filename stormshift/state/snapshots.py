@@ -30,6 +30,7 @@ from typing import Any
 
 from stormshift.errors import StateError
 from stormshift.state import keys as K
+from stormshift.state.client import Redis
 from stormshift.state.component.build import RestorePoint
 from stormshift.state.connection import retrying, run_scripts
 
@@ -154,7 +155,7 @@ class SnapshotStore:
 
     def __init__(
         self,
-        r: Any,
+        r: Redis,
         namespace: str,
         hmac_key: bytes | str | None = None,
         *,

@@ -42,6 +42,7 @@ from typing import Any
 
 from stormshift.errors import StateError
 from stormshift.state import keys as K
+from stormshift.state.client import Redis
 from stormshift.state.connection import run_scripts
 from stormshift.state.target import Target, target_text
 
@@ -147,7 +148,7 @@ def _found(reader: Any, topic: str, since: Mapping[str, int], who: str, txid: in
     return found
 
 
-def write(r: Any, namespace: str, target: Target, who: str, txid: int,
+def write(r: Redis, namespace: str, target: Target, who: str, txid: int,
           messages: Sequence[tuple[bytes | None, bytes]]) -> int:
     """Steps 1-5 of the module doc for one task's ``messages`` of ``txid``; returns how
     many were produced now."""

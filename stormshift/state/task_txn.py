@@ -46,6 +46,7 @@ from typing import Any
 
 from stormshift.errors import StateError
 from stormshift.state import keys as K
+from stormshift.state.client import Redis
 from stormshift.state.connection import Call, run_scripts
 from stormshift.state.deadletter import entry, fenced_add_call
 from stormshift.state.fencing import acquire_epoch
@@ -74,7 +75,7 @@ class Status(enum.Enum):
 class TaskTxn:
     """One attempt of (``component``, ``task``) at ``txid`` (module doc: steps and rule)."""
 
-    def __init__(self, r: Any, namespace: str, component: str, task: int, txid: int,
+    def __init__(self, r: Redis, namespace: str, component: str, task: int, txid: int,
                  snapshots: Any):
         self.r = r
         self.namespace = K.check_name("namespace", namespace)

@@ -18,6 +18,7 @@ from datetime import datetime, timedelta
 from typing import Any, Protocol
 from zoneinfo import ZoneInfo
 
+from stormshift.errors import WindowConfigError
 from stormshift.windows.window import Window
 
 __all__ = ["Assigner", "CalendarDays", "Sessions", "Sliding", "Tumbling", "assign"]
@@ -38,7 +39,7 @@ def assign(assigner: Any, event_ms: int, key: Any) -> list[Window]:
 
 def _positive(name: str, value: int) -> None:
     if not isinstance(value, int) or value <= 0:
-        raise ValueError(f"{name} must be a positive int of milliseconds, got {value!r}")
+        raise WindowConfigError(f"{name} must be a positive int of milliseconds, got {value!r}")
 
 
 @dataclass(frozen=True)
@@ -71,8 +72,8 @@ class Sliding:
         _positive("size_ms", self.size_ms)
         _positive("slide_ms", self.slide_ms)
         if self.slide_ms > self.size_ms:
-            raise ValueError(f"slide_ms ({self.slide_ms}) larger than size_ms "
-                             f"({self.size_ms}) leaves gaps no window covers")
+            raise WindowConfigError(f"slide_ms ({self.slide_ms}) larger than size_ms "
+                                    f"({self.size_ms}) leaves gaps no window covers")
 
     def assign(self, event_ms: int) -> list[Window]:
         last_start = event_ms - (event_ms - self.offset_ms) % self.slide_ms

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Any
 
+from stormshift.errors import WindowConfigError
 from stormshift.windows.aggregation import Aggregation, Collect
 from stormshift.windows.assigners import Assigner, CalendarDays, Sessions, Sliding, Tumbling
 from stormshift.windows.count import CountWindower
@@ -46,7 +47,7 @@ class Windowing:
     def tumbling(cls, *, duration_ms: int | None = None, count: int | None = None,
                  offset_ms: int = 0) -> Windowing:
         if (duration_ms is None) == (count is None):
-            raise ValueError("Windowing.tumbling: give exactly one of duration_ms or count")
+            raise WindowConfigError("Windowing.tumbling: give exactly one of duration_ms or count")
         if count is not None:
             return cls(length_count=count, slide_count=count)
         assert duration_ms is not None
@@ -60,8 +61,8 @@ class Windowing:
             return cls(assigner=Sliding(length_ms, interval_ms, offset_ms))
         if length_count is not None and interval_count is not None:
             return cls(length_count=length_count, slide_count=interval_count)
-        raise ValueError("Windowing.sliding: give length_ms and interval_ms, or length_count "
-                         "and interval_count (Storm's withWindow(length, interval))")
+        raise WindowConfigError("Windowing.sliding: give length_ms and interval_ms, or length_count "
+                                "and interval_count (Storm's withWindow(length, interval))")
 
     @classmethod
     def session(cls, *, gap_ms: int) -> Windowing:
@@ -120,15 +121,15 @@ class Windowing:
         """Refuse combinations that cannot mean anything, naming the fix."""
         where = f"component {component!r}: windowing"
         if self.assigner is None and self.length_count is None:
-            raise ValueError(f"{where} declares no window. Fix: start from "
-                             "Windowing.tumbling(...), .sliding(...), .session(...) or .daily(...)")
+            raise WindowConfigError(f"{where} declares no window. Fix: start from "
+                                    "Windowing.tumbling(...), .sliding(...), .session(...) or .daily(...)")
         if self.length_count is not None and (self.trigger != Trigger()
                                               or self.allowed_lateness_ms):
-                raise ValueError(f"{where}: count windows fire once; triggers and allowed "
-                                 "lateness apply to time windows only. Fix: remove them")
+                raise WindowConfigError(f"{where}: count windows fire once; triggers and allowed "
+                                        "lateness apply to time windows only. Fix: remove them")
         for name in ("lag_ms", "allowed_lateness_ms"):
             if getattr(self, name) < 0:
-                raise ValueError(f"{where}: {name} must be >= 0")
+                raise WindowConfigError(f"{where}: {name} must be >= 0")
 
     def tick_interval_ms(self) -> int | None:
         """The processing-time period this windowing needs ticks for (None: none)."""

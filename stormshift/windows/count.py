@@ -19,6 +19,7 @@ import heapq
 from dataclasses import dataclass, field
 from typing import Any
 
+from stormshift.errors import WindowConfigError
 from stormshift.windows.aggregation import Aggregation
 from stormshift.windows.panes import Pane
 from stormshift.windows.window import Timing, Window, stable_order
@@ -43,8 +44,8 @@ class _KeyCount:
 class CountWindower:
     def __init__(self, length: int, slide: int, aggregation: Aggregation[Any]) -> None:
         if length <= 0 or slide <= 0 or slide > length:
-            raise ValueError(f"count windows need 0 < slide <= length, got length={length}, "
-                             f"slide={slide}")
+            raise WindowConfigError(f"count windows need 0 < slide <= length, got length={length}, "
+                                    f"slide={slide}")
         self.length = length
         self.slide = slide
         self.aggregation = aggregation

@@ -28,6 +28,7 @@ from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from stormshift.errors import StateFormatError
 from stormshift.windows import keyed as KE
 from stormshift.windows.config import Windowing
 from stormshift.windows.count import CountWindower, ReleaseBuffer
@@ -35,10 +36,10 @@ from stormshift.windows.watermark import WatermarkTracker
 from stormshift.windows.window import Window
 from stormshift.windows.windower import Windower
 
-__all__ = ["COUNTERS", "FORMAT", "WindowingState"]
+__all__ = ["FORMAT", "WINDOW_COUNTERS", "WindowingState"]
 
 FORMAT = 1
-COUNTERS = ("on_time", "late_updated", "dropped_late", "late_stream")
+WINDOW_COUNTERS = ("on_time", "late_updated", "dropped_late", "late_stream")
 
 
 @dataclass
@@ -49,7 +50,7 @@ class WindowingState:
     buffer: ReleaseBuffer | None
     processing_ms: int = 0
     next_watermark_ms: int | None = None
-    counters: dict[str, int] = field(default_factory=lambda: dict.fromkeys(COUNTERS, 0))
+    counters: dict[str, int] = field(default_factory=lambda: dict.fromkeys(WINDOW_COUNTERS, 0))
     # key order -> (start_ms, end_ms) -> what the pane emitted: [(stream, values)]
     emitted: dict[str, dict[tuple[int, int], list[tuple[str, list[Any]]]]] = field(
         default_factory=dict)
@@ -139,8 +140,8 @@ class WindowingState:
 
     def restore(self, snap: dict[str, Any]) -> None:
         if snap.get("format") != FORMAT:
-            raise ValueError(f"windowing snapshot format {snap.get('format')!r}, this "
-                             f"stormshift reads format {FORMAT}")
+            raise StateFormatError(f"windowing snapshot format {snap.get('format')!r}, this "
+                                   f"stormshift reads format {FORMAT}")
         self.processing_ms = int(snap["processing_ms"])
         self.next_watermark_ms = snap["next_watermark_ms"]
         self.tracker.restore(snap["watermark"])

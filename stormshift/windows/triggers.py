@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from stormshift.errors import WindowConfigError
 from stormshift.windows.window import Timing, set_slot_state, slot_state
 
 __all__ = ["Trigger", "TriggerState"]
@@ -28,7 +29,7 @@ __all__ = ["Trigger", "TriggerState"]
 
 def _check(name: str, value: int | None) -> None:
     if value is not None and (not isinstance(value, int) or value <= 0):
-        raise ValueError(f"Trigger.{name} must be a positive int or None, got {value!r}")
+        raise WindowConfigError(f"Trigger.{name} must be a positive int or None, got {value!r}")
 
 
 @dataclass(frozen=True)

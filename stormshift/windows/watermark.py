@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Hashable, Iterable
 from typing import Any
 
+from stormshift.errors import WindowConfigError
 from stormshift.windows.window import END_OF_TIME_MS, START_OF_TIME_MS
 
 __all__ = ["WatermarkTracker"]
@@ -42,7 +43,7 @@ class WatermarkTracker:
         idle_timeout_ms: int | None = None,
     ) -> None:
         if lag_ms < 0:
-            raise ValueError(f"lag_ms must be >= 0, got {lag_ms}")
+            raise WindowConfigError(f"lag_ms must be >= 0, got {lag_ms}")
         self.lag_ms = lag_ms
         self.idle_timeout_ms = idle_timeout_ms
         self.max_event_ms: dict[Partition, int] = {}

@@ -50,6 +50,7 @@ from dataclasses import dataclass, field
 from json.encoder import encode_basestring_ascii as _json_str
 from typing import Any
 
+from stormshift.errors import WindowConfigError
 from stormshift.windows.aggregation import Aggregation, Collect
 from stormshift.windows.assigners import Assigner
 from stormshift.windows.panes import Accumulation, Output, Pane, Retraction, TimerFired
@@ -112,7 +113,7 @@ class Windower:
         allowed_lateness_ms: int = 0,
     ) -> None:
         if allowed_lateness_ms < 0:
-            raise ValueError(f"allowed_lateness_ms must be >= 0, got {allowed_lateness_ms}")
+            raise WindowConfigError(f"allowed_lateness_ms must be >= 0, got {allowed_lateness_ms}")
         self.assigner = assigner
         self.trigger = trigger or Trigger()
         self.accumulation = Accumulation(accumulation)

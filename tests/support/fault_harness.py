@@ -207,10 +207,10 @@ class Case:
         return proc.returncode, stdout, stderr
 
     def _collect(self, out: Outcome) -> None:
+        from stormshift.engines.spark.records.keys import attempts_key
         from stormshift.engines.spark.task.sink import read_jsonl_outputs
         from stormshift.state.commit import CommitLog
         from stormshift.state.deadletter import DeadLetters
-        from stormshift.state.keys import attempts_key
 
         r = redis.Redis.from_url(self.redis.url)
         out.sink = read_jsonl_outputs(str(self.sink_dir))

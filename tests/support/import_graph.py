@@ -9,13 +9,17 @@ tree (a submodule import), else to ``P`` itself (a name ``P/__init__.py``
 defines or re-exports). A package's ``__init__`` is not an edge of its
 submodules: Python loads parents first for every import, so counting it would
 make every package that re-exports its children a circle. ``native.load("pkg.mod")``
-(a compiled module loaded by name) is an import of ``pkg.mod`` like any other.
+(a compiled module loaded by name) is an import of ``pkg.mod`` like any other, and with
+``modules_under(..., compiled=True)`` a Cython module (``*.pyx``) is a module whose
+column-0 ``import`` / ``from ... import`` / ``cimport`` lines are its imports (read as text:
+a ``cimport`` ties the two modules' C layouts, so it counts).
 """
 
 from __future__ import annotations
 
 import ast
 import functools
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -33,11 +37,14 @@ class Edge:
     line: int
 
 
-def modules_under(root: Path, package: str | None = None) -> dict[str, Path]:
+def modules_under(root: Path, package: str | None = None, *,
+                  compiled: bool = False) -> dict[str, Path]:
     """Dotted module name -> file for every ``*.py`` under ``root`` (a package directory
-    named ``package``, or with ``package=None`` a flat directory of top-level modules)."""
+    named ``package``, or with ``package=None`` a flat directory of top-level modules);
+    with ``compiled``, every ``*.pyx`` too."""
     found: dict[str, Path] = {}
-    for path in sorted(root.rglob("*.py")):
+    paths = list(root.rglob("*.py")) + (list(root.rglob("*.pyx")) if compiled else [])
+    for path in sorted(paths):
         parts = list(path.relative_to(root).with_suffix("").parts)
         if parts[-1] == "__init__":
             parts = parts[:-1]
@@ -73,6 +80,8 @@ def _import_statements(path: Path) -> tuple[ast.Import | ast.ImportFrom, ...]:
     """Import statements, and ``native.load("pkg.mod")`` calls as the imports they are (a
     compiled module loaded by its name: invisible to ``import`` alone, as the data plane's
     ``cwire`` was to the layer rules)."""
+    if path.suffix == ".pyx":
+        return _cython_imports(path)
     out: list[ast.Import | ast.ImportFrom] = []
     for n in ast.walk(parsed(path)):
         if isinstance(n, (ast.Import, ast.ImportFrom)):
@@ -83,6 +92,26 @@ def _import_statements(path: Path) -> tuple[ast.Import | ast.ImportFrom, ...]:
             assert isinstance(name, ast.Constant)
             out.append(ast.Import(names=[ast.alias(name=str(name.value))], lineno=n.lineno,
                                   col_offset=n.col_offset))
+    return tuple(out)
+
+
+_CYTHON_IMPORT = re.compile(r"^(?:from\s+([\w.]+)\s+c?import\s+([\w, ]+)|c?import\s+([\w.]+))",
+                            re.MULTILINE)
+
+
+def _cython_imports(path: Path) -> tuple[ast.Import | ast.ImportFrom, ...]:
+    """A ``.pyx`` file's module-level imports and cimports, as the statements they are."""
+    text = path.read_text(encoding="utf-8")
+    out: list[ast.Import | ast.ImportFrom] = []
+    for m in _CYTHON_IMPORT.finditer(text):
+        line = text.count("\n", 0, m.start()) + 1
+        if m.group(1):
+            names = [ast.alias(name=n.strip().split(" as ")[0]) for n in m.group(2).split(",")
+                     if n.strip()]
+            out.append(ast.ImportFrom(module=m.group(1), names=names, level=0, lineno=line,
+                                      col_offset=0))
+        else:
+            out.append(ast.Import(names=[ast.alias(name=m.group(3))], lineno=line, col_offset=0))
     return tuple(out)
 
 

@@ -11,21 +11,8 @@ TicklessBatchingBolt flushes); call ``next_tuple`` once on each spout task
 that may emit; let every bolt task, in topological order, drain its queue;
 deliver ``ack``/``fail`` to spouts (a reliable spout's replay happens here).
 
-Bounded runs (the engine is a bounded simulation, Storm is not):
-- ``max_tuples=N``: exactly N *new* spout tuples in all (replays of a known
-  msg_id do not count), split over spouts and spout tasks as on the Spark
-  engine (``stormshift.engines.budget``): a task is no longer asked once it
-  took its target, and emits of one ``next_tuple`` past it are held back
-  (delivered only if the target grows, when another task of the spout ends).
-- ``duration_secs``: stop calling ``next_tuple`` after that much engine time.
-- sources exhausted: a spout whose ``next_tuple`` raised ``StopIteration`` /
-  ``EndOfInput`` is never asked again (it still gets ``ack``/``fail``).
-- idle sources: no new spout tuple for ``stormshift.idle_timeout_secs`` of engine
-  time (default 10) with nothing in flight, and no ``duration_secs`` bound: a spout
-  that never signals end of input (one that swallows its own ``StopIteration``)
-  ends the pull phase with a warning naming it, instead of a hang.
-- a stop request: ``request_stop(reason)`` (thread-safe; e.g. a caller's wall-clock
-  budget) is honoured between two calls into user code.
+Bounded runs (the engine is a bounded simulation, Storm is not): ``max_tuples``,
+``duration_secs``, sources exhausted or idle, a stop request (``bounds.py`` says each).
 Whichever comes first ends the *pull* phase; then, like ``storm kill -w``,
 spouts are deactivated and the run *drains*: queues are processed and it ends
 when no tree is pending (complete, failed or timed out, replays included),
@@ -59,8 +46,8 @@ from typing import Any, cast
 
 from stormshift.adapters.host import working_dir
 from stormshift.engines import external
-from stormshift.engines.budget import spout_budgets, task_targets
 from stormshift.engines.local.acker import Acker
+from stormshift.engines.local.bounds import EXHAUSTED, idle_sources, pull_bound, targets_now
 from stormshift.engines.local.faults import ActiveFaults, Fault, FaultPlan
 from stormshift.engines.local.scheduler import Clock, Periodic, WallClock
 from stormshift.engines.local.tasks import TaskSet
@@ -70,9 +57,6 @@ from stormshift.state.component import state_of, user_state
 from stormshift.topology.graph import TopologyGraph
 
 __all__ = ["LocalEngine"]
-
-
-_EXHAUSTED = "sources exhausted"
 
 
 def _optional_int(value: Any) -> int | None:
@@ -217,7 +201,7 @@ class LocalEngine:
         ``--max-tuples`` target are not read (their spout re-reads them on the next run),
         and a bounded source with records left when the run says its sources are exhausted
         is ``unread`` -- a spout that stopped early must never read as "holds"."""
-        done = self.summary.stop_reason.startswith(_EXHAUSTED)
+        done = self.summary.stop_reason.startswith(EXHAUSTED)
         for comp in self.graph.spouts:
             stats = self.summary.components[comp.name]
             built_in = [i for i in self.instances(comp.name) if hasattr(i, "take_spout_report")]
@@ -293,16 +277,18 @@ class LocalEngine:
                 seen_tuples, last_new_ms = self.summary.spout_tuples, now_ms
             if pulling:
                 if max_tuples is not None:
-                    self.tasks.targets = self._targets(max_tuples)
-                reason = self._bound(now_ms - start_ms, max_tuples, duration_ms)
+                    self.tasks.targets = targets_now(self.graph, self.tasks, max_tuples)
+                reason = pull_bound(self.tasks, self.summary, now_ms - start_ms, max_tuples,
+                                    duration_ms)
                 if not reason and self._stop.is_set():
                     reason = self._stop_reason
                 if not reason and duration_ms is None:
-                    reason = self._idle_sources(now_ms - last_new_ms)
+                    reason = idle_sources(self.tasks, self.summary, self.acker, self.conf,
+                                          now_ms - last_new_ms, self.idle_ms)
                 if reason:
                     pulling, drain_until_ms = False, now_ms + self.drain_ms
                     # Spouts that ran out of input still replay what fails while draining.
-                    replaying = reason == _EXHAUSTED
+                    replaying = reason == EXHAUSTED
                     if not replaying:
                         self.tasks.deactivate_spouts()
                     did = self.tasks.run_callbacks() or did
@@ -337,52 +323,10 @@ class LocalEngine:
                 break
         if replaying:
             self.tasks.deactivate_spouts()
-        if reason == _EXHAUSTED or self.final_tick:
+        if reason == EXHAUSTED or self.final_tick:
             self._end_of_input()
         if self.final_tick:
             self._final_tick()
-
-    def _bound(self, elapsed_ms: int, max_tuples: int | None, duration_ms: int | None) -> str:
-        if max_tuples is not None and self.summary.spout_tuples >= max_tuples:
-            return f"max_tuples={max_tuples} reached"
-        if duration_ms is not None and elapsed_ms >= duration_ms:
-            return f"duration {duration_ms / 1000:g}s reached"
-        if self.tasks.all_spouts_exhausted():
-            return _EXHAUSTED
-        if max_tuples is not None and self._budget_spent():
-            return f"max_tuples={max_tuples}: every spout task took its share or its input ended"
-        return ""
-
-    def _targets(self, max_tuples: int) -> dict[tuple[str, int], int]:
-        """Each spout task's ``--max-tuples`` target now (module doc)."""
-        budgets = spout_budgets(max_tuples, [s.name for s in self.graph.spouts])
-        targets: dict[tuple[str, int], int] = {}
-        for spout in self.graph.spouts:
-            keys = [(spout.name, i) for i in range(spout.par)]
-            consumed = [self.tasks.taken[k] for k in keys]
-            ended = [self.tasks.spout_ended(k) for k in keys]
-            targets.update(zip(keys, task_targets(budgets[spout.name] or 0, consumed, ended)))
-        return targets
-
-    def _budget_spent(self) -> bool:
-        """No spout task can take another tuple (shares of ended spouts stay unused)."""
-        targets = self.tasks.targets or {}
-        return all(self.tasks.taken[k] >= t or self.tasks.spout_ended(k) for k, t in targets.items())
-
-    def _idle_sources(self, idle_ms: int) -> str:
-        """A stop reason once spouts emitted nothing new for ``idle_ms`` with nothing in
-        flight (module doc); the warning names each spout that never said it was done,
-        with the cause the run can see (``idle_cause``)."""
-        if idle_ms < self.idle_ms or len(self.acker) or not self.tasks.idle():
-            return ""
-        idle = f"{self.idle_ms / 1000:g}s"
-        for name in self.tasks.unfinished_spouts():
-            advice = getattr(self.tasks.hosts[(name, 0)].instance, "idle_advice", None)
-            self.summary.warn(idle_cause(name, self.summary.components[name].gave_up,
-                                         self.conf.get("stormshift.max_replays", 10), idle,
-                                         self.graph.component(name).capabilities.signals_end,
-                                         advice() if callable(advice) else None))
-        return f"sources idle for {idle}"
 
     def _reopened(self) -> bool:
         """A spout that had run out of input got a ``fail`` since: it may replay."""
@@ -464,29 +408,3 @@ class LocalEngine:
         self.summary.engine_time_ms = self.clock.now_ms() - start_ms
         self.summary.pending_trees = len(self.acker)
 
-
-def idle_cause(spout: str, gave_up: int, max_replays: Any, idle: str,
-               signals_end: bool = True, builtin: str | None = None) -> str:
-    """Why ``spout`` never signalled end of input, as far as the run can tell: tuples the
-    engine gave up replaying (a reliable spout waits for their ack or fail for ever), else a
-    built-in source's own reason (``builtin``: its ``idle_advice``), else a spout whose code
-    cannot end its input (``Capabilities.signals_end``), else one that does not raise
-    ``StopIteration`` at the end of its input."""
-    if gave_up:
-        return (f"spout {spout} is still waiting for {gave_up:,} tuple(s) the engine gave up "
-                f"replaying (each failed more than stormshift.max_replays={max_replays} "
-                "times, see the errors and fails of the bolts above): a reliable spout never "
-                "gets their ack or fail, so it cannot signal end of input; the run ended after "
-                f"{idle} without new tuples. Fix the bolt that fails them, or raise -o "
-                "stormshift.max_replays=N.")
-    if builtin is not None:
-        return (f"spout {spout} emitted nothing new for {idle} of engine time and never "
-                f"signalled end of input: {builtin}; the run ended as if its input were done "
-                "(-o stormshift.idle_timeout_secs=N waits longer).")
-    never = "" if signals_end else (" (its code never raises StopIteration or EndOfInput, "
-                                    "nor calls next() without a default)")
-    return (f"spout {spout} emitted nothing new for {idle} of engine time and never "
-            f"signalled end of input{never}: the run ended as if its input were done. Fix: raise "
-            "StopIteration (or stormshift.adapters.host.EndOfInput) from next_tuple when the "
-            "input is used up (a spout that catches StopIteration itself never ends); or set "
-            "-o stormshift.idle_timeout_secs=N for a slower source.")

@@ -27,6 +27,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from stormshift.errors import FaultSpecError
+
 __all__ = ["Action", "ActiveFaults", "CrashTask", "FailTuples", "FaultPlan"]
 
 
@@ -50,11 +52,11 @@ class FailTuples:
     def __post_init__(self) -> None:
         object.__setattr__(self, "indexes", frozenset(self.indexes))
         if not self.indexes and self.predicate is None:
-            raise ValueError(
+            raise FaultSpecError(
                 f"FailTuples({self.component!r}) selects nothing: give indexes= and/or predicate="
             )
         if any(i < 1 for i in self.indexes):
-            raise ValueError(
+            raise FaultSpecError(
                 f"FailTuples({self.component!r}): indexes are 1-based, got {sorted(self.indexes)}"
             )
 
@@ -67,7 +69,7 @@ class CrashTask:
 
     def __post_init__(self) -> None:
         if self.at_tuple < 1:
-            raise ValueError(
+            raise FaultSpecError(
                 f"CrashTask({self.component!r}): at_tuple is 1-based, got {self.at_tuple}"
             )
 
@@ -92,13 +94,13 @@ class FaultPlan:
         for fault in self.faults:
             comp = components.get(fault.component)
             if comp is None:
-                raise ValueError(
+                raise FaultSpecError(
                     f"{fault}: no component {fault.component!r}; components are {sorted(components)}"
                 )
             if comp.is_spout:
-                raise ValueError(f"{fault}: faults target bolts; {fault.component!r} is a spout")
+                raise FaultSpecError(f"{fault}: faults target bolts; {fault.component!r} is a spout")
             if isinstance(fault, CrashTask) and not 0 <= fault.task_index < comp.par:
-                raise ValueError(f"{fault}: task index must be in 0..{comp.par - 1}")
+                raise FaultSpecError(f"{fault}: task index must be in 0..{comp.par - 1}")
 
     def start(self) -> ActiveFaults:
         return ActiveFaults(self)

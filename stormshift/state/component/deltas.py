@@ -22,6 +22,7 @@ import pickle
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from stormshift.errors import StateFormatError
 from stormshift.state.keyed import KeyedParts, apply_keyed, to_live, unpack
 from stormshift.state.tracked import changes_of
 
@@ -102,8 +103,8 @@ def fold_parts(base: Mapping[str, Any], deltas: Sequence[Mapping[str, Any]]
     state = dict(base)
     for delta in deltas:
         if delta.get("format") not in READS:
-            raise ValueError(f"snapshot delta format {delta.get('format')!r}, this stormshift "
-                             f"reads {READS}")
+            raise StateFormatError(f"snapshot delta format {delta.get('format')!r}, this stormshift "
+                                   f"reads {READS}")
         _fold_one(state, delta)
     return state
 

@@ -51,6 +51,8 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
+from stormshift.errors import FaultSpecError
+
 __all__ = ["FaultInjected", "active", "attempt_number", "hit", "in_task", "midway", "zombie"]
 
 ENV = "STORMSHIFT_FAULTS"
@@ -69,7 +71,7 @@ def _load() -> list[dict[str, Any]]:
     faults = json.loads(text)
     for f in faults:
         if not {"name", "at", "action"} <= set(f):
-            raise ValueError(f"{ENV}: fault {f!r} needs name, at and action")
+            raise FaultSpecError(f"{ENV}: fault {f!r} needs name, at and action")
     return faults
 
 
@@ -163,7 +165,7 @@ def hit(at: str, resume: Callable[[], None] | None = None, **ctx: Any) -> None:
     elif action == "zombie":
         zombie(fault, ctx, resume)
     else:
-        raise ValueError(f"{ENV}: unknown action {action!r} in fault {fault['name']!r}")
+        raise FaultSpecError(f"{ENV}: unknown action {action!r} in fault {fault['name']!r}")
 
 
 def zombie(fault: dict[str, Any], ctx: dict[str, Any], resume: Callable[[], None] | None) -> None:

@@ -13,7 +13,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from stormshift.state.client import Redis
 from stormshift.state.lease import LeaseKeeper
+from stormshift.topology.graph import TopologyGraph
 
 __all__ = ["LeasedBatches", "take_lease", "what_starts"]
 
@@ -23,7 +25,7 @@ def what_starts(state_mode: str) -> str:
     return {"reset": "run --reset-state", "adopt": "run --adopt-state"}.get(state_mode, "run")
 
 
-def take_lease(r: Any, namespace: str, graph: Any, checkpoint_dir: str, *, state_mode: str,
+def take_lease(r: Redis, namespace: str, graph: TopologyGraph, checkpoint_dir: str, *, state_mode: str,
                takeover: bool, say: Callable[[str], None] | None) -> LeaseKeeper:
     """Acquire the namespace's lease (``LeaseHeldError`` beside a live run, nothing
     written) and start renewing it."""

@@ -11,9 +11,9 @@ refuses to run when Redis is behind, naming the fix.
 from __future__ import annotations
 
 import os
-from typing import Any
 
 from stormshift.errors import StateError
+from stormshift.state.client import Redis
 
 __all__ = ["check_not_behind", "durability_warning", "last_spark_commit"]
 
@@ -42,7 +42,7 @@ def check_not_behind(spark_checkpoint: str, base: int, committed: int, where: st
     )
 
 
-def durability_warning(r: Any, where: str) -> str | None:
+def durability_warning(r: Redis, where: str) -> str | None:
     """A warning if the server cannot survive its own restart with committed state intact."""
     try:
         conf = r.config_get("appendonly")

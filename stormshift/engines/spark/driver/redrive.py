@@ -30,6 +30,7 @@ from typing import Any
 from stormshift.adapters.routing import choose_tasks
 from stormshift.engines.spark.protocol import rows as R
 from stormshift.engines.spark.protocol.layout import Layout
+from stormshift.state.client import Redis
 from stormshift.state.deadletter import DeadLetter
 from stormshift.topology.graph import GroupingKind
 
@@ -50,7 +51,7 @@ class RedrivePlan:
         rows = self.rows.get(head)
         return spark.createDataFrame(rows, R.SCHEMA_DDL) if rows else None
 
-    def dead_letter_rejected(self, r: Any, namespace: str, txid: int) -> None:
+    def dead_letter_rejected(self, r: Redis, namespace: str, txid: int) -> None:
         from stormshift.state.deadletter import DeadLetters
 
         letters = DeadLetters(r, namespace)

@@ -19,6 +19,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from stormshift.engines.spark.driver.offset_log import batch_offsets
+from stormshift.state.deadletter import DeadLetters
 
 __all__ = ["run_ranges", "run_spout_letters", "within"]
 
@@ -72,7 +73,7 @@ def within(tuple_key: str | None, ranges: Ranges) -> bool:
     return low is not None and at > low
 
 
-def run_spout_letters(dead_letters: Any, mark: str, spouts: set[str], spark_checkpoint: str,
+def run_spout_letters(dead_letters: DeadLetters, mark: str, spouts: set[str], spark_checkpoint: str,
                       committed: Iterable[int]) -> list[Any]:
     """The dead letters this run's summary counts: every entry added since ``mark``, and the
     older spout entries (txid -1) of records inside the committed batches' ranges (module

@@ -29,15 +29,17 @@ from typing import Any
 
 from stormshift.engines.spark.driver import preflight
 from stormshift.engines.spark.driver.recovery import check_not_behind, durability_warning
-from stormshift.errors import StormshiftError
+from stormshift.errors import OptionError, StateError
+from stormshift.state.client import Redis
 from stormshift.state.reach import mask_url
+from stormshift.topology.graph import TopologyGraph
 
 __all__ = ["prepare_state"]
 
 log = logging.getLogger("stormshift.engines.spark")
 
 
-def prepare_state(graph: Any, namespace: str, checkpoint_dir: str, redis_url: str | None,
+def prepare_state(graph: TopologyGraph, namespace: str, checkpoint_dir: str, redis_url: str | None,
                   state_mode: str, checkpoint_id: Callable[[], str],
                   state_key: Callable[[], tuple[bytes, str]],
                   before_jvm: tuple[str, Mapping[str, str], bool],
@@ -73,7 +75,7 @@ def prepare_state(graph: Any, namespace: str, checkpoint_dir: str, redis_url: st
     r = connect(redis_url)
     url = redis_url or url_of(r)
     if url is None:
-        raise StormshiftError("spark engine: cannot tell executors how to reach Redis; fix: pass --redis URL")
+        raise OptionError("spark engine: cannot tell executors how to reach Redis; fix: pass --redis URL")
     held = lease(r) if lease is not None and not lease_late else None
     # Step 3.
     check_owner(r, namespace, graph, state_mode)
@@ -114,7 +116,7 @@ def prepare_state(graph: Any, namespace: str, checkpoint_dir: str, redis_url: st
     return r, url, key, commit_log, base, [*upgrade.warnings(), *rescaled]
 
 
-def bound_elsewhere(r: Any, commit_log: Any, namespace: str, checkpoint_dir: str,
+def bound_elsewhere(r: Redis, commit_log: Any, namespace: str, checkpoint_dir: str,
                     checkpoint_id: str) -> None:
     """Step 4: refuse a new checkpoint on a namespace that holds state of another one (the
     same topology started with another ``--checkpoint``), naming the checkpoint that owns
@@ -131,7 +133,7 @@ def bound_elsewhere(r: Any, commit_log: Any, namespace: str, checkpoint_dir: str
         # the same path, another checkpoint: the directory was deleted and made again
         owner = f"an earlier checkpoint at {theirs} (deleted and made again since)"
         use = "restore that checkpoint directory"
-    raise StormshiftError(
+    raise StateError(
         f"state namespace {namespace!r} belongs to {owner} (committed txid "
         f"{commit_log.committed()}), not to the checkpoint {checkpoint_dir} this run uses; nothing "
         f"was written. Fix: {use}, or give this run its own --namespace; --adopt-state "

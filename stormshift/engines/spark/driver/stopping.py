@@ -19,6 +19,7 @@ from types import FrameType, TracebackType
 from typing import Any, Self
 
 from stormshift.engines.spark.records.runrecords import clear_stop, request_stop
+from stormshift.state.client import Redis
 
 __all__ = ["StopRequests", "interrupted_text", "stop_query"]
 
@@ -48,7 +49,7 @@ class StopRequests:
         self._previous.clear()
 
 
-def stop_query(query: Any, runner: Any, r: Any, namespace: str, stops: StopRequests, *,
+def stop_query(query: Any, runner: Any, r: Redis, namespace: str, stops: StopRequests, *,
                clean: bool, timeout_secs: float, poll_secs: float,
                trigger_active: Callable[[Any], bool]) -> bool:
     """Stop the query between batches: sources plan no new batch (the stop flag, ``engines/spark/records/runrecords.py``), the

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from stormshift.engines.spark.driver.engine import SparkEngine
 from stormshift.engines.spark.driver.upgrade import UpgradePlan, plan_upgrade
-from stormshift.errors import StormshiftError
+from stormshift.errors import NotFoundError
 from stormshift.state.connection import connect
 from stormshift.state.snapshots import HMAC_ENV, SnapshotStore
 from stormshift.topology.graph import TopologyGraph
@@ -31,8 +31,8 @@ def stored_upgrade_plan(graph: TopologyGraph, *, checkpoint_dir: str | None,
                          namespace=namespace)
     key_file = Path(engine.checkpoint_dir) / "stormshift-state.key"
     if not (os.environ.get(HMAC_ENV) or graph.config.get("state.hmac_key") or key_file.exists()):
-        raise StormshiftError(f"no state key at {key_file}: nothing has run with this "
-                              "checkpoint. Fix: pass the run's --checkpoint DIR")
+        raise NotFoundError(f"no state key at {key_file}: nothing has run with this "
+                            "checkpoint. Fix: pass the run's --checkpoint DIR")
     key, _ = engine._state_key()
     r = connect(redis_url)
     return engine.namespace, plan_upgrade(r, SnapshotStore(r, engine.namespace, key), graph)

@@ -19,13 +19,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
 
 from stormshift.engines.spark.records.runrecords import record_ticks, recorded_ticks
+from stormshift.state.client import Redis
+from stormshift.topology.graph import TopologyGraph
 
 __all__ = ["TickRecorder", "drain_ticks", "plan_drain_ticks", "plan_ticks", "tick_intervals_ms"]
 
-def tick_intervals_ms(graph: Any) -> dict[str, int]:
+def tick_intervals_ms(graph: TopologyGraph) -> dict[str, int]:
     """Bolt -> tick interval in ms, for bolts that get ticks (``Capabilities.tick_interval_ms``:
     the configured frequency, else a TicklessBatchingBolt's ``secs_between_batches``)."""
     out: dict[str, int] = {}
@@ -36,7 +37,7 @@ def tick_intervals_ms(graph: Any) -> dict[str, int]:
     return out
 
 
-def drain_ticks(graph: Any, intervals_ms: Mapping[str, int]) -> int:
+def drain_ticks(graph: TopologyGraph, intervals_ms: Mapping[str, int]) -> int:
     """Tick intervals (of the shortest one) the query runs after end of input: enough for
     every ticking bolt to flush what it holds, and no more (each is an empty batch).
 
@@ -91,7 +92,7 @@ def plan_drain_ticks(intervals_ms: Mapping[str, int], last_ms: Mapping[str, int]
 class TickRecorder:
     """Ticks of each txid, kept in Redis so a replayed batch sees the same ones."""
 
-    def __init__(self, r: Any, namespace: str, intervals_ms: Mapping[str, int],
+    def __init__(self, r: Redis, namespace: str, intervals_ms: Mapping[str, int],
                  spark_checkpoint: str | None = None):
         self.r = r
         self.namespace = namespace

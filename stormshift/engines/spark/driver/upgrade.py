@@ -17,8 +17,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from stormshift.errors import StateError, StormshiftError
+from stormshift.errors import MigrationError, StateError
 from stormshift.state import keys as K
+from stormshift.state.client import Redis
 from stormshift.state.commit import CommitLog
 from stormshift.state.component import names_in_code, state_at, user_state
 from stormshift.state.keyed import stored as stored_form
@@ -82,19 +83,19 @@ def _migrate(comp: str, hook: Callable[[dict[str, Any]], Any], old: dict[str, An
     try:
         out = hook(arg)
     except Exception as exc:
-        raise StormshiftError(f"component {comp!r}: {MIGRATE_HOOK}() raised "
-                              f"{type(exc).__name__}: {exc}. Fix the hook (it gets the stored "
-                              "attributes by name and returns those to restore)") from exc
+        raise MigrationError(f"component {comp!r}: {MIGRATE_HOOK}() raised "
+                             f"{type(exc).__name__}: {exc}. Fix the hook (it gets the stored "
+                             "attributes by name and returns those to restore)") from exc
     if out is None:
         return arg
     if not isinstance(out, dict) or not all(isinstance(k, str) for k in out):
-        raise StormshiftError(f"component {comp!r}: {MIGRATE_HOOK}() returned "
-                              f"{type(out).__name__}; it must return a dict of attributes by "
-                              "name (or None after changing its argument in place)")
+        raise MigrationError(f"component {comp!r}: {MIGRATE_HOOK}() returned "
+                             f"{type(out).__name__}; it must return a dict of attributes by "
+                             "name (or None after changing its argument in place)")
     return out
 
 
-def plan_upgrade(r: Any, store: SnapshotStore, graph: TopologyGraph) -> UpgradePlan:
+def plan_upgrade(r: Redis, store: SnapshotStore, graph: TopologyGraph) -> UpgradePlan:
     """What the code in ``graph`` does to every bolt's committed state (reads only)."""
     committed = CommitLog(r, store.namespace).committed()
     result = UpgradePlan(committed)
@@ -145,7 +146,7 @@ def check_upgrade(store: SnapshotStore, plan: UpgradePlan, graph: TopologyGraph)
                 "(two runs)")
 
 
-def apply_upgrade(r: Any, store: SnapshotStore, plan: UpgradePlan,
+def apply_upgrade(r: Redis, store: SnapshotStore, plan: UpgradePlan,
                   dumps: Callable[[Any], bytes]) -> None:
     """Write each rewritten component's task states as new bases at the committed txid (its
     other versions dropped), one MULTI/EXEC per component."""

@@ -38,14 +38,16 @@ from stormshift.engines.spark.driver.offset_log import batch_offsets
 from stormshift.engines.spark.records import watermarks
 from stormshift.engines.spark.task.windowing import BatchTime
 from stormshift.errors import StormshiftError
-from stormshift.windows.state import COUNTERS
+from stormshift.state.client import Redis
+from stormshift.topology.graph import TopologyGraph
+from stormshift.windows.state import WINDOW_COUNTERS
 from stormshift.windows.watermark import WatermarkTracker
 from stormshift.windows.window import END_OF_TIME_MS, START_OF_TIME_MS
 
 __all__ = ["WindowClock", "final_batch", "time_bolts"]
 
 
-def time_bolts(graph: Any) -> tuple[list[str], bool]:
+def time_bolts(graph: TopologyGraph) -> tuple[list[str], bool]:
     """``(windowed bolts, whether any bolt defines end_of_input)`` from their capabilities."""
     windowed = [c.name for c in graph.bolts if c.capabilities.windowed]
     ends = any(c.capabilities.end_of_input for c in graph.bolts)
@@ -97,7 +99,7 @@ class WindowClock:
     """``plan`` and ``fold`` each batch (module doc). Inactive (``plan`` gives None) for a
     topology with no windowed bolt and no ``end_of_input``."""
 
-    def __init__(self, r: Any, namespace: str, graph: Any, spark_checkpoint: str):
+    def __init__(self, r: Redis, namespace: str, graph: TopologyGraph, spark_checkpoint: str):
         from stormshift.adapters.context import storm_context
         from stormshift.windows.wiring import expected_partitions
 
@@ -145,7 +147,7 @@ class WindowClock:
             t.lag_ms, t.idle_timeout_ms = first["lag_ms"], first["idle_timeout_ms"]
             t.watermark_ms = max(t.watermark_ms, time.watermarks.get(bolt, START_OF_TIME_MS))
             t.ended = t.ended or time.final
-            total = counters.setdefault(bolt, dict.fromkeys(COUNTERS, 0))
+            total = counters.setdefault(bolt, dict.fromkeys(WINDOW_COUNTERS, 0))
             for report in mine:
                 for comp, stream, task, top in report["seen"]:
                     t.observe((comp, stream, int(task)), int(top), now)

@@ -25,9 +25,9 @@ them. Spark moves one row per ``CHUNK_TUPLES`` tuples instead of one per tuple.
 
 Values are decoded in bulk: a partition's ``v`` column is one contiguous
 buffer of msgpack arrays, fed to ONE ``Unpacker``; or, where the install built
-``adapters/cwire.pyx`` (``native.load``), ``iter_input`` hands each cell over raw
-(a memoryview) and the kernel decodes it straight into Tuples and their values
-namedtuples. Output chunks are gathered in plain lists and turned into record
+``engines/spark/dataplane/cwire.pyx`` (``native.load``), ``iter_input`` hands each cell
+over raw (a memoryview) and the kernel decodes it with ``UNPACK`` straight into Tuples
+and their values namedtuples. Output chunks are gathered in plain lists and turned into record
 batches at the end of the task.
 """
 
@@ -78,10 +78,15 @@ OUT_BYTES_PER_BATCH = 4 << 20  # a page (``RowBuilder``): output leaves a few Mi
 CHUNK_TUPLES = 32
 CHUNK_BYTES = 1 << 20
 _BEACON, _TUPLE, _READ, _REDRIVEN = (int(k) for k in Kind)
-_CWIRE = native.load("stormshift.adapters.cwire")
+_CWIRE = native.load("stormshift.engines.spark.dataplane.cwire")
 RAW_CELLS = _CWIRE is not None
-"""``iter_input`` hands cells over raw: the kernel decodes them in C (``adapters/cwire.pyx``),
-whose ``Writer`` is also ``writer``'s (the same chunks, written in C)."""
+"""``iter_input`` hands cells over raw: the kernel decodes them in C with ``UNPACK``
+(``dataplane/cwire.pyx``), whose ``Writer`` is also ``writer``'s (the same chunks, written
+in C)."""
+UNPACK: Callable[[memoryview, Any, int], list[Any]] | None = (
+    _CWIRE.unpack_chunk if _CWIRE is not None else None)
+"""``unpack(cell, values type or None, arity)``: a raw cell of ``iter_input`` decoded into
+its value lists (values namedtuples where one has the arity), for ``Kernel.run_chunks``."""
 
 
 def beacon_row(dest: int) -> tuple[int, int, int, int, int, bytes]:

@@ -32,6 +32,7 @@ from typing import Any, NamedTuple
 import msgpack
 
 from stormshift.engines.spark.protocol import rows as R
+from stormshift.topology.graph import TopologyGraph
 
 __all__ = ["Run", "SpoutRange", "read_range", "rechunk", "replay_chunks", "replay_host"]
 
@@ -164,7 +165,7 @@ def _replay_runs(rng: SpoutRange, layout: Any, redis_url: str, namespace: str) -
 _REPLAY_HOSTS: dict[tuple[Any, ...], Any] = {}
 
 
-def replay_host(graph: Any, namespace: str, spout: str, task: int,
+def replay_host(graph: TopologyGraph, namespace: str, spout: str, task: int,
                 colocated: frozenset[str] = frozenset()) -> Any:
     """One live spout per task, configuration and wiring: a worker that outlives a run (a
     shared session) must not read another topology's files with this one's offsets, nor

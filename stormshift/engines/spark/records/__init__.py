@@ -2,8 +2,9 @@
 
 Not state (``stormshift/state`` owns that and knows nothing of Spark): what the
 engine's processes leave for each other beside the state. Each module holds the
-writer's and the reader's side of one record; its key names stay in
-``state/keys.py`` (one key layout), its fenced scripts in ``state/lua.py``.
+writer's and the reader's side of one record; the records' key names are
+``keys.py`` here, built on the state's key layout (``state/keys.py``: prefix, hash tags,
+key groups), their fenced scripts in ``state/lua.py``.
 
 - ``wal.py``: the write-ahead log of a generic spout (written by the planner,
   read by the executors' reads and stage heads);
@@ -15,6 +16,7 @@ writer's and the reader's side of one record; its key names stay in
   and a replayable source's lag (planner <-> driver);
 - ``watermarks.py``: each batch's time record and the windowed bolts' trackers
   (the driver);
+- ``keys.py``: every record's key name;
 - ``batchstats.py``: the tasks' counters records (written in each task's
   ``TaskTxn``) and attempt counts, read by the driver.
 

@@ -12,9 +12,9 @@ attempt number restarts at 0 after a stage re-attempt or a driver restart),
 
 from __future__ import annotations
 
-from typing import Any
-
+from stormshift.engines.spark.records import keys as RK
 from stormshift.state import keys as K
+from stormshift.state.client import Redis
 from stormshift.state.connection import retrying
 
 __all__ = ["ATTEMPTS_TTL_SECS", "count_attempt", "drop", "note", "read_records"]
@@ -23,23 +23,23 @@ ATTEMPTS_TTL_SECS = 7 * 86400
 
 
 @retrying
-def read_records(r: Any, namespace: str, txid: int) -> list[tuple[str, bytes]]:
+def read_records(r: Redis, namespace: str, txid: int) -> list[tuple[str, bytes]]:
     """Every ``(member:task, record)`` of batch ``txid``, in field order."""
     raw = r.hgetall(K.stats_key(namespace, txid))
     return sorted(((k.decode() if isinstance(k, bytes) else k), v) for k, v in raw.items())
 
 
 @retrying
-def drop(r: Any, namespace: str, txid: int) -> None:
+def drop(r: Redis, namespace: str, txid: int) -> None:
     """The driver has read batch ``txid``'s records."""
     r.delete(K.stats_key(namespace, txid))
 
 
 @retrying
-def count_attempt(r: Any, namespace: str, txid: int, head: str, task: int) -> int:
+def count_attempt(r: Redis, namespace: str, txid: int, head: str, task: int) -> int:
     """How many times task ``task`` of ``head`` in batch ``txid`` has started (this time
     included)."""
-    key = K.batch_attempts_key(namespace, txid)
+    key = RK.batch_attempts_key(namespace, txid)
     pipe = r.pipeline(transaction=False)
     pipe.hincrby(key, f"{head}:{task}", 1)
     pipe.expire(key, ATTEMPTS_TTL_SECS)
@@ -47,8 +47,8 @@ def count_attempt(r: Any, namespace: str, txid: int, head: str, task: int) -> in
 
 
 @retrying
-def note(r: Any, namespace: str, what: str) -> None:
+def note(r: Redis, namespace: str, what: str) -> None:
     """Count one ``retried`` or ``fenced`` task attempt of the namespace."""
     if what not in ("retried", "fenced"):
         raise ValueError(f"batchstats.note: {what!r} is not 'retried' or 'fenced'")
-    r.hincrby(K.attempts_key(namespace), what, 1)
+    r.hincrby(RK.attempts_key(namespace), what, 1)

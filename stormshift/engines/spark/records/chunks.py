@@ -37,8 +37,10 @@ from typing import Any, NamedTuple
 
 import msgpack
 
+from stormshift.engines.spark.records import keys as RK
 from stormshift.engines.spark.records.wal import WAL_TXID
 from stormshift.state import keys as K
+from stormshift.state.client import Redis
 from stormshift.state.connection import run_scripts
 from stormshift.state.fencing import acquire_epoch
 
@@ -74,12 +76,12 @@ def _plain_id(msg_id: Any) -> Any:
 class ChunkLog:
     """The chunk log of one spout task (module doc)."""
 
-    def __init__(self, r: Any, namespace: str, component: str, task_index: int):
+    def __init__(self, r: Redis, namespace: str, component: str, task_index: int):
         self.r, self.namespace, self.component, self.task_index = r, namespace, component, task_index
-        self.heads_key = K.chunk_key(namespace, component, task_index, "heads")
-        self.data_key = K.chunk_key(namespace, component, task_index, "data")
-        self.acked_key = K.chunk_key(namespace, component, task_index, "acked")
-        self.stats_key = K.chunk_key(namespace, component, task_index, "stats")
+        self.heads_key = RK.chunk_key(namespace, component, task_index, "heads")
+        self.data_key = RK.chunk_key(namespace, component, task_index, "data")
+        self.acked_key = RK.chunk_key(namespace, component, task_index, "acked")
+        self.stats_key = RK.chunk_key(namespace, component, task_index, "stats")
         self.fence_key = K.fence_key(namespace, K.task_group(component, task_index))
         self.who = K.who(component, task_index)
         self.epoch = 0

@@ -20,7 +20,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from stormshift.state import keys as K
+from stormshift.engines.spark.records import keys as RK
+from stormshift.state.client import Redis
 from stormshift.state.connection import retrying
 
 __all__ = ["SpoutReportRecord", "clear_source_lags", "clear_spout_reports", "clear_stop",
@@ -33,49 +34,49 @@ _PARTS = ("errors", "logs", "warnings", "dropped")
 
 # -- the stop flag ----------------------------------------------------------------
 @retrying
-def request_stop(r: Any, namespace: str) -> None:
-    r.set(K.stop_key(namespace), "1", ex=STOP_TTL_SECS)
+def request_stop(r: Redis, namespace: str) -> None:
+    r.set(RK.stop_key(namespace), "1", ex=STOP_TTL_SECS)
 
 
 @retrying
-def clear_stop(r: Any, namespace: str) -> None:
-    r.delete(K.stop_key(namespace))
+def clear_stop(r: Redis, namespace: str) -> None:
+    r.delete(RK.stop_key(namespace))
 
 
 @retrying
-def stop_requested(r: Any, namespace: str) -> bool:
-    return bool(r.exists(K.stop_key(namespace)))
+def stop_requested(r: Redis, namespace: str) -> bool:
+    return bool(r.exists(RK.stop_key(namespace)))
 
 
 # -- the ticks record ---------------------------------------------------------------
 @retrying
-def recorded_ticks(r: Any, namespace: str, txid: int) -> bytes | None:
+def recorded_ticks(r: Redis, namespace: str, txid: int) -> bytes | None:
     """The record of batch ``txid`` (as ``record_ticks`` got it), or None."""
-    return r.hget(K.ticks_key(namespace), str(txid))
+    return r.hget(RK.ticks_key(namespace), str(txid))
 
 
 @retrying
-def record_ticks(r: Any, namespace: str, txid: int, record: str) -> None:
-    r.hset(K.ticks_key(namespace), str(txid), record)
+def record_ticks(r: Redis, namespace: str, txid: int, record: str) -> None:
+    r.hset(RK.ticks_key(namespace), str(txid), record)
 
 
 # -- a replayable source's lag ------------------------------------------------------
 @retrying
-def write_source_lag(r: Any, namespace: str, spout: str, record: str) -> None:
-    r.hset(K.source_lag_key(namespace), spout, record)
+def write_source_lag(r: Redis, namespace: str, spout: str, record: str) -> None:
+    r.hset(RK.source_lag_key(namespace), spout, record)
 
 
 @retrying
-def read_source_lags(r: Any, namespace: str) -> dict[str, str]:
+def read_source_lags(r: Redis, namespace: str) -> dict[str, str]:
     """spout -> its last lag record (JSON), for every source that wrote one."""
-    raw = r.hgetall(K.source_lag_key(namespace))
+    raw = r.hgetall(RK.source_lag_key(namespace))
     return {(k.decode() if isinstance(k, bytes) else k): (v.decode() if isinstance(v, bytes)
             else v) for k, v in raw.items()}
 
 
 @retrying
-def clear_source_lags(r: Any, namespace: str) -> None:
-    r.delete(K.source_lag_key(namespace))
+def clear_source_lags(r: Redis, namespace: str) -> None:
+    r.delete(RK.source_lag_key(namespace))
 
 
 # -- a spout planner's report ---------------------------------------------------------
@@ -84,12 +85,12 @@ class SpoutReportRecord:
     ``warnings`` (a set), ``logs`` (a list, the newest ``keep_lines`` kept) and
     ``dropped`` (how many older lines the cap pushed out, so none is dropped silently)."""
 
-    def __init__(self, r: Any, namespace: str, spout: str):
+    def __init__(self, r: Redis, namespace: str, spout: str):
         self.r = r
-        self.errors_key = K.spout_report_key(namespace, spout, "errors")
-        self.logs_key = K.spout_report_key(namespace, spout, "logs")
-        self.warnings_key = K.spout_report_key(namespace, spout, "warnings")
-        self.dropped_key = K.spout_report_key(namespace, spout, "dropped")
+        self.errors_key = RK.spout_report_key(namespace, spout, "errors")
+        self.logs_key = RK.spout_report_key(namespace, spout, "logs")
+        self.warnings_key = RK.spout_report_key(namespace, spout, "warnings")
+        self.dropped_key = RK.spout_report_key(namespace, spout, "dropped")
 
     def add_error(self, kind: str, trace: str) -> None:
         pipe = self.r.pipeline(transaction=False)
@@ -132,9 +133,9 @@ class SpoutReportRecord:
         return {_text(k): v for k, v in self.r.hgetall(self.errors_key).items()}
 
 
-def clear_spout_reports(r: Any, namespace: str, spouts: Sequence[str]) -> None:
+def clear_spout_reports(r: Redis, namespace: str, spouts: Sequence[str]) -> None:
     if spouts:
-        r.delete(*(K.spout_report_key(namespace, s, p) for s in spouts for p in _PARTS))
+        r.delete(*(RK.spout_report_key(namespace, s, p) for s in spouts for p in _PARTS))
 
 
 def _text(raw: Any) -> str:

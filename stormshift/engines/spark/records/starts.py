@@ -16,17 +16,18 @@ import json
 from collections.abc import Callable
 from typing import Any
 
-from stormshift.state import keys as K
+from stormshift.engines.spark.records import keys as RK
+from stormshift.state.client import Redis
 from stormshift.state.connection import retrying
 
 __all__ = ["query_start"]
 
 
-def query_start(r: Any, namespace: str, checkpoint_id: str, spout: str,
+def query_start(r: Redis, namespace: str, checkpoint_id: str, spout: str,
                 resolve: Callable[[], dict[str, Any]]) -> dict[str, Any]:
     """The offsets ``spout``'s query started from in checkpoint ``checkpoint_id``:
     ``resolve()`` the first time, what that call returned every time after."""
-    key = K.query_start_key(namespace, checkpoint_id, spout)
+    key = RK.query_start_key(namespace, checkpoint_id, spout)
 
     @retrying
     def stored() -> bytes | None:

@@ -43,8 +43,9 @@ from typing import Any
 import msgpack
 from redis.exceptions import ResponseError
 
+from stormshift.engines.spark.records import keys as RK
 from stormshift.errors import StateError
-from stormshift.state import keys as K
+from stormshift.state.client import Redis
 from stormshift.state.connection import run_scripts
 from stormshift.state.fencing import FencedWriter, acquire_epoch
 
@@ -59,7 +60,7 @@ class WriteAheadLog:
     """The log of one spout task. Planner: ``open_for_append`` then ``append``/``trim``;
     executors: ``read`` only (no epoch needed)."""
 
-    def __init__(self, r: Any, namespace: str, component: str, task_index: int,
+    def __init__(self, r: Redis, namespace: str, component: str, task_index: int,
                  seen_window: int = DEFAULT_SEEN_WINDOW):
         self.r = r
         self.seen_window = max(int(seen_window), 1)
@@ -67,7 +68,7 @@ class WriteAheadLog:
         self.component = component
         self.task_index = task_index
         self._writer = FencedWriter(r, namespace, component, task_index, WAL_TXID, 0)
-        self.key = K.wal_key(namespace, component, task_index)
+        self.key = RK.wal_key(namespace, component, task_index)
         self._head: int | None = None
         self._pack = msgpack.Packer(use_bin_type=True).pack  # one packer, not one per call
 
@@ -127,7 +128,7 @@ class WriteAheadLog:
         return end
 
     def _bucket(self, seq: int) -> str:
-        return K.wal_seen_key(self.namespace, self.component, self.task_index, seq // self.seen_window)
+        return RK.wal_seen_key(self.namespace, self.component, self.task_index, seq // self.seen_window)
 
     def _seen_writes(self, start: int, end: int,
                      msg_keys: Sequence[tuple[bytes, bytes] | None]) -> tuple[list[str], list[Any]]:
@@ -202,7 +203,7 @@ class WriteAheadLog:
     def delete(self) -> None:
         """Remove the whole log and its msg keys (tests, ``state reset``)."""
         self.r.delete(self.key)
-        for key in self.r.scan_iter(match=K.wal_seen_key(self.namespace, self.component, self.task_index, "*")):
+        for key in self.r.scan_iter(match=RK.wal_seen_key(self.namespace, self.component, self.task_index, "*")):
             self.r.delete(key)
 
 

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from stormshift.state import keys as K
+from stormshift.engines.spark.records import keys as RK
+from stormshift.state.client import Redis
 from stormshift.state.connection import retrying
 
 __all__ = ["record_time", "record_trackers", "recorded_time", "trackers_before"]
@@ -29,14 +30,14 @@ def _txids(raw: dict[Any, Any]) -> dict[int, Any]:
 
 
 @retrying
-def recorded_time(r: Any, namespace: str, txid: int) -> bytes | None:
-    return r.hget(K.window_times_key(namespace), str(txid))
+def recorded_time(r: Redis, namespace: str, txid: int) -> bytes | None:
+    return r.hget(RK.window_times_key(namespace), str(txid))
 
 
 @retrying
-def record_time(r: Any, namespace: str, txid: int, record: str) -> bytes:
+def record_time(r: Redis, namespace: str, txid: int, record: str) -> bytes:
     """Record batch ``txid``'s time unless one is there; returns the one that is."""
-    key = K.window_times_key(namespace)
+    key = RK.window_times_key(namespace)
     pipe = r.pipeline(transaction=True)
     pipe.hsetnx(key, str(txid), record)
     pipe.hget(key, str(txid))
@@ -44,18 +45,18 @@ def record_time(r: Any, namespace: str, txid: int, record: str) -> bytes:
 
 
 @retrying
-def trackers_before(r: Any, namespace: str, txid: int) -> bytes | None:
+def trackers_before(r: Redis, namespace: str, txid: int) -> bytes | None:
     """The newest trackers record of a batch below ``txid``, or None."""
-    older = {t: v for t, v in _txids(r.hgetall(K.window_trackers_key(namespace))).items()
+    older = {t: v for t, v in _txids(r.hgetall(RK.window_trackers_key(namespace))).items()
              if t < txid}
     return older[max(older)] if older else None
 
 
 @retrying
-def record_trackers(r: Any, namespace: str, txid: int, record: str) -> None:
+def record_trackers(r: Redis, namespace: str, txid: int, record: str) -> None:
     """The trackers as of ``txid``; records of both kinds below ``txid - 1`` go (a re-run
     of ``txid`` needs the trackers of the batch before it, nothing older)."""
-    trackers, times = K.window_trackers_key(namespace), K.window_times_key(namespace)
+    trackers, times = RK.window_trackers_key(namespace), RK.window_times_key(namespace)
     old_trackers = [t for t in _txids(dict.fromkeys(r.hkeys(trackers))) if t < txid - 1]
     old_times = [t for t in _txids(dict.fromkeys(r.hkeys(times))) if t < txid - 1]
     pipe = r.pipeline(transaction=True)

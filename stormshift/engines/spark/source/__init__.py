@@ -30,5 +30,5 @@ pickled to the executors (``options.WalPartition`` / ``ReplayPartition`` /
 ``ChunkPartition``), Arrow rows out of ``read`` (``protocol/rows.py``: ``BEACON``,
 ``TUPLE`` and ``READ`` rows), and Redis: the write-ahead log and chunk log
 (``records/``), dead letters (``state/``), the spout reports
-(``state/keys.py`` ``spout_report_key``).
+(``records/keys.py`` ``spout_report_key``).
 """

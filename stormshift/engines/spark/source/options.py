@@ -17,10 +17,12 @@ from typing import Any
 from pyspark import cloudpickle
 from pyspark.sql.datasource import InputPartition
 
+from stormshift.topology.graph import TopologyGraph
+
 __all__ = ["ChunkPartition", "Opts", "ReplayPartition", "WalPartition", "now_ms", "source_options"]
 
 
-def source_options(graph: Any, spout: str, *, redis_url: str, namespace: str, batch_max: int,
+def source_options(graph: TopologyGraph, spout: str, *, redis_url: str, namespace: str, batch_max: int,
                    budget_ms: int, max_total: int | None, tick_ms: int,
                    drain_ticks: int = 4, idle_ms: int = 0, checkpoint_id: str = "") -> dict[str, str]:
     """The string options one spout's source is created with."""
@@ -35,7 +37,7 @@ def source_options(graph: Any, spout: str, *, redis_url: str, namespace: str, ba
 
 @dataclass(frozen=True)
 class Opts:
-    graph: Any
+    graph: TopologyGraph
     spout: str
     redis_url: str
     namespace: str

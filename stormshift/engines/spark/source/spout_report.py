@@ -15,6 +15,7 @@ from typing import Any
 
 from stormshift.engines.logs import forward_logs, max_lines_per_task
 from stormshift.engines.spark.records.runrecords import SpoutReportRecord, clear_spout_reports
+from stormshift.state.client import Redis
 
 __all__ = ["SpoutReport", "clear_spout_reports", "read_spout_reports"]
 
@@ -27,7 +28,7 @@ SPOUT_LINES_PER_LIMIT = 10
 class SpoutReport:
     """Planner side: one spout's errors (counted by kind) and log lines."""
 
-    def __init__(self, r: Any, namespace: str, spout: str, config: Any = None):
+    def __init__(self, r: Redis, namespace: str, spout: str, config: Any = None):
         self.record = SpoutReportRecord(r, namespace, spout)
         self.keep_lines = max_lines_per_task(config or {}, spout) * SPOUT_LINES_PER_LIMIT
 
@@ -46,7 +47,7 @@ class SpoutReport:
                               self.keep_lines)
 
 
-def read_spout_reports(r: Any, namespace: str, summary: Any, spouts: list[str]) -> None:
+def read_spout_reports(r: Redis, namespace: str, summary: Any, spouts: list[str]) -> None:
     """Move what the planners reported into ``summary`` (errors) and the log file (lines).
     Error counts are totals so far: the digest's count for a spout kind is replaced."""
     for spout in spouts:

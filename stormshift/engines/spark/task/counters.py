@@ -16,27 +16,26 @@ from typing import Any
 import msgpack
 
 from stormshift.engines.spark.records.batchstats import read_records
+from stormshift.metrics.counts import TupleCounts
 from stormshift.metrics.latency import LatencyHistogram
+from stormshift.state.client import Redis
 
 __all__ = ["COUNTERS", "MemberStats", "read_stats"]
 
-# reused / caught_up: the task's live instance was used as it was / brought up to date by
-# the deltas since its version; started: built with no stored state (a first run); none of
-# them: restored whole (``taskstate.open_task``)
 COUNTERS = ("tuples_in", "tuples_out", "acks", "fails", "errors", "dead_lettered", "leaf", "reused",
             "caught_up", "logs_dropped", "started")
+"""The record's counters in the order ``pack`` writes them (its layout: a stored record is
+read by name from that order): ``metrics/counts.py``'s ``TupleCounts`` and the member's own."""
 
 
 @dataclass
-class MemberStats:
-    """One hosted bolt task's counters for one batch (``COUNTERS``, in that order)."""
+class MemberStats(TupleCounts):
+    """One hosted bolt task's counters for one batch: its ``TupleCounts`` and these. reused /
+    caught_up: the task's live instance was used as it was / brought up to date by the
+    deltas since its version; started: built with no stored state (a first run); none of
+    them: restored whole (``taskstate.open_task``)."""
 
-    tuples_in: int = 0
-    tuples_out: int = 0
-    acks: int = 0
-    fails: int = 0
     errors: int = 0
-    dead_lettered: int = 0
     leaf: int = 0
     reused: int = 0
     caught_up: int = 0
@@ -101,12 +100,12 @@ class MemberStats:
                              use_bin_type=True)
 
 
-def read_stats(r: Any, namespace: str, txid: int) -> Iterator[tuple[str, MemberStats]]:
+def read_stats(r: Redis, namespace: str, txid: int) -> Iterator[tuple[str, MemberStats]]:
     """Every task's record of batch ``txid`` as ``(member name, counters)``, in key order."""
     for field_name, packed in read_records(r, namespace, txid):
         name, task = field_name.rsplit(":", 1)
         values = msgpack.unpackb(packed, raw=False)
-        stats = MemberStats(*values[: len(COUNTERS)])
+        stats = MemberStats(**dict(zip(COUNTERS, values[: len(COUNTERS)])))
         stats.maxseq = dict(values[len(COUNTERS)])
         if len(values) > len(COUNTERS) + 1 and values[len(COUNTERS) + 1]:
             stats.reasons = dict(values[len(COUNTERS) + 1])

@@ -36,8 +36,9 @@ from pathlib import Path
 from typing import Any
 
 from stormshift.engines.spark.runtime.hosts import recv_exact
-from stormshift.errors import StormshiftError
+from stormshift.errors import OptionError
 from stormshift.state import keys as K
+from stormshift.state.client import Redis
 
 __all__ = ["HANDSHAKE_SECS", "HOMES_KEY", "admit", "advertised_ip", "dial_home", "home_key_for",
            "homes_key", "listen", "local_addr", "prove", "read_home", "write_home"]
@@ -57,8 +58,8 @@ def home_key_for(config: Mapping[str, Any], master: str) -> bytes:
     if raw in _OFF:
         return b""
     if raw not in _ON and raw != "auto":
-        raise StormshiftError(f"-o {HOMES_KEY}={config.get(HOMES_KEY)!r}: expected true, false "
-                              "or auto (auto: on for a cluster master, off for local[...])")
+        raise OptionError(f"-o {HOMES_KEY}={config.get(HOMES_KEY)!r}: expected true, false "
+                          "or auto (auto: on for a cluster master, off for local[...])")
     if raw == "auto" and master.strip().startswith("local"):
         return b""
     return secrets.token_bytes(32)
@@ -173,10 +174,10 @@ def local_addr(sock_path: Path) -> str | None:
 
 
 # --------------------------------------------------------------- registry -------
-def read_home(r: Any, namespace: str, dest: int) -> str | None:
+def read_home(r: Redis, namespace: str, dest: int) -> str | None:
     got = r.hget(homes_key(namespace), str(dest))
     return got.decode() if isinstance(got, bytes) else got
 
 
-def write_home(r: Any, namespace: str, dest: int, addr: str) -> None:
+def write_home(r: Redis, namespace: str, dest: int, addr: str) -> None:
     r.hset(homes_key(namespace), str(dest), addr)

@@ -21,7 +21,7 @@ its state changes are rewound, see ``stage.py``). A *keyed* fused consumer
 (``protocol/layout.py``) gets the emit in process only when the router picked
 the running task for it; any other pick is kept in ``misrouted`` (never cached
 as a plan, so the check costs nothing per emit) and the stage fails the batch. Values are packed by
-``adapters/cwire.pyx`` where the install built it (the same bytes and errors as
+``engines/spark/dataplane/cwire.pyx`` where the install built it (the same bytes and errors as
 msgpack's ``Packer``, which packs them otherwise).
 """
 
@@ -40,7 +40,7 @@ __all__ = ["MemberOutput"]
 
 # A fused queue item: (source task id, stream code, consecutive value lists of that stream).
 QueueItem = tuple[int, int, list[list[Any]]]
-_CWIRE = native.load("stormshift.adapters.cwire")  # its pack: msgpack's bytes, in C
+_CWIRE = native.load("stormshift.engines.spark.dataplane.cwire")  # its pack: msgpack's bytes, in C
 
 
 class MemberOutput:
@@ -86,7 +86,7 @@ class MemberOutput:
         leaf = 0  # emits on a leaf stream
         stray = 0  # emits without targets on a stream that has consumers (none today)
 
-        if _CWIRE is not None:  # the same deliver in C (adapters/cwire.pyx)
+        if _CWIRE is not None:  # the same deliver in C (dataplane/cwire.pyx)
             return self._compile_c(plans, write, first_seq)
 
         def deliver(stream: str, values: list[Any], targets: Any) -> None:

@@ -25,7 +25,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from stormshift.errors import StormshiftError
+from stormshift.errors import OptionError
 
 __all__ = ["SinkSpec", "keep_streams", "parse_sink", "read_jsonl_outputs", "write_files"]
 
@@ -55,7 +55,7 @@ def parse_sink(text: str | None, default_dir: str) -> SinkSpec:
         return SinkSpec("drop")
     if kind in ("jsonl", "redis") and target:
         return SinkSpec(kind, os.path.abspath(target) if kind == "jsonl" else target)
-    raise StormshiftError(
+    raise OptionError(
         f"sink {text!r} is not understood; fix: use jsonl:DIR, redis:STREAM or drop"
     )
 
@@ -68,8 +68,8 @@ def keep_streams(spec: SinkSpec, names: Iterable[str] | None,
     wanted, leaves = frozenset(names), sorted(f"{c}:{s}" for c, s in leaf_streams)
     unknown = sorted(wanted - set(leaves))
     if unknown:
-        raise StormshiftError(f"sink streams {unknown} are not leaf streams of the topology; "
-                              f"fix: name some of {leaves}")
+        raise OptionError(f"sink streams {unknown} are not leaf streams of the topology; "
+                          f"fix: name some of {leaves}")
     return replace(spec, streams=wanted)
 
 

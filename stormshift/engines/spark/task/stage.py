@@ -56,6 +56,7 @@ from stormshift.engines.spark.task.counters import MemberStats
 from stormshift.engines.spark.task.headinput import HeadInput
 from stormshift.engines.spark.task.output import MemberOutput, QueueItem
 from stormshift.engines.spark.task.poison import (
+    PendingLetter,
     drop_held,
     format_trace,
     held_tuples,
@@ -75,13 +76,14 @@ from stormshift.engines.spark.task.windowing import finish as finish_windows
 from stormshift.engines.spark.task.windowing import report as report_windows
 from stormshift.engines.spark.task.windowing import start as start_windows
 from stormshift.errors import ComponentFailure, TupleError
+from stormshift.state.client import Redis
 from stormshift.state.deadletter import plain
 from stormshift.state.target import Target, parse_targets
 
 __all__ = ["StageJob", "run_partition", "run_task"]
 
 _CACHE = TaskCache()
-Poison = dict[str, tuple[str, tuple[Any, ...]]]  # tuple id -> (reason, its dead letter)
+Poison = dict[str, tuple[str, PendingLetter]]  # tuple id -> (reason, its dead letter)
 
 
 @dataclass(frozen=True)
@@ -114,7 +116,7 @@ def targets_of(graph: Any, component: str) -> list[Target]:
 class _Member:
     """One hosted bolt task of the stage; its emits go through a ``MemberOutput``."""
 
-    def __init__(self, job: StageJob, name: str, task: int, r: Any, out: R.RowBuilder,
+    def __init__(self, job: StageJob, name: str, task: int, r: Redis, out: R.RowBuilder,
                  queues: dict[str, list[QueueItem]], poison: Poison | None = None, redo: bool = False,
                  flush_attempt: int = 0):
         self.job, self.name, self.task, self.r = job, name, task, r
@@ -122,7 +124,7 @@ class _Member:
         self.poison: Poison = poison if poison is not None else {}
         # Dead letters of this run, written by close() after the fenced snapshot: an attempt
         # that dies or is fenced before it leaves none (a retry may well process the tuple).
-        self.letters: list[tuple[Any, ...]] = []
+        self.letters: list[PendingLetter] = []
         self.redo = redo
         self.flush_attempt = flush_attempt  # earlier runs of this member whose flush raised
         self.retry_flush = False  # this run's flush raised: run the member again (a retry)
@@ -173,7 +175,7 @@ class _Member:
         txn.snapshot(payload, *how)
         self.stats.state_bytes = len(payload) + txn.map_bytes()  # snapshot + keyed maps
         for letter in self.letters:  # in the commit after the snapshot: a fenced zombie writes none
-            stage_dead_letter(txn, *letter)
+            stage_dead_letter(txn, letter)
         if job.sink.kind == "redis" and self.output.leaves:
             txn.sink(job.sink.target, self.output.leaves)
         self.stats.windows = report_windows(self)
@@ -213,7 +215,7 @@ class _Member:
         self.kernel = Kernel(self.host, self.output.dispatch, self.output.bad, self.tracks_current)
         self.stats.tuples_in += self.kernel.run_chunks(
             chunks, self._shape, f"{self.job.txid}:{self.task}:", self.poison,
-            self._skip, self._settle, self.stats.latency)
+            self._skip, self._settle, self.stats.latency, R.UNPACK)
 
     def _shape(self, src: int, sid: int) -> tuple[str, str]:
         """The source component and stream of the tuples from task ``src`` on stream ``sid``."""
@@ -249,12 +251,12 @@ class _Member:
     def _skip(self, tid: str) -> None:
         self._skip_poison(self.poison[tid])
 
-    def _skip_poison(self, known: tuple[str, tuple[Any, ...]]) -> None:
+    def _skip_poison(self, known: tuple[str, PendingLetter]) -> None:
         """A tuple dead-lettered by an earlier run of this member: skipped, its letter kept."""
         reason, letter = known
         self.letters.append(letter)
         stats = self.stats
-        stats.note_error(letter[2], letter[3])
+        stats.note_error(letter.error, letter.trace)
         stats.errors += 1
         stats.fails += 1
         stats.dead_lettered += 1
@@ -327,14 +329,15 @@ class _Member:
         del outbox.logs[:]
 
     def _dead_letter(self, stream: str, values: Any, error: BaseException, trace: str,
-                     reason: str, source: str, tuple_id: str, note: bool = True) -> tuple[Any, ...]:
+                     reason: str, source: str, tuple_id: str, note: bool = True) -> PendingLetter:
         """Dead-letter one input tuple (written by ``close``)."""
         stats = self.stats
         if note:
             stats.note_error(error, trace)
         stats.dead_lettered += 1
         stats.reasons[reason] = stats.reasons.get(reason, 0) + 1
-        letter = (stream, plain(values), error, trace or format_trace(error), reason, source, tuple_id)
+        letter = PendingLetter(stream, plain(values), error, trace or format_trace(error), reason, source,
+                            tuple_id)
         self.letters.append(letter)
         return letter
 
@@ -375,7 +378,7 @@ def run_partition(jobs: Mapping[str, StageJob], batches: Iterator[pa.RecordBatch
             yield from run_task(job, task, rows, r).batches()
 
 
-def run_task(job: StageJob, task: int, table: pa.Table, r: Any) -> R.RowBuilder:
+def run_task(job: StageJob, task: int, table: pa.Table, r: Redis) -> R.RowBuilder:
     """Steps 2-4 for task ``task`` of ``job``'s stage, in this process (a worker or a task
     host): the rows it sends on."""
     from stormshift.engines.external import redirect_for
@@ -390,7 +393,7 @@ def run_task(job: StageJob, task: int, table: pa.Table, r: Any) -> R.RowBuilder:
         raise
 
 
-def _run_members(job: StageJob, task: int, table: pa.Table, r: Any) -> R.RowBuilder:
+def _run_members(job: StageJob, task: int, table: pa.Table, r: Redis) -> R.RowBuilder:
     """Steps 2 and 4 for every member of the stage, in order (fused members read in process)."""
     out = R.RowBuilder()
     members = job.stage.members

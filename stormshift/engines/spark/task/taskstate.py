@@ -29,12 +29,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from stormshift.state.component import RestorePoint, build, catch_up, held, landed, snapshot
+from stormshift.topology.graph import TopologyGraph
 
 __all__ = ["CachedTask", "TaskCache", "config_of", "open_task", "snapshot_of",
            "snapshot_written"]
 
 
-def config_of(graph: Any, comp: Any) -> str:
+def config_of(graph: TopologyGraph, comp: Any) -> str:
     """What a live instance was initialized with: a run with other config or other wiring
     (a changed par: a rescaled task holds other keys) builds a new one."""
     return repr((sorted(graph.config.items()), sorted(comp.config.items()), comp.class_path,

@@ -32,13 +32,14 @@ from stormshift.engines.spark.source.planner.offsets import (
     resume,
 )
 from stormshift.errors import StateError
+from stormshift.topology.graph import TopologyGraph
 
 __all__ = ["EXECUTOR_KEY", "ChunkPlanner", "executor_mode", "initial_chunks", "plan_chunks"]
 
 EXECUTOR_KEY = "stormshift.spout.executor"
 
 
-def executor_mode(graph: Any, spout: str) -> bool:
+def executor_mode(graph: TopologyGraph, spout: str) -> bool:
     """Whether ``spout`` runs on executors: its own config, else the topology's (default no)."""
     comp = graph.component(spout)
     value = comp.config.get(EXECUTOR_KEY, graph.config.get(EXECUTOR_KEY, False))

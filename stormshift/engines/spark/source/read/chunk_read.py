@@ -20,7 +20,7 @@ from stormshift.engines.spark.diagnostics import faults
 from stormshift.engines.spark.records.chunks import ChunkLog
 from stormshift.engines.spark.source.live_registry import LIVE, live_key
 from stormshift.engines.spark.source.live_spout import emit_chunk, keep
-from stormshift.errors import StormshiftError
+from stormshift.errors import SpoutReadError
 
 __all__ = ["HOST_KEY", "chunk_entries", "drain_acks", "host_mode"]
 
@@ -55,7 +55,7 @@ def _chunk_here(opts: Any, task: int, number: int, limit: int, log: ChunkLog) ->
     if not log.put(number, head, entries, msg_ids):
         got = log.payload(number)
         if got is None:
-            raise StormshiftError(f"spout {opts.spout!r} task {task}: chunk {number} vanished")
+            raise SpoutReadError(f"spout {opts.spout!r} task {task}: chunk {number} vanished")
         return got[0]
     keep(opts, task, live, number, msg_ids)
     return entries

@@ -27,7 +27,7 @@ from stormshift.engines.spark.runtime.hosts import owner_pid
 from stormshift.engines.spark.runtime.worker import redis_for
 from stormshift.engines.spark.source.host_wire import Conn
 from stormshift.engines.spark.source.live_registry import SpoutNotDeterministic, live_key
-from stormshift.errors import StormshiftError
+from stormshift.errors import SpoutReadError, StormshiftError
 
 __all__ = ["HOST_MODULE", "acks_to_host", "chunk_from_host", "connect", "host_dir", "socket_path",
            "stop_hosts"]
@@ -68,8 +68,8 @@ def chunk_from_host(opts: Any, task: int, number: int, limit: int, log: ChunkLog
         except OSError:
             reply = None
         if reply is None:
-            raise StormshiftError(f"spout {opts.spout!r} task {task}: its spout host died while "
-                                  f"emitting chunk {number} (the retried read starts another)")
+            raise SpoutReadError(f"spout {opts.spout!r} task {task}: its spout host died while "
+                                 f"emitting chunk {number} (the retried read starts another)")
         if "error" in reply:
             kind = SpoutNotDeterministic if reply.get("kind") == "SpoutNotDeterministic" else StormshiftError
             raise kind(reply["error"])
@@ -89,7 +89,7 @@ def chunk_from_host(opts: Any, task: int, number: int, limit: int, log: ChunkLog
                 return entries
         got = log.payload(number)
         if got is None:
-            raise StormshiftError(f"spout {opts.spout!r} task {task}: chunk {number} vanished")
+            raise SpoutReadError(f"spout {opts.spout!r} task {task}: chunk {number} vanished")
         return got[0]
     finally:
         conn.close()

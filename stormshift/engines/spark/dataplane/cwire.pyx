@@ -1,42 +1,38 @@
 # cython: language_level=3, auto_pickle=False, binding=False
-"""The per-tuple data plane in C: msgpack cells straight into pystorm Tuples, emits to bytes.
+"""The Spark engine's row wire in C: msgpack cells straight into values, emits to bytes in rows.
 
-The pure path (``msgpack.Unpacker`` value lists, ``tuple.__new__`` per Tuple and
-per values namedtuple, ``msgpack.Packer.pack`` per emit) builds a list per tuple
-only to copy it, and pays a Python-level call for each object. Here:
+The pure path (``msgpack.Unpacker`` value lists, ``tuple.__new__`` per values
+namedtuple, ``msgpack.Packer.pack`` per emit) builds a list per tuple only to copy it,
+and pays a Python-level call for each object. Here:
 
 - ``unpack_chunk(cell, vtype, arity)``: one row's ``v`` (a msgpack array of value
   lists) decoded into a list whose items are ``vtype`` instances filled in place
   where a value list has ``arity`` items (lists otherwise, as msgpack gives them);
-- ``make_tuple(tid, source, stream, task, vtype, values)``: the ``Tuple`` and, when
-  ``values`` is not a ``vtype`` already, its values namedtuple, filled in C;
-- ``pack(values)``: the bytes ``msgpack.Packer(use_bin_type=True).pack`` gives.
+- ``pack(values)``: the bytes ``msgpack.Packer(use_bin_type=True).pack`` gives;
+- ``Writer``: ``RowBuilder.writer``'s chunk write (``protocol/rows.py`` is the truth);
+- ``Deliver``: ``MemberOutput.deliver`` (``task/output.py`` is the truth): plan, pack,
+  ``Writer`` in C. It is a ``adapters/cemit.pyx`` ``Delivery``, so a hosted bolt's
+  compiled emit calls it in C while the hosting layer knows no engine.
 
 Anything outside the common types (ext types, subclasses of scalars, ints beyond
 64 bits, bad UTF-8, deep nesting, a short buffer) is handed to msgpack itself,
 so values, bytes and errors are msgpack's by construction.
 
-The per-tuple loop around them is here too, as ``cdef class``es that call each other
-in C (one module, so those calls need no Python-level call or argument tuple): a
-Spark task's ``Runner`` (``Kernel.run_chunks``' loop) calls the kernel's ``Attempt``;
-the bolt's ``BoltEmit.emit`` calls its stream's ``KeyedRoute`` (``route_keyed``) and
-the stage's ``Deliver`` (``MemberOutput.deliver``: plan, pack, ``Writer``). Each
-mirrors a pure function that stays the truth and runs where this module is not built.
-
-``kernel.py``, ``routing.py``, ``fastpath.py``, ``protocol/rows.py`` and
-``task/output.py`` use this module only while it is a fresh build (``native.py``);
-``tests/test_cwire.py`` checks both paths equal.
+Why here: the row format is the Spark engine's (``protocol/rows.py``), and these classes
+call each other in C (``Deliver`` writes through ``Writer`` and packs with the encoder), so
+they are one module; the kernel's loop (``adapters/ckernel.pyx``) and a bolt's emit
+(``adapters/cemit.pyx``) need none of it at C level and live with the code they mirror.
+``protocol/rows.py`` and ``task/output.py`` use this module only while it is a fresh build
+(``native.py``); ``tests/test_cwire.py`` checks both paths equal.
 """
 
 from cpython.exc cimport PyErr_Clear, PyErr_Occurred
-from cpython.float cimport PyFloat_AS_DOUBLE
-from cpython.long cimport PyLong_AsLongLongAndOverflow
 from cpython.object cimport PyObject, PyTypeObject
 from cpython.ref cimport Py_INCREF, Py_XDECREF
-from libc.math cimport isfinite
+
+from stormshift.adapters.cemit cimport Delivery
 
 import msgpack
-from pystorm.component import Tuple as _TUPLE
 
 cdef extern from *:
     """
@@ -221,35 +217,6 @@ cdef extern from *:
         return list;
     }
 
-    /* The Tuple (and its values namedtuple unless values is one already), filled in C. */
-    static PyObject *sw_make_tuple(PyTypeObject *tuple_type, PyObject *tid, PyObject *source,
-                                   PyObject *stream, PyObject *task, PyTypeObject *vtype,
-                                   PyObject *values) {
-        PyObject *v;
-        if (Py_TYPE(values) == vtype) {
-            Py_INCREF(values); v = values;
-        } else {
-            PyObject *seq = PySequence_Fast(values, "values must be a sequence");
-            if (seq == NULL) return NULL;
-            Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-            PyObject **src = PySequence_Fast_ITEMS(seq);
-            v = vtype->tp_alloc(vtype, n);
-            if (v == NULL) { Py_DECREF(seq); return NULL; }
-            for (Py_ssize_t i = 0; i < n; i++) {
-                Py_INCREF(src[i]); PyTuple_SET_ITEM(v, i, src[i]);
-            }
-            Py_DECREF(seq);
-        }
-        PyObject *t = tuple_type->tp_alloc(tuple_type, 5);
-        if (t == NULL) { Py_DECREF(v); return NULL; }
-        Py_INCREF(tid); PyTuple_SET_ITEM(t, 0, tid);
-        Py_INCREF(source); PyTuple_SET_ITEM(t, 1, source);
-        Py_INCREF(stream); PyTuple_SET_ITEM(t, 2, stream);
-        Py_INCREF(task); PyTuple_SET_ITEM(t, 3, task);
-        PyTuple_SET_ITEM(t, 4, v);
-        return t;
-    }
-
     /* -- encode: msgpack's bytes (use_bin_type=True) for the common types ---------- */
     typedef struct { char *buf; Py_ssize_t len; Py_ssize_t cap; } sw_out;
 
@@ -376,16 +343,7 @@ cdef extern from *:
     }
     """
     PyObject* sw_chunk(const unsigned char* p, Py_ssize_t n, PyTypeObject* vtype, Py_ssize_t arity)
-    PyObject* sw_make_tuple(PyTypeObject* tt, PyObject* tid, PyObject* source, PyObject* stream,
-                            PyObject* task, PyTypeObject* vtype, PyObject* values) except NULL
     PyObject* sw_packb(PyObject* values)
-    ctypedef struct PyListObject:
-        PyObject** ob_item
-    ctypedef struct PyTupleObject:
-        PyObject** ob_item
-    PyTypeObject PyUnicode_Type, PyBool_Type, PyLong_Type, PyFloat_Type
-    Py_ssize_t Py_SIZE(object o)
-    PyTypeObject* Py_TYPE(object o)
     int PyObject_GetBuffer(object obj, Py_buffer* view, int flags) except -1
     void PyBuffer_Release(Py_buffer* view)
     int PyBUF_SIMPLE
@@ -394,7 +352,6 @@ cdef extern from *:
 
 cdef object _unpackb = msgpack.unpackb
 cdef object _packer = msgpack.Packer(use_bin_type=True)
-cdef object _tuple_type = _TUPLE
 
 
 def unpack_chunk(cell, vtype, Py_ssize_t arity):
@@ -413,15 +370,7 @@ def unpack_chunk(cell, vtype, Py_ssize_t arity):
         return sw_steal(out)
     if PyErr_Occurred() != NULL:
         PyErr_Clear()
-    return _unpackb(cell, raw=False, strict_map_key=False)  # make_tuple takes its lists
-
-
-def make_tuple(tid, source, stream, task, vtype, values):
-    """``Tuple(tid, source, stream, task, vtype(*values))`` in C (``values`` kept when it is
-    a ``vtype`` already); ``tuple.__new__`` twice, without the calls and argument tuples."""
-    return sw_steal(sw_make_tuple(<PyTypeObject*>_tuple_type, <PyObject*>tid, <PyObject*>source,
-                               <PyObject*>stream, <PyObject*>task, <PyTypeObject*>vtype,
-                               <PyObject*>values))
+    return _unpackb(cell, raw=False, strict_map_key=False)  # make_tuple takes its lists (adapters/ckernel.pyx)
 
 
 def pack(values):
@@ -484,7 +433,7 @@ cdef enum:
     PLAN_SLOTS = 64  # the identity cache of (stream, targets) -> plan: a power of two
 
 
-cdef class Deliver:
+cdef class Deliver(Delivery):
     """``MemberOutput``'s per-emit ``deliver(stream, values, targets)`` in C (``task/output.py``
     is the truth: the same plans, rows, queues, leaves, counts and ``bad`` errors). The plan
     is found by the identity of ``targets`` first (routes hand out the same tuple objects for
@@ -587,278 +536,3 @@ cdef class Deliver:
                     continue
             q.append((self.task_id, code, [list(values)]))
         return 0
-
-
-cdef class KeyedRoute:
-    """``Router._compile_keyed``'s ``route_keyed`` in C (``routing.py`` is the truth: the same
-    checks, seq, pickers and memo rule, so the same targets). The memo is keyed by the
-    grouping values one level per position (a dict of dicts), equal to the pure memo's tuple
-    keys without building a tuple per emit; a hit returns the one targets object."""
-
-    cdef Py_ssize_t arity
-    cdef object check, no_direct
-    cdef list seq
-    cdef tuple positions
-    cdef list pickers
-    cdef dict memo
-    cdef dict same
-    cdef Py_ssize_t size, max_size
-
-    def __init__(self, Py_ssize_t arity, check, no_direct, list seq, tuple positions,
-                 list pickers, Py_ssize_t max_size):
-        self.arity, self.check, self.no_direct, self.seq = arity, check, no_direct, seq
-        self.positions, self.pickers, self.max_size = positions, pickers, max_size
-        self.memo, self.same, self.size = {}, {}, 0
-
-    def __call__(self, values, direct_task_id=None):
-        return self.route(values, direct_task_id)
-
-    cdef object route(self, values, direct_task_id):
-        cdef Py_ssize_t i, n = len(self.positions)
-        cdef object node, k
-        if len(values) != self.arity:
-            self.check(values)
-        if direct_task_id is not None:
-            self.no_direct(direct_task_id)
-        s = self.seq[0]
-        self.seq[0] = s + 1
-        node = self.memo
-        try:
-            for i in range(n):
-                node = (<dict>node).get(values[<Py_ssize_t>self.positions[i]])
-                if node is None:
-                    break
-        except TypeError:  # an unhashable value: the picker below says what is wrong
-            node = None
-        if node is not None:
-            return node
-        out = ()
-        for pick in self.pickers:
-            out += pick(values, s)
-        if self.size < self.max_size:
-            for i in range(n):
-                if type(values[<Py_ssize_t>self.positions[i]]) is not str:
-                    return out
-            out = self.same.setdefault(out, out)
-            node = self.memo
-            for i in range(n - 1):
-                k = values[<Py_ssize_t>self.positions[i]]
-                nxt = (<dict>node).get(k)
-                if nxt is None:
-                    nxt = (<dict>node)[k] = {}
-                node = nxt
-            k = values[<Py_ssize_t>self.positions[n - 1]]
-            if k not in <dict>node:
-                (<dict>node)[k] = out
-                self.size += 1
-        return out
-
-
-cdef inline bint _plain(values):
-    """Every value a str, None, bool, 64-bit int or finite float: ``fastpath``'s wire check."""
-    cdef Py_ssize_t i, n = Py_SIZE(values)
-    cdef PyObject** items = (<PyListObject*>values).ob_item if type(values) is list \
-        else (<PyTupleObject*>values).ob_item
-    cdef PyObject* v
-    cdef PyTypeObject* t
-    cdef int overflow
-    for i in range(n):
-        v = items[i]
-        t = Py_TYPE(<object>v)
-        if t == &PyUnicode_Type or v == <PyObject*>None or t == &PyBool_Type:
-            continue
-        if t == &PyLong_Type:
-            PyLong_AsLongLongAndOverflow(<object>v, &overflow)
-            if overflow == 0:
-                continue
-            return False
-        if t == &PyFloat_Type and isfinite(PyFloat_AS_DOUBLE(<object>v)):
-            continue
-        return False
-    return True
-
-
-cdef class BoltEmit:
-    """``fastpath.bolt_emit``'s ``emit`` when the emits are delivered (``deliver`` given): the
-    stream's route, the wire check, the route call and the delivery in one C call
-    (``fastpath.py`` is the truth; a ``Deliver`` is called without a Python-level call)."""
-
-    cdef dict routes
-    cdef object undeclared
-    cdef object task_ids
-    cdef object component
-    cdef object fields
-    cdef object values_of
-    cdef object to_wire
-    cdef bint check_wire
-    cdef object deliver_py
-    cdef Deliver deliver_c
-
-    def __init__(self, dict routes, undeclared, task_ids, component, fields, values_of, to_wire,
-                 bint check_wire, deliver):
-        self.routes, self.undeclared, self.task_ids = routes, undeclared, task_ids
-        self.component, self.fields, self.values_of = component, fields, values_of
-        self.to_wire, self.check_wire, self.deliver_py = to_wire, check_wire, deliver
-        self.deliver_c = deliver if type(deliver) is Deliver else None
-
-    def emit(self, tup, stream=None, anchors=None, direct_task=None, need_task_ids=False):
-        """The bolt's ``emit`` (the bound method: a vectorcall, no argument tuple)."""
-        if stream is None:
-            stream = "default"
-        route = self.routes.get(stream)
-        if route is None:
-            raise self.undeclared(stream, tup)
-        t = type(tup)
-        if (t is list or t is tuple) and self.check_wire:
-            values = tup if _plain(tup) else self.to_wire(tup, self.component, stream,
-                                                          self.fields[stream])
-        else:
-            values = self.values_of(tup, stream)
-        if type(route) is KeyedRoute:
-            targets = (<KeyedRoute>route).route(values, direct_task)
-        else:
-            targets = route(values, direct_task)
-        if self.deliver_c is not None:
-            self.deliver_c.deliver(stream, values, targets)
-        else:
-            self.deliver_py(stream, values, targets)
-        if need_task_ids:
-            return self.task_ids(targets)
-        return None
-
-
-cdef class Runner:
-    """``Kernel.run_chunks``'s per-tuple loop in C (``kernel.py`` is the truth: the same ids,
-    skips, Tuples, outcomes and latency samples). One per ``run_chunks`` call; ``run`` takes
-    one chunk's value lists; ``count`` is the tuples seen (skipped ones too)."""
-
-    cdef object prefix, head, skip, on_skip, on_outcome, attempt, observe, clock, arity_outcome
-    cdef object error
-    cdef Attempt attempt_c
-    cdef tuple digits, padded
-    cdef Py_ssize_t hi, lo, sample
-
-    def __init__(self, prefix, tuple digits, tuple padded, skip, on_skip, on_outcome, attempt,
-                 observe, clock, Py_ssize_t sample, arity_outcome, error):
-        """``digits``/``padded``: the id tails (``kernel._DIGITS``, ``_PADDED``); ``sample``:
-        ``SAMPLE_EVERY - 1``; ``arity_outcome``: ``Outcome.ARITY``; ``error``: ``TupleError``."""
-        self.prefix = self.head = prefix
-        self.digits, self.padded, self.skip = digits, padded, skip
-        self.on_skip, self.on_outcome, self.attempt = on_skip, on_outcome, attempt
-        self.observe, self.clock, self.sample = observe, clock, sample
-        self.arity_outcome, self.error = arity_outcome, error
-        self.attempt_c = attempt if type(attempt) is Attempt else None
-        self.hi = self.lo = 0
-
-    cdef inline object call(self, tup):
-        if self.attempt_c is not None:
-            return self.attempt_c.attempt(tup)
-        return self.attempt(tup)
-
-    @property
-    def count(self):
-        return 1000 * self.hi + self.lo
-
-    def run(self, values_list, src, source, stream, vtype, Py_ssize_t arity, make):
-        """The tuples of one chunk: ``values_list`` (value lists, or ``vtype`` instances)
-        from ``source``/``stream``, task ``src``; ``make`` builds the ones not of ``arity``."""
-        cdef PyTypeObject* tt = <PyTypeObject*>_tuple_type
-        cdef PyTypeObject* vt = <PyTypeObject*>vtype if vtype is not None else NULL
-        for values in values_list:
-            self.lo += 1
-            if self.lo == 1000:
-                self.hi += 1
-                self.lo = 0
-                self.head = self.prefix + str(self.hi)
-                self.digits = self.padded
-            tid = self.head + <str>self.digits[self.lo]
-            if self.skip and tid in self.skip:
-                self.on_skip(tid)
-                continue
-            if len(values) == arity:  # TupleFactory.maker's tuple, in C
-                tup = sw_steal(sw_make_tuple(tt, <PyObject*>tid, <PyObject*>source,
-                                             <PyObject*>stream, <PyObject*>src, vt,
-                                             <PyObject*>values))
-            else:
-                try:
-                    tup = make(values, tid, src)  # a stream without a values type, or an error
-                except self.error as exc:
-                    self.on_outcome(tuple.__new__(_tuple_type, (tid, source, stream, src, values)),
-                                    self.arity_outcome, exc)
-                    continue
-            if (self.lo & self.sample) != 1 or self.observe is None:  # 1, 17, 33, ... timed
-                result = self.call(tup)
-            else:
-                started = self.clock()
-                result = self.call(tup)
-                self.observe(self.clock() - started)
-            if result is not None:
-                self.on_outcome(tup, *result)
-
-
-cdef inline object _tid(tup):
-    """``tup.id`` (a pystorm ``Tuple``'s first item, read without the property)."""
-    return (<tuple>tup)[0] if type(tup) is _tuple_type else tup.id
-
-
-cdef class Attempt:
-    """``Kernel._compile``'s batch-mode attempt in C (``kernel.py`` is the truth: the same
-    ``_current_tups``, acks, outcomes, dispatch and discards); ``Runner`` calls it without a
-    Python-level call."""
-
-    cdef object inst, process, failure, dispatch, cache, empty, error
-    cdef object emit_outcome, raised_outcome, encode_outcome, failed_outcome
-    cdef set done
-    cdef list fails, emits, acks, rejected
-    cdef bint track, anchors, auto_ack_ok, fast_ack
-
-    def __init__(self, inst, process, set done, list fails, list emits, list acks, failure,
-                 dispatch, list rejected, cache, empty, bint track, bint anchors,
-                 bint auto_ack_ok, bint fast_ack, outcomes, error):
-        """``outcomes``: ``(EMIT, RAISED, ENCODE, FAILED)``; ``error``: ``TupleError``."""
-        self.inst, self.process, self.done, self.fails = inst, process, done, fails
-        self.emits, self.acks, self.failure, self.dispatch = emits, acks, failure, dispatch
-        self.rejected, self.cache, self.empty, self.error = rejected, cache, empty, error
-        self.track, self.anchors = track, anchors
-        self.auto_ack_ok, self.fast_ack = auto_ack_ok, fast_ack
-        self.emit_outcome, self.raised_outcome, self.encode_outcome, self.failed_outcome = outcomes
-
-    def __call__(self, tup):
-        return self.attempt(tup)
-
-    cdef object attempt(self, tup):
-        cdef Py_ssize_t before
-        if self.done:
-            self.done.clear()
-        if self.track:
-            cur = [tup]
-            self.inst._current_tups = cur
-            if self.anchors:
-                self.cache.tups = cur
-                self.cache.ids = (_tid(tup),)
-        before = len(self.fails)
-        try:
-            self.process(tup)
-        except Exception as exc:  # the user's error: reported as pystorm does
-            err = self.failure(exc, "process", tup)
-            self.emits.clear()  # a failed attempt's emits are discarded
-            self.rejected.clear()
-            return (self.emit_outcome if isinstance(exc, self.error) else self.raised_outcome, err)
-        if self.auto_ack_ok and self.inst.auto_ack:
-            if self.fast_ack:
-                tid = _tid(tup)
-                if not self.done or tid not in self.done:
-                    self.acks.append(tid)
-            else:
-                self.inst.ack(tup)
-        if self.track:
-            self.inst._current_tups = self.empty
-        if self.emits:
-            self.dispatch(self.emits)
-        if self.rejected:
-            bad = self.rejected[0]
-            self.rejected.clear()
-            return (self.encode_outcome, bad)
-        if len(self.fails) > before and _tid(tup) in self.fails[before:]:
-            return (self.failed_outcome, None)
-        return None
