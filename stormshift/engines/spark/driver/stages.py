@@ -15,7 +15,6 @@ round trips over py4j.
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import reduce
@@ -32,6 +31,7 @@ from stormshift.engines.spark.driver.waves import (
     stage_certain,
     stage_groups,
     stage_runs,
+    stage_tasks,
     waves,
 )
 from stormshift.engines.spark.protocol import rows as R
@@ -66,6 +66,12 @@ class BatchStages:
     def __init__(self, cfg: BatchConfig, r: Redis, idle_windows: IdleWindows):
         self.cfg, self.r, self.idle_windows = cfg, r, idle_windows
         self._built: dict[tuple[str, ...], Any] = {}
+        # the plan's shape never changes in a run: groups, the frames each reads, their readers
+        self.groups, self.producers = stage_groups(cfg.layout)
+        self.readers: dict[str, list[int]] = {}
+        for index, names in enumerate(self.producers):
+            for name in names:
+                self.readers.setdefault(name, []).append(index)
 
     cores: int | None = None  # Spark tasks per group at most (``_cores``)
     # Global task ids sent rows in the last batch that ran (None: none yet): which groups
@@ -77,7 +83,7 @@ class BatchStages:
         """The batch's groups in one Spark job, those left out after it one job per wave if
         their tasks got rows (``waves.py``); a task provably idle runs nothing."""
         layout = self.cfg.layout
-        groups, producers = stage_groups(layout)
+        groups, producers, readers = self.groups, self.producers, self.readers
         spark = df.sparkSession
         final = bool(time_ is not None and time_.final)
         redriven = [{s.head: redrive.frame(spark, s.head) for s in group} if redrive else {}
@@ -93,10 +99,6 @@ class BatchStages:
             i for i in range(len(groups)) if last is None or certain(i)
             or _fed_group(layout, groups[i], last)))
         in_first = set(first)
-        readers: dict[str, list[int]] = {}
-        for index, names in enumerate(producers):
-            for name in names:
-                readers.setdefault(name, []).append(index)
 
         def shared(name: str) -> bool:  # read twice, or by a later job: computed once, kept
             mine = readers.get(name, [])
@@ -152,10 +154,10 @@ class BatchStages:
                 if not group:
                     frames[key] = None
                     continue
-                readers = [i for i in rest if key in producers[i]]
+                later = [i for i in self.readers.get(key, []) if i in wanted]
                 out = self._group_frame(df, frames, producers[index], group, redriven[index],
-                                        txid, ticks, time_, self._readers_tasks(groups, readers))
-                if readers:  # read by a later wave's job
+                                        txid, ticks, time_, self._readers_tasks(groups, later))
+                if later:  # read by a later wave's job
                     out = out.persist()
                     persisted.append(out)
                 frames[key] = out
@@ -169,17 +171,16 @@ class BatchStages:
         ``beacons`` of the tasks reading it."""
         final = bool(time_ is not None and time_.final)
         rows = self._rows(df, frames, reads, group, redriven)
-        jobs = {stage.head: dataclasses.replace(self._job(stage, txid, ticks, time_, idle_tasks(
+        jobs = {stage.head: self._job(stage, txid, ticks, time_, idle_tasks(
             self.cfg.layout, stage, ticks=ticks, redriven=redriven.get(stage.head) is not None,
-            final=final, windows=self.idle_windows, txid=txid)), beacons=beacons if n == 0 else ())
+            final=final, windows=self.idle_windows, txid=txid), beacons if n == 0 else ())
             for n, stage in enumerate(group)}
         return rows.mapInArrow(_stage_fn(txid, jobs), R.SCHEMA_DDL)
 
     def _readers_tasks(self, groups: list[list[Stage]], readers: list[int]) -> tuple[int, ...]:
         """Global task ids of the stages of the groups ``readers``."""
-        layout = self.cfg.layout
-        return tuple(sorted({layout.first_task(s.head) + i for g in readers for s in groups[g]
-                             for i in range(s.par)}))
+        return tuple(sorted({t for g in readers for s in groups[g]
+                             for t in stage_tasks(self.cfg.layout, s)}))
 
     def _rows(self, df: Any, frames: dict[str, Any], reads: list[str], group: list[Stage],
               redriven: dict[str, Any]) -> Any:
@@ -232,21 +233,17 @@ class BatchStages:
         return frozenset(t for _, stats in read_stats(self.r, self.cfg.namespace, txid)
                          for t in stats.sent)
 
-    def _job(self, stage: Stage, txid: int, ticks: frozenset[str],
-             time_: BatchTime | None = None, idle_ok: frozenset[int] = frozenset()) -> StageJob:
+    def _job(self, stage: Stage, txid: int, ticks: frozenset[str], time_: BatchTime | None,
+             idle_ok: frozenset[int], beacons: tuple[int, ...]) -> StageJob:
         c = self.cfg
         return StageJob(c.layout, stage, txid, frozenset(t for t in ticks if t in stage.members),
                         c.redis_url, c.namespace, c.state_key, c.sink, c.max_attempts, time_,
-                        c.task_hosts, c.home_key, idle_ok)
+                        c.task_hosts, c.home_key, idle_ok, beacons)
 
 
 def _fed_group(layout: Layout, group: list[Stage], fed: frozenset[int]) -> bool:
     """Whether any task of ``group``'s stages is in ``fed``."""
-    for stage in group:
-        first = layout.first_task(stage.head)
-        if any(first + i in fed for i in range(stage.par)):
-            return True
-    return False
+    return any(t in fed for stage in group for t in stage_tasks(layout, stage))
 
 
 def _run_job(frames: list[Any]) -> None:

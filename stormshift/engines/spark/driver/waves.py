@@ -33,7 +33,7 @@ from typing import Any
 from stormshift.engines.spark.protocol.layout import Layout, Stage
 
 __all__ = ["SPOUTS", "IdleWindows", "first_job", "group_key", "idle_tasks", "stage_certain",
-           "stage_groups", "stage_runs", "waves"]
+           "stage_groups", "stage_runs", "stage_tasks", "waves"]
 
 SPOUTS = "__spouts__"  # the frame of the spouts' rows
 
@@ -137,8 +137,13 @@ def stage_runs(layout: Layout, stage: Stage, *, fed: frozenset[int], ticks: froz
     if stage_certain(layout, stage, ticks=ticks, redriven=redriven, final=final,
                      windows=windows, txid=txid):
         return True
+    return any(t in fed for t in stage_tasks(layout, stage))
+
+
+def stage_tasks(layout: Layout, stage: Stage) -> range:
+    """Global task ids of ``stage``'s tasks."""
     first = layout.first_task(stage.head)
-    return any(first + i in fed for i in range(stage.par))
+    return range(first, first + stage.par)
 
 
 def idle_tasks(layout: Layout, stage: Stage, *, ticks: frozenset[str], redriven: bool,
